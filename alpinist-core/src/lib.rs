@@ -1,0 +1,6 @@
+//! alpinist-core: annotation-aware optimisation and verification of GPU kernels written in PVL.
+//!
+//! See `ARCHITECTURE.md` at the repository root for the bird's-eye view.
+
+pub mod check;
+pub mod syntax;

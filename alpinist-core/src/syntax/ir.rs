@@ -1,0 +1,617 @@
+//! The IR: one tree of typed enums carrying code and specifications together.
+//!
+//! Architecture invariants:
+//! - Code and annotations live in the same nodes (a method owns its contract, a loop its
+//!   invariants, a par block its thread contract), so a transformation cannot forget one.
+//! - Every node carries the [`Span`] of the text it came from; nodes made by a transformation
+//!   carry the span of the node they were derived from.
+//! - The IR holds no comments and no parentheses: comments travel beside it as
+//!   [`crate::syntax::Trivia`], parentheses are recomputed by the printer from precedence.
+//! - Surface spellings that mean the same thing are one node (`bool`/`boolean`, `|s|`/`(\| s \|)`,
+//!   `and`-joined blocks and `parallel { }`), except where the distinction is the user's style
+//!   and the printer must reproduce it ([`BarrierStyle`], [`ParGroupStyle`]).
+//! - Nothing here is resolved: names are strings; `check` gives them meaning.
+
+use num_bigint::BigUint;
+use serde::{Deserialize, Serialize};
+
+pub use super::span::Span;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+/// A whole source file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Program {
+    pub items: Vec<Item>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Item {
+    Class(Class),
+    /// A top-level method, pure function or predicate (outside any class).
+    Member(Member),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Class {
+    pub name: Ident,
+    pub members: Vec<Member>,
+    pub span: Span,
+}
+
+/// A class member or top-level declaration with everything written before it.
+///
+/// `gpuopts` and `contract` are kept on every member, also where they are not allowed (before a
+/// field): the parser accepts them so that `check` can report the misplacement with a span.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Member {
+    pub gpuopts: Vec<GpuOpt>,
+    pub contract: Contract,
+    pub kind: MemberKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum MemberKind {
+    /// `int x;` — one member per declared name (`int x, y;` becomes two).
+    Field(Field),
+    /// Methods, constructors, pure functions and predicates (`resource p() = e;`).
+    Method(Method),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Field {
+    pub ty: Type,
+    pub name: Ident,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Modifier {
+    Static,
+    Pure,
+    Inline,
+    ThreadLocal,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Method {
+    /// In the order written.
+    pub modifiers: Vec<Modifier>,
+    /// `None` for a constructor. A predicate has [`TypeKind::Resource`].
+    pub return_type: Option<Type>,
+    pub name: Ident,
+    pub params: Vec<Param>,
+    pub body: MethodBody,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum MethodBody {
+    /// `;` — no body: a trusted lemma, an abstract method or predicate.
+    Abstract,
+    Block(Block),
+    /// `= expr;` — a pure function or predicate body.
+    Expr(Expr),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Param {
+    pub ty: Type,
+    pub name: Ident,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Type {
+    pub kind: TypeKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TypeKind {
+    Int,
+    /// `boolean` (also written `bool`).
+    Bool,
+    Void,
+    /// `frac`: a fraction in (0, 1].
+    Frac,
+    /// `zfrac`: a fraction in [0, 1].
+    ZFrac,
+    Rational,
+    Resource,
+    Seq(Box<Type>),
+    Set(Box<Type>),
+    Bag(Box<Type>),
+    Option(Box<Type>),
+    Map(Box<Type>, Box<Type>),
+    /// `T[]`, or `T[size]` where the size is informative. `int[M][N]` is
+    /// `Array { elem: Array { elem: int, size: N }, size: M }` (M rows of N).
+    Array {
+        elem: Box<Type>,
+        size: Option<Box<Expr>>,
+    },
+    /// A class name.
+    Class(Ident),
+}
+
+/// Specification clauses in the order written.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Contract {
+    pub clauses: Vec<Clause>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Clause {
+    pub kind: ClauseKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ClauseKind {
+    Requires(Expr),
+    Ensures(Expr),
+    Context(Expr),
+    ContextEverywhere(Expr),
+    LoopInvariant(Expr),
+    /// `given T x;` — a ghost input parameter.
+    Given(Param),
+    /// `yields T x;` — a ghost output parameter.
+    Yields(Param),
+    /// 1.x: `lock_invariant I;` on a class constructor or method.
+    LockInvariant(Expr),
+}
+
+/// An Alpinist optimisation annotation: one `gpuopt ...;` line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuOpt {
+    pub kind: GpuOptKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum GpuOptKind {
+    /// `gpuopt loop_unroll i K;`
+    LoopUnroll { var: Ident, factor: Expr },
+    /// `gpuopt iter_merge i M;`
+    IterMerge { var: Ident, factor: Expr },
+    /// `gpuopt matrix_lin m R X Y;` (row-major) or `... C X Y;` (column-major).
+    MatrixLin {
+        matrix: Ident,
+        order: MatrixOrder,
+        rows: Expr,
+        cols: Expr,
+    },
+    /// `gpuopt glob_to_reg a e1 e2 ...;` — printed with commas.
+    GlobToReg { array: Ident, indices: Vec<Expr> },
+    /// `gpuopt tile inter T;` / `gpuopt tile intra T;`
+    Tile { layout: TileLayout, size: Expr },
+    /// `gpuopt fuse F N;` — fuse F consecutive par blocks; N is a thread-block hint.
+    Fuse {
+        count: Expr,
+        block_hint: Option<Expr>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MatrixOrder {
+    RowMajor,
+    ColumnMajor,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TileLayout {
+    Inter,
+    Intra,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum StmtKind {
+    /// `int x, y = 0;`
+    LocalDecl { ty: Type, vars: Vec<LocalVar> },
+    /// `x = e;`, `a[i] = e;`, `m[i][j] = e;`, `this.x = e;`
+    Assign { target: Expr, value: Expr },
+    /// `x++;`
+    Increment(Expr),
+    /// `x--;`
+    Decrement(Expr),
+    /// An expression evaluated for its effect: calls, `new C();`.
+    Expr(Expr),
+    If {
+        cond: Expr,
+        then_branch: Box<Stmt>,
+        else_branch: Option<Box<Stmt>>,
+    },
+    /// `loop_invariant ...; while (c) s`
+    While {
+        contract: Contract,
+        cond: Expr,
+        body: Box<Stmt>,
+    },
+    /// `loop_invariant ...; for (init; c; update) s`
+    For {
+        contract: Contract,
+        init: Option<Box<Stmt>>,
+        cond: Option<Expr>,
+        update: Option<Box<Stmt>>,
+        body: Box<Stmt>,
+    },
+    Block(Block),
+    Return(Option<Expr>),
+    /// One or more par blocks launched together.
+    Par(ParGroup),
+    Barrier(Barrier),
+    Assert(Expr),
+    Assume(Expr),
+    /// `ghost <statement>`
+    Ghost(Box<Stmt>),
+    /// `invariant name(I) { ... }` — parsed; not supported by the checker.
+    Invariant { name: Ident, inv: Expr, body: Block },
+    /// `atomic(name) { ... }` — parsed; not supported by the checker.
+    Atomic { name: Ident, body: Block },
+    /// 1.x `lock e;`
+    Lock(Expr),
+    /// 1.x `unlock e;`
+    Unlock(Expr),
+    /// `fold p(args);`
+    Fold(Expr),
+    /// `unfold p(args);`
+    Unfold(Expr),
+    /// A `gpuopt` line in statement position. It must stand directly before the loop
+    /// (`loop_unroll`, `iter_merge`) or the first par block (`fuse`) it targets; `check`
+    /// reports it otherwise.
+    GpuOpt(GpuOpt),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LocalVar {
+    pub name: Ident,
+    pub init: Option<Expr>,
+    pub span: Span,
+}
+
+/// Par blocks launched together as one kernel launch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParGroup {
+    /// At least one.
+    pub blocks: Vec<ParBlock>,
+    pub style: ParGroupStyle,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ParGroupStyle {
+    /// `par A(..) {..}` or, 1.x, `par A(..) {..} and B(..) {..}`.
+    And,
+    /// 2.x `parallel { par A(..) {..} par B(..) {..} }`.
+    Parallel,
+}
+
+/// `par Name(int t = lo .. hi, ...) <contract> { body }`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParBlock {
+    pub label: Option<Ident>,
+    /// Empty for `par { }` without iterators; two or more for a multi-dimensional thread space.
+    pub iters: Vec<ParIter>,
+    pub contract: Contract,
+    pub body: Block,
+    pub span: Span,
+}
+
+/// `int t = lo .. hi` — the half-open range [lo, hi).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParIter {
+    pub ty: Type,
+    pub name: Ident,
+    pub lo: Expr,
+    pub hi: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Barrier {
+    /// The label of an enclosing par block.
+    pub label: Ident,
+    pub contract: Contract,
+    pub body: Block,
+    pub style: BarrierStyle,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BarrierStyle {
+    /// `barrier(L) { requires P; ensures Q; }` — clauses (then any statements) inside the braces.
+    ClausesInside,
+    /// `barrier(L) requires P; ensures Q; { }` — clauses before the block.
+    ClausesBefore,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ExprKind {
+    /// Unsigned: `-1` is `Unary(Neg, 1)`. PVL integers are unbounded.
+    IntLit(BigUint),
+    BoolLit(bool),
+    Null,
+    This,
+    /// `\result`
+    Result,
+    /// Permission literals `write`, `read`, `none`.
+    PermLit(PermLit),
+    Name(Ident),
+    Unary {
+        op: UnaryOp,
+        operand: Box<Expr>,
+    },
+    Binary {
+        op: BinaryOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    /// `c ? a : b`
+    Cond {
+        cond: Box<Expr>,
+        then_expr: Box<Expr>,
+        else_expr: Box<Expr>,
+    },
+    /// `a[i]`
+    Index { base: Box<Expr>, index: Box<Expr> },
+    /// `s[a..b]`, `s[a..]`, `s[..b]`
+    Slice {
+        base: Box<Expr>,
+        from: Option<Box<Expr>>,
+        to: Option<Box<Expr>>,
+    },
+    /// `s[i -> v]`
+    Update {
+        base: Box<Expr>,
+        index: Box<Expr>,
+        value: Box<Expr>,
+    },
+    /// `x.f`, also `a.length` and `o.get`.
+    Field { base: Box<Expr>, name: Ident },
+    /// `f(args)`, `x.m(args)`, `C.m(args)`, with optional ghost arguments
+    /// `with { x = e; }` and ghost results `then { y = z; }`.
+    Call {
+        receiver: Option<Box<Expr>>,
+        name: Ident,
+        args: Vec<Expr>,
+        given: Vec<GhostArg>,
+        yields: Vec<GhostArg>,
+    },
+    /// `new C(args)`
+    New { class: Ident, args: Vec<Expr> },
+    /// `new int[N]`, `new int[M][N]` — one size per dimension, outermost first.
+    NewArray { elem: Type, dims: Vec<Expr> },
+    /// `\old(e)`
+    Old(Box<Expr>),
+    /// `|s|`, and 1.x `(\| s \|)`.
+    Length(Box<Expr>),
+    /// Built-in predicates written like calls: `Perm(l, p)`, `\array(a, n)`, ...
+    Builtin { op: Builtin, args: Vec<Expr> },
+    Quantifier(Box<Quantifier>),
+    /// `(\let T x = e; body)`
+    Let {
+        ty: Type,
+        name: Ident,
+        value: Box<Expr>,
+        body: Box<Expr>,
+    },
+    /// `seq<T>{..}`, `set<T>{..}`, `bag<T>{..}`
+    Collection {
+        kind: CollectionKind,
+        elem: Type,
+        elems: Vec<Expr>,
+    },
+    /// `map<K,V>{k -> v, ...}`
+    MapLit {
+        key: Type,
+        value: Type,
+        entries: Vec<(Expr, Expr)>,
+    },
+    /// A trigger `{: e :}` inside a quantifier body; means `e`.
+    Trigger(Box<Expr>),
+    /// `unfolding p(args) in e`
+    Unfolding { pred: Box<Expr>, body: Box<Expr> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PermLit {
+    Write,
+    Read,
+    None,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UnaryOp {
+    /// `!`
+    Not,
+    /// `-`
+    Neg,
+}
+
+/// Binary operators, with their precedence and associativity (loosest first) in
+/// [`BinaryOp::precedence`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BinaryOp {
+    /// `==>`
+    Implies,
+    /// `||`
+    Or,
+    /// `&&`
+    And,
+    /// `**`
+    Star,
+    Eq,
+    Neq,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// `e in s`
+    In,
+    Add,
+    Sub,
+    /// `s ++ t`
+    Concat,
+    /// `x :: s`
+    Cons,
+    Mul,
+    Div,
+    Mod,
+    /// `\` — fraction division, `1\2`.
+    FracDiv,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Assoc {
+    Left,
+    Right,
+    /// Comparisons do not chain: `a < b < c` is printed with parentheses.
+    None,
+}
+
+impl BinaryOp {
+    /// Binding strength: higher binds tighter. `?:` is level 1, unary operators 11.
+    pub fn precedence(self) -> u8 {
+        use BinaryOp::*;
+        match self {
+            Implies => 2,
+            Or => 3,
+            And | Star => 4,
+            Eq | Neq => 5,
+            Lt | Le | Gt | Ge => 6,
+            In => 7,
+            Add | Sub | Concat => 8,
+            Cons => 9,
+            Mul | Div | Mod | FracDiv => 10,
+        }
+    }
+
+    pub fn assoc(self) -> Assoc {
+        use BinaryOp::*;
+        match self {
+            Implies | Cons => Assoc::Right,
+            Eq | Neq | Lt | Le | Gt | Ge | In => Assoc::None,
+            _ => Assoc::Left,
+        }
+    }
+
+    pub fn symbol(self) -> &'static str {
+        use BinaryOp::*;
+        match self {
+            Implies => "==>",
+            Or => "||",
+            And => "&&",
+            Star => "**",
+            Eq => "==",
+            Neq => "!=",
+            Lt => "<",
+            Le => "<=",
+            Gt => ">",
+            Ge => ">=",
+            In => "in",
+            Add => "+",
+            Sub => "-",
+            Concat => "++",
+            Cons => "::",
+            Mul => "*",
+            Div => "/",
+            Mod => "%",
+            FracDiv => "\\",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Builtin {
+    /// `Perm(loc, p)`
+    Perm,
+    /// `PointsTo(loc, p, v)`
+    PointsTo,
+    /// `Value(loc)`
+    Value,
+    /// `\array(a, n)`: a is non-null with length n.
+    Array,
+    /// `\matrix(m, rows, cols)`
+    Matrix,
+}
+
+impl Builtin {
+    pub fn spelling(self) -> &'static str {
+        match self {
+            Builtin::Perm => "Perm",
+            Builtin::PointsTo => "PointsTo",
+            Builtin::Value => "Value",
+            Builtin::Array => "\\array",
+            Builtin::Matrix => "\\matrix",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CollectionKind {
+    Seq,
+    Set,
+    Bag,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GhostArg {
+    pub name: Ident,
+    pub value: Expr,
+    pub span: Span,
+}
+
+/// `(\forall int i; cond; body)`, `(\forall* int i = lo .. hi; body)`, `(\exists ...)`,
+/// `(\sum int i; cond; body)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Quantifier {
+    pub kind: QuantifierKind,
+    /// At least one: `(\forall int i, int j; ...)`.
+    pub binders: Vec<Binder>,
+    /// The condition between the binders and the body; `None` in the two-part forms.
+    pub cond: Option<Expr>,
+    pub body: Expr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum QuantifierKind {
+    /// `\forall`
+    Forall,
+    /// `\forall*` — iterated separating conjunction.
+    ForallStar,
+    /// `\exists`
+    Exists,
+    /// `\sum` — `(\sum int i; cond; body)`, an integer.
+    Sum,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Binder {
+    pub ty: Type,
+    pub name: Ident,
+    /// The range form `int i = lo .. hi` (half-open).
+    pub range: Option<(Expr, Expr)>,
+    pub span: Span,
+}

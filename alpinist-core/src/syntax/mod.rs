@@ -1,0 +1,33 @@
+//! Front end: PVL text ⇄ IR.
+//!
+//! Entry points: [`parse`] (text → [`Parsed`]: IR + trivia + warnings, or syntax errors) and
+//! [`print`] (IR + trivia → text in the house style).
+//!
+//! Architecture invariants:
+//! - Parsing never panics, whatever the bytes; every failure is a [`SyntaxError`] with a span.
+//! - The grammar (`pvl.pest`) is the only place that knows PVL's concrete syntax besides the
+//!   printer; the rest of the crate sees only [`ir`].
+//! - Comments are not in the IR. They are collected as [`Trivia`] by a scan of the source and
+//!   re-interleaved by the printer by source position, so every comment survives `fmt`.
+
+pub mod ir;
+mod span;
+mod trivia;
+mod error;
+mod parse;
+mod print;
+
+pub use error::{SyntaxError, SyntaxWarning};
+pub use ir::*;
+pub use parse::parse;
+pub use print::{print, print_expr};
+pub use span::line_col;
+pub use trivia::{Comment, Trivia};
+
+/// The result of parsing one source file.
+#[derive(Clone, Debug)]
+pub struct Parsed {
+    pub program: Program,
+    pub trivia: Trivia,
+    pub warnings: Vec<SyntaxWarning>,
+}
