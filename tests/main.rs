@@ -1,1 +1,6 @@
-mod placeholder {}
+//! The workspace's single integration-test binary (one binary links the tool once).
+
+mod cli;
+mod common;
+mod diagnostics;
+mod roundtrip;

@@ -1,0 +1,141 @@
+//! The `alpinist` command line: argument parsing, reading files, rendering diagnostics, and the
+//! exit codes of design.md. All the work happens in `alpinist-core`.
+//!
+//! The binary target itself is declared by the umbrella package at the repository root
+//! (`src/main.rs` calls [`main`]), so that the workspace's integration tests can run it.
+
+mod commands;
+mod diagnostics;
+mod exit;
+mod input;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Annotation-aware optimisation and verification of GPU kernels written in PVL.
+#[derive(Parser)]
+#[command(name = "alpinist", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Parse a PVL file and print it back in the house style, comments included.
+    Fmt {
+        /// The file to format, or `-` for standard input.
+        file: PathBuf,
+        /// Rewrite the file in place instead of printing to standard output.
+        #[arg(long)]
+        write: bool,
+    },
+    /// Parse, resolve names and type-check PVL files; no verification.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Verify PVL files with the separation-logic checker.
+    Verify {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// One JSON document on standard output.
+        #[arg(long)]
+        json: bool,
+        /// Per-obligation time limit in seconds.
+        #[arg(long, value_name = "S")]
+        timeout: Option<f64>,
+        /// Obligations checked in parallel.
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+    },
+    /// Apply the file's `gpuopt` annotations and/or the flags, then reverify.
+    #[command(alias = "optimize")]
+    Optimise {
+        file: PathBuf,
+        /// Unroll the loop by K iterations.
+        #[arg(long, value_name = "K")]
+        unroll: Option<u32>,
+        /// Merge M consecutive iterations.
+        #[arg(long, value_name = "M")]
+        merge: Option<u32>,
+        /// Tile the kernel: `inter:T` or `intra:T`.
+        #[arg(long, value_name = "inter|intra:T")]
+        tile: Option<String>,
+        /// The iteration variable of the loop the flags target.
+        #[arg(long, value_name = "VAR")]
+        r#loop: Option<String>,
+        /// Write the optimised program here instead of standard output.
+        #[arg(short = 'o', value_name = "OUT")]
+        output: Option<PathBuf>,
+        /// Skip reverification (never the applicability check).
+        #[arg(long)]
+        no_verify: bool,
+        /// One JSON document on standard output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Summarise verification-time reports.
+    Report {
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value = "md")]
+        format: ReportFormat,
+    },
+    /// Confirm a prefix-sum kernel with the interval-of-summations test on OpenCL devices.
+    ScanTest {
+        file: PathBuf,
+        #[arg(long, value_enum, default_value = "inclusive")]
+        kind: ScanKind,
+        #[arg(long, value_name = "N")]
+        n: Option<u64>,
+        #[arg(long, value_name = "A..B")]
+        n_range: Option<String>,
+        #[arg(long, value_name = "NAME|all")]
+        platform: Option<String>,
+        #[arg(long, value_enum)]
+        baseline: Option<Baseline>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List OpenCL platforms and devices.
+    Devices,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ReportFormat {
+    Md,
+    Json,
+    Csv,
+    Svg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ScanKind {
+    Inclusive,
+    Exclusive,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Baseline {
+    Voigtlaender,
+    Random,
+}
+
+/// Parse the process arguments, run the subcommand, return its exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Fmt { file, write } => commands::fmt::run(&file, write),
+        Command::Check { files } => commands::check::run(&files),
+        Command::Verify { files, .. } => commands::front_end_then_pending(&files, "verify"),
+        Command::Optimise { file, .. } => {
+            commands::front_end_then_pending(std::slice::from_ref(&file), "optimise")
+        }
+        Command::Report { .. } => commands::not_implemented("report"),
+        Command::ScanTest { file, .. } => commands::opencl::scan_test(&file),
+        Command::Devices => commands::opencl::devices(),
+    };
+    ExitCode::from(outcome as u8)
+}

@@ -1,0 +1,126 @@
+//! End-to-end runs of the `alpinist` binary: exit codes and outputs of design.md's contract.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use alpinist::syntax;
+
+use crate::common::{alpinist, pvl_files, relative, run, stderr, stdout};
+
+#[test]
+fn fmt_prints_every_example_as_the_library_does() {
+    for path in pvl_files("examples") {
+        let name = relative(&path);
+        let output = run(&["fmt", &name]);
+        assert_eq!(output.status.code(), Some(0), "{name}\n{}", stderr(&output));
+        let parsed = syntax::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(stdout(&output), syntax::print(&parsed.program, &parsed.trivia));
+    }
+}
+
+#[test]
+fn check_accepts_every_example() {
+    let files: Vec<String> = pvl_files("examples").iter().map(|p| relative(p)).collect();
+    let mut args = vec!["check"];
+    args.extend(files.iter().map(String::as_str));
+    let output = run(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn fmt_reads_standard_input() {
+    let mut child = alpinist()
+        .args(["fmt", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"class C { int x; // the field\n}\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("// the field"));
+}
+
+#[test]
+fn fmt_write_rewrites_in_place_and_is_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("k.pvl");
+    std::fs::write(&file, "class C{int x;void m(){x=1+2*3;}}").unwrap();
+    let path = file.to_str().unwrap();
+    let expected = stdout(&run(&["fmt", path]));
+    let output = run(&["fmt", "--write", path]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), expected);
+    assert_eq!(stdout(&run(&["fmt", path])), expected);
+}
+
+#[test]
+fn syntax_errors_exit_2_with_code_and_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.pvl");
+    std::fs::write(&file, "class C {\n  void m() {\n    x = ;\n  }\n}\n").unwrap();
+    for subcommand in ["fmt", "check", "verify"] {
+        let output = run(&[subcommand, file.to_str().unwrap()]);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{subcommand}: {err}");
+        assert!(err.contains("E0101"), "{subcommand}: {err}");
+        assert!(err.contains("bad.pvl:3:9"), "{subcommand}: {err}");
+    }
+}
+
+#[test]
+fn unreadable_input_is_bad_input_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("binary.pvl");
+    std::fs::write(&binary, [0x63, 0x6c, 0xff, 0xfe, 0x00]).unwrap();
+    let output = run(&["fmt", binary.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("not UTF-8"), "{}", stderr(&output));
+
+    let missing = dir.path().join("missing.pvl");
+    let output = run(&["check", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("cannot read"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(run(&["no-such-subcommand"]).status.code(), Some(2));
+    assert_eq!(run(&["optimise"]).status.code(), Some(2));
+    assert_eq!(run(&["--help"]).status.code(), Some(0));
+}
+
+#[test]
+fn subcommands_not_landed_yet_say_so_with_exit_2() {
+    let example = relative(&pvl_files("examples")[0]);
+    for args in [
+        vec!["verify", example.as_str()],
+        vec!["optimise", example.as_str(), "--unroll", "2"],
+        vec!["report", "examples"],
+    ] {
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&output).contains("not implemented yet"), "{args:?}");
+    }
+}
+
+#[test]
+fn opencl_commands_without_a_platform_never_panic() {
+    let output = run(&["devices"]);
+    let err = stderr(&output);
+    assert!(!err.contains("panicked"), "{err}");
+    if cfg!(feature = "opencl") {
+        assert_eq!(output.status.code(), Some(2), "{err}");
+        assert!(err.contains("not implemented yet"), "{err}");
+    } else {
+        assert_eq!(output.status.code(), Some(4), "{err}");
+        assert!(err.contains("--features opencl"), "{err}");
+    }
+}

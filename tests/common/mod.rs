@@ -1,0 +1,108 @@
+//! Helpers shared by the integration tests.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `.pvl` file below `dir` (relative to the repository root), sorted.
+pub fn pvl_files(dir: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "pvl") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&repo_root().join(dir), &mut files);
+    files.sort();
+    files
+}
+
+/// A path relative to the repository root, `/`-separated: stable in snapshots.
+pub fn relative(path: &Path) -> String {
+    path.strip_prefix(repo_root())
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+/// A snapshot name derived from a path: `examples/basic/vector_add.pvl` → `basic__vector_add`.
+pub fn snapshot_name(path: &Path, below: &str) -> String {
+    let rel = relative(path);
+    let rel = rel.strip_prefix(below).unwrap_or(&rel);
+    rel.trim_start_matches('/')
+        .trim_end_matches(".pvl")
+        .replace('/', "__")
+}
+
+/// The `alpinist` binary, run from the repository root without colours.
+pub fn alpinist() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_alpinist"));
+    command.current_dir(repo_root()).env("NO_COLOR", "1");
+    command
+}
+
+pub fn run(args: &[&str]) -> Output {
+    alpinist().args(args).output().expect("the alpinist binary runs")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The IR as JSON with every `"span"` removed: equality "spans aside".
+pub fn strip_spans(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(key, _)| key != "span")
+                .map(|(key, v)| (key, strip_spans(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(strip_spans).collect()),
+        other => other,
+    }
+}
+
+pub fn spanless<T: serde::Serialize>(ir: &T) -> serde_json::Value {
+    strip_spans(serde_json::to_value(ir).expect("the IR serialises"))
+}
+
+/// `//:: expect <kind> <line>:<col>` from a test file's header.
+#[derive(Debug, Clone)]
+pub struct Expectation {
+    pub kind: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+pub fn expectation(source: &str) -> Option<Expectation> {
+    let line = source
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("//:: expect "))?;
+    let mut words = line.split_whitespace();
+    let kind = words.next()?.to_string();
+    let (l, c) = words.next()?.split_once(':')?;
+    Some(Expectation {
+        kind,
+        line: l.parse().ok()?,
+        column: c.parse().ok()?,
+    })
+}
