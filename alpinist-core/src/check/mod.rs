@@ -82,8 +82,9 @@ pub fn check(program: &Program) -> Result<Checked, Vec<CheckError>> {
     for item in &program.items {
         match item {
             Item::Class(class) => {
+                let id = ClassId(class_no);
                 for member in &class.members {
-                    checker.check_member(member, Some(ClassId(class_no)));
+                    checker.check_member(member, Some(id));
                 }
                 class_no += 1;
             }

@@ -163,6 +163,16 @@ impl<'a> Checker<'a> {
 
     // ---- members -------------------------------------------------------------------------
 
+    /// Clauses written before a class (1.x `lock_invariant`): they speak about its fields.
+    #[allow(dead_code)] // Used once the parser's `Item::ContractedClass` is merged.
+    pub fn check_class_contract(&mut self, contract: &'a Contract, class: ClassId) {
+        self.class = Some(class);
+        for clause in &contract.clauses {
+            self.check_clause(clause);
+        }
+        self.class = None;
+    }
+
     pub fn check_member(&mut self, member: &'a Member, class: Option<ClassId>) {
         self.class = class;
         match &member.kind {
@@ -189,17 +199,24 @@ impl<'a> Checker<'a> {
 
     fn signature_of(&self, method: &Method, class: Option<ClassId>) -> Option<&'a MethodSig> {
         let tables = self.tables;
-        let pick = |list: &'a [MethodSig]| {
-            list.iter()
-                .find(|s| s.span == method.name.span && s.name == method.name.name)
-        };
-        match class {
-            Some(c) => {
-                let info = tables.class(c);
-                pick(&info.methods).or_else(|| pick(&info.constructors))
-            }
-            None => pick(&tables.globals),
-        }
+        let is_this = |s: &&MethodSig| s.span == method.name.span && s.name == method.name.name;
+        // The name index finds it at once; a duplicate or constructor needs the scan.
+        let (indexed, all, ctors): (Option<&'a MethodSig>, &'a [MethodSig], &'a [MethodSig]) =
+            match class {
+                Some(c) => {
+                    let info = tables.class(c);
+                    (
+                        info.method(&method.name.name),
+                        &info.methods,
+                        &info.constructors,
+                    )
+                }
+                None => (tables.global(&method.name.name), &tables.globals, &[]),
+            };
+        indexed
+            .filter(is_this)
+            .or_else(|| all.iter().find(is_this))
+            .or_else(|| ctors.iter().find(is_this))
     }
 
     fn check_method(&mut self, member: &'a Member, method: &'a Method, sig: Option<&'a MethodSig>) {
@@ -392,22 +409,7 @@ impl<'a> Checker<'a> {
                     self.check_par(block);
                 }
             }
-            StmtKind::Barrier(barrier) => {
-                let known = self
-                    .pars
-                    .iter()
-                    .any(|l| l.is_some_and(|l| l.name == barrier.label.name));
-                if !known {
-                    self.err(CheckError::UnknownParLabel {
-                        name: barrier.label.name.clone(),
-                        span: barrier.label.span,
-                    });
-                }
-                self.push_scope();
-                self.check_inner_contract(&barrier.contract);
-                self.check_block(&barrier.body);
-                self.pop_scope();
-            }
+            StmtKind::Barrier(barrier) => self.check_barrier(barrier),
             StmtKind::Assert(e) | StmtKind::Assume(e) => self.spec_assertion(e, "assertion"),
             StmtKind::Ghost(inner) => self.check_stmt(inner),
             StmtKind::Invariant { name, inv, body } => {
@@ -417,12 +419,7 @@ impl<'a> Checker<'a> {
                 self.invariants.pop();
             }
             StmtKind::Atomic { name, body } => {
-                if !self.invariants.contains(&name.name.as_str()) {
-                    self.err(CheckError::UnknownInvariant {
-                        name: name.name.clone(),
-                        span: name.span,
-                    });
-                }
+                self.check_invariant_name(name);
                 self.check_block(body);
             }
             StmtKind::Lock(e) | StmtKind::Unlock(e) => {
@@ -440,6 +437,33 @@ impl<'a> Checker<'a> {
             }
             // Placement is checked with the enclosing block (`check_block_opts`).
             StmtKind::GpuOpt(_) => {}
+        }
+    }
+
+    fn check_barrier(&mut self, barrier: &'a Barrier) {
+        let known = self
+            .pars
+            .iter()
+            .any(|l| l.is_some_and(|l| l.name == barrier.label.name));
+        if !known {
+            self.err(CheckError::UnknownParLabel {
+                name: barrier.label.name.clone(),
+                span: barrier.label.span,
+            });
+        }
+        self.push_scope();
+        self.check_inner_contract(&barrier.contract);
+        self.check_block(&barrier.body);
+        self.pop_scope();
+    }
+
+    /// `atomic(inv)` and `barrier(L; inv)` name an enclosing `invariant inv(..) { .. }`.
+    fn check_invariant_name(&mut self, name: &'a Ident) {
+        if !self.invariants.contains(&name.name.as_str()) {
+            self.err(CheckError::UnknownInvariant {
+                name: name.name.clone(),
+                span: name.span,
+            });
         }
     }
 
@@ -504,37 +528,34 @@ impl<'a> Checker<'a> {
         self.pars.pop();
     }
 
+    /// Checks that the variable (or field) `id` may be written here and returns its type.
+    fn assign_var(&mut self, id: &'a Ident, span: Span) -> Ty {
+        let Some(var) = self.lookup(&id.name) else {
+            // Fields are heap locations: writable anywhere (with permission).
+            return self.name(id);
+        };
+        let (ty, kind, depth, decl) = (var.ty.clone(), var.kind, var.par_depth, var.span);
+        match kind {
+            VarKind::ParIter => self.err(CheckError::WriteToParIterator {
+                name: id.name.clone(),
+                span,
+                decl,
+            }),
+            VarKind::Binder => self.err(CheckError::NotAssignable { span }),
+            _ if depth < self.pars.len() => self.err(CheckError::WriteToOuterLocalInPar {
+                name: id.name.clone(),
+                span,
+                decl,
+            }),
+            _ => {}
+        }
+        ty
+    }
+
     /// Checks that `target` may be written here and returns its type.
     fn assign_target(&mut self, target: &'a Expr) -> Ty {
         match &target.kind {
-            ExprKind::Name(id) => {
-                if let Some(var) = self.lookup(&id.name) {
-                    let (ty, kind, depth, decl) =
-                        (var.ty.clone(), var.kind, var.par_depth, var.span);
-                    match kind {
-                        VarKind::ParIter => self.err(CheckError::WriteToParIterator {
-                            name: id.name.clone(),
-                            span: target.span,
-                            decl,
-                        }),
-                        VarKind::Binder => {
-                            self.err(CheckError::NotAssignable { span: target.span })
-                        }
-                        _ if depth < self.pars.len() => {
-                            self.err(CheckError::WriteToOuterLocalInPar {
-                                name: id.name.clone(),
-                                span: target.span,
-                                decl,
-                            })
-                        }
-                        _ => {}
-                    }
-                    ty
-                } else {
-                    // Fields are heap locations: writable anywhere (with permission).
-                    self.name(id)
-                }
-            }
+            ExprKind::Name(id) => self.assign_var(id, target.span),
             ExprKind::Field { base, name } => {
                 let base_ty = self.expr(base);
                 let ty = self.member(&base_ty, name);
@@ -1295,10 +1316,24 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        // `then { r = y; }`: the caller's variable `r` receives the callee's yields `y`.
         for y in yields {
-            let target = self.assign_target(&y.value);
-            match sig.yields.iter().find(|p| p.name == y.name.name) {
-                Some(p) => {
+            let target = self.assign_var(&y.name, y.name.span);
+            let source = match &y.value.kind {
+                ExprKind::Name(id) => sig.yields.iter().find(|p| p.name == id.name).ok_or(id),
+                _ => {
+                    self.expr(&y.value);
+                    self.err(CheckError::UnknownGhostParam {
+                        name: "(an expression)".into(),
+                        which: "yields",
+                        method: sig.name.clone(),
+                        span: y.value.span,
+                    });
+                    continue;
+                }
+            };
+            match source {
+                Ok(p) => {
                     if !assignable(&target, &p.ty) {
                         let (expected, found) = (self.show(&target), self.show(&p.ty));
                         self.err(CheckError::Mismatch {
@@ -1309,11 +1344,11 @@ impl<'a> Checker<'a> {
                         });
                     }
                 }
-                None => self.err(CheckError::UnknownGhostParam {
-                    name: y.name.name.clone(),
+                Err(id) => self.err(CheckError::UnknownGhostParam {
+                    name: id.name.clone(),
                     which: "yields",
                     method: sig.name.clone(),
-                    span: y.name.span,
+                    span: id.span,
                 }),
             }
         }

@@ -683,3 +683,17 @@ fn pvl_corpus_style_errors() {
         vec!["E0214", "E0214"]
     );
 }
+
+#[test]
+fn pvl_then_names_a_yields_parameter() {
+    assert_eq!(
+        codes("class C { yields int y; void m() { } void n() { int r; m() then { r = z; }; } }"),
+        vec!["E0206"]
+    );
+    assert_eq!(
+        codes(
+            "class C { yields int y; void m() { } void n() { boolean r; m() then { r = y; }; } }"
+        ),
+        vec!["E0301"]
+    );
+}
