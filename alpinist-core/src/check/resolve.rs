@@ -164,7 +164,6 @@ impl<'a> Checker<'a> {
     // ---- members -------------------------------------------------------------------------
 
     /// Clauses written before a class (1.x `lock_invariant`): they speak about its fields.
-    #[allow(dead_code)] // Used once the parser's `Item::ContractedClass` is merged.
     pub fn check_class_contract(&mut self, contract: &'a Contract, class: ClassId) {
         self.class = Some(class);
         for clause in &contract.clauses {
@@ -410,6 +409,15 @@ impl<'a> Checker<'a> {
                 }
             }
             StmtKind::Barrier(barrier) => self.check_barrier(barrier),
+            StmtKind::BarrierWithInvariants {
+                barrier,
+                invariants,
+            } => {
+                for name in invariants {
+                    self.check_invariant_name(name);
+                }
+                self.check_barrier(barrier);
+            }
             StmtKind::Assert(e) | StmtKind::Assume(e) => self.spec_assertion(e, "assertion"),
             StmtKind::Ghost(inner) => self.check_stmt(inner),
             StmtKind::Invariant { name, inv, body } => {

@@ -697,3 +697,23 @@ fn pvl_then_names_a_yields_parameter() {
         vec!["E0301"]
     );
 }
+
+#[test]
+fn pvl_older_forms() {
+    // 1.x: clauses before a class speak about its fields; `barrier(L; inv)`; `sequential`.
+    ok("lock_invariant Perm(f, write) ** f > 10; class Test { int f; }");
+    assert_eq!(
+        codes("lock_invariant Perm(g, write); class Test { int f; }"),
+        vec!["E0201"]
+    );
+    ok("class R { int x; context Perm(x, 1); void v(int N) { x = 0;
+        invariant inv(Perm(x, 1\\2)) { par main(int i = 0 .. N) {
+          barrier(main; inv) { context 0 <= i && i < N; } } } } }");
+    assert_eq!(
+        codes("class R { void v(int N) { par main(int i = 0 .. N) { barrier(main; nope) { } } } }"),
+        vec!["E0207"]
+    );
+    ok("class T { void main() { int[10] x = new int[10];
+        sequential { par fst(int i = 0 .. 10) context Perm(x[i], 1); { x[i] = 0; }
+                     par snd(int j = 0 .. 10) context Perm(x[j], 1); { x[j] = 1; } } } }");
+}
