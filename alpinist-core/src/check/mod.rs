@@ -1,1 +1,259 @@
-//! Name resolution and type checking.
+//! Name resolution and type checking: the gate every program passes before anything else.
+//!
+//! Entry point: [`check`]. It returns the declaration tables ([`Checked`]) or *every* error
+//! found (not only the first), each with a span and a stable code (E02xx resolution, E03xx
+//! types, E04xx `gpuopt` annotations; see [`CheckError`]).
+//!
+//! # Guarantees, when [`check`] returns `Ok`
+//! - Every name resolves: variables (locals, parameters, `given`/`yields` ghosts, par
+//!   iterators, quantifier and `\let` binders, fields of the enclosing class), fields after a
+//!   `.`, methods (of the class, of another class by `C.m`/`o.m`, top-level ones), classes,
+//!   barrier labels (an enclosing par block), `atomic` names (an enclosing `invariant`) and
+//!   ghost arguments (`with`/`then` name `given`/`yields` parameters of the callee).
+//! - No name is declared twice in one scope (classes, fields, methods, parameters, locals of
+//!   one block, binders of one quantifier).
+//! - Every expression has a type under VerCors' rules, so a later Z3 encoding is well-sorted:
+//!   `&&`/`||`/`!` on booleans only (a resource under `&&` is an error, as in VerCors); `**`,
+//!   `\forall*`, `Perm`, `PointsTo`, predicate applications and `b ==> R` are resources, and a
+//!   boolean is accepted wherever a resource is expected (contract clauses, `assert`);
+//!   integers coerce to fractions (`frac`, `zfrac`, `rational`), never back; calls have the
+//!   callee's arity and argument types; `Perm`'s location is a field or an array cell.
+//! - Writes are legal: no par iterator is assigned; no local or parameter declared outside a
+//!   par block is assigned inside it (the threads share it); no sequence element is assigned
+//!   (sequences are values).
+//! - Specifications (contracts, `assert`, `assume`, `fold`) and pure function bodies call only
+//!   pure functions and predicates; `\result` appears only in `ensures` of a method or
+//!   function with a result.
+//! - `gpuopt` annotations stand before what they target (method, loop, par blocks), are not
+//!   duplicated, name a loop's own iteration variable / a matching parameter, and their
+//!   numbers are positive literals.
+//!
+//! # Deliberately not checked here
+//! - Anything semantic: permissions, bounds, non-nullness, framing, termination, and whether
+//!   an optimisation is applicable — that is `verify` and `transform`.
+//! - `invariant`/`atomic`/`lock`/`unlock`: names inside are resolved, the constructs are
+//!   accepted; `verify` reports them unsupported.
+//! - Java-style definite assignment, missing returns on some paths, dead code.
+//! - Where VerCors is more permissive than we model (fraction range coercions, set and bag
+//!   operators), we accept: a false error on a correct program is worse than a missing check.
+//!   `Ty::Unknown` marks expressions that already failed, so one mistake gives one error.
+
+mod env;
+mod error;
+mod gpuopt;
+mod resolve;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+
+pub use env::{ClassId, ClassInfo, FieldInfo, MethodKind, MethodSig, ParamInfo, Tables, Ty};
+pub use error::{CheckError, CheckWarning};
+pub use types::{assignable, comparable};
+
+use crate::syntax::{ClauseKind, Item, Member, MemberKind, Method, Program};
+use env::method_kind;
+use resolve::Checker;
+
+/// What later stages need from a checked program.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    /// Classes (indexed by [`ClassId`]) with their fields and method signatures, and the
+    /// top-level methods, functions and predicates.
+    pub tables: Tables,
+    pub warnings: Vec<CheckWarning>,
+}
+
+impl Checked {
+    pub fn classes(&self) -> &[ClassInfo] {
+        &self.tables.classes
+    }
+}
+
+/// Resolves and type-checks `program`. Never panics, whatever the IR.
+pub fn check(program: &Program) -> Result<Checked, Vec<CheckError>> {
+    let mut errors = Vec::new();
+    let tables = build_tables(program, &mut errors);
+
+    let mut checker = Checker::new(&tables);
+    let mut class_no = 0u32;
+    for item in &program.items {
+        match item {
+            Item::Class(class) | Item::ContractedClass { class, .. } => {
+                let id = ClassId(class_no);
+                if let Item::ContractedClass { contract, .. } = item {
+                    checker.check_class_contract(contract, id);
+                }
+                for member in &class.members {
+                    checker.check_member(member, Some(id));
+                }
+                class_no += 1;
+            }
+            Item::Member(member) => checker.check_member(member, None),
+        }
+    }
+    errors.append(&mut checker.errors);
+    let warnings = std::mem::take(&mut checker.warnings);
+    drop(checker);
+
+    if errors.is_empty() {
+        Ok(Checked { tables, warnings })
+    } else {
+        // Source order; the sort is stable, so errors at one place keep their discovery order.
+        errors.sort_by_key(|e| e.span().start);
+        Err(errors)
+    }
+}
+
+/// Pass 1: every class, field and method signature, so that bodies may refer to declarations
+/// that come later in the file.
+fn build_tables(program: &Program, errors: &mut Vec<CheckError>) -> Tables {
+    let mut tables = Tables::default();
+    for item in &program.items {
+        if let Item::Class(class) | Item::ContractedClass { class, .. } = item {
+            let id = ClassId(tables.classes.len() as u32);
+            match tables.class_index.get(class.name.name.as_str()) {
+                Some(first) => errors.push(CheckError::Duplicate {
+                    name: class.name.name.clone(),
+                    span: class.name.span,
+                    first: tables.classes[first.0 as usize].span,
+                }),
+                None => {
+                    tables.class_index.insert(class.name.name.clone(), id);
+                }
+            }
+            tables.classes.push(ClassInfo {
+                name: class.name.name.clone(),
+                span: class.name.span,
+                fields: Vec::new(),
+                methods: Vec::new(),
+                constructors: Vec::new(),
+                field_index: HashMap::new(),
+                method_index: HashMap::new(),
+            });
+        }
+    }
+
+    // Signatures need all class names; types are resolved silently here and reported once,
+    // when the member itself is checked (fields excepted: they are reported here).
+    let mut class_no = 0usize;
+    let mut globals = Vec::new();
+    for item in &program.items {
+        match item {
+            Item::Class(class) | Item::ContractedClass { class, .. } => {
+                let mut info = std::mem::replace(
+                    &mut tables.classes[class_no],
+                    ClassInfo {
+                        name: String::new(),
+                        span: Default::default(),
+                        fields: Vec::new(),
+                        methods: Vec::new(),
+                        constructors: Vec::new(),
+                        field_index: HashMap::new(),
+                        method_index: HashMap::new(),
+                    },
+                );
+                for member in &class.members {
+                    match &member.kind {
+                        MemberKind::Field(field) => {
+                            let ty = tables.resolve_type(&field.ty.kind, errors);
+                            if let Some(&first) = info.field_index.get(field.name.name.as_str()) {
+                                errors.push(CheckError::Duplicate {
+                                    name: field.name.name.clone(),
+                                    span: field.name.span,
+                                    first: info.fields[first].span,
+                                });
+                            } else {
+                                info.field_index
+                                    .insert(field.name.name.clone(), info.fields.len());
+                            }
+                            info.fields.push(FieldInfo {
+                                name: field.name.name.clone(),
+                                ty,
+                                span: field.name.span,
+                            });
+                        }
+                        MemberKind::Method(method) => {
+                            let sig = signature(&tables, member, method);
+                            if sig.kind == MethodKind::Constructor {
+                                info.constructors.push(sig);
+                            } else {
+                                add_method(&mut info.method_index, &mut info.methods, sig, errors);
+                            }
+                        }
+                    }
+                }
+                tables.classes[class_no] = info;
+                class_no += 1;
+            }
+            Item::Member(member) => {
+                if let MemberKind::Method(method) = &member.kind {
+                    globals.push(signature(&tables, member, method));
+                }
+                // A top-level field cannot be written in PVL; a parser that produced one gets
+                // its gpuopts reported by `check_member`, nothing else.
+            }
+        }
+    }
+    let mut global_index = HashMap::new();
+    let mut global_list = Vec::new();
+    for sig in globals {
+        add_method(&mut global_index, &mut global_list, sig, errors);
+    }
+    tables.globals = global_list;
+    tables.global_index = global_index;
+    tables
+}
+
+fn add_method(
+    index: &mut HashMap<String, usize>,
+    list: &mut Vec<MethodSig>,
+    sig: MethodSig,
+    errors: &mut Vec<CheckError>,
+) {
+    if let Some(&first) = index.get(sig.name.as_str()) {
+        errors.push(CheckError::Duplicate {
+            name: sig.name.clone(),
+            span: sig.span,
+            first: list[first].span,
+        });
+    } else {
+        index.insert(sig.name.clone(), list.len());
+    }
+    list.push(sig);
+}
+
+fn signature(tables: &Tables, member: &Member, method: &Method) -> MethodSig {
+    let mut ignored = Vec::new();
+    let mut param = |p: &crate::syntax::Param| ParamInfo {
+        name: p.name.name.clone(),
+        ty: tables.resolve_type(&p.ty.kind, &mut ignored),
+        span: p.name.span,
+    };
+    let params = method.params.iter().map(&mut param).collect();
+    let mut given = Vec::new();
+    let mut yields = Vec::new();
+    for clause in &member.contract.clauses {
+        match &clause.kind {
+            ClauseKind::Given(p) => given.push(param(p)),
+            ClauseKind::Yields(p) => yields.push(param(p)),
+            _ => {}
+        }
+    }
+    let return_type = method
+        .return_type
+        .as_ref()
+        .map_or(Ty::Void, |t| tables.resolve_type(&t.kind, &mut ignored));
+    MethodSig {
+        name: method.name.name.clone(),
+        kind: method_kind(method),
+        is_static: method.modifiers.contains(&crate::syntax::Modifier::Static),
+        params,
+        given,
+        yields,
+        return_type,
+        span: method.name.span,
+    }
+}

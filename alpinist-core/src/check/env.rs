@@ -1,0 +1,261 @@
+//! Types and the declaration tables (classes, fields, methods) that later stages consume.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use crate::syntax::{Method, MethodBody, Modifier, Span, TypeKind};
+
+use super::error::CheckError;
+
+/// Index into [`Checked::classes`](super::Checked::classes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ClassId(pub u32);
+
+/// A resolved type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ty {
+    Int,
+    Bool,
+    Void,
+    /// `frac`, and `write`/`read`.
+    Frac,
+    /// `zfrac`, and `none`.
+    ZFrac,
+    /// `rational`, and the result of fraction arithmetic (`1\2`, `p + q`).
+    Rational,
+    Resource,
+    Seq(Box<Ty>),
+    Set(Box<Ty>),
+    Bag(Box<Ty>),
+    Option(Box<Ty>),
+    Map(Box<Ty>, Box<Ty>),
+    Array(Box<Ty>),
+    Class(ClassId),
+    /// The type of `null`.
+    Null,
+    /// The type of an expression that already produced an error (or whose type the checker
+    /// deliberately does not model): compatible with everything, so one mistake gives one error.
+    Unknown,
+}
+
+impl Ty {
+    pub fn is_numeric(&self) -> bool {
+        matches!(self, Ty::Int | Ty::Frac | Ty::ZFrac | Ty::Rational)
+    }
+
+    pub fn is_fraction(&self) -> bool {
+        matches!(self, Ty::Frac | Ty::ZFrac | Ty::Rational)
+    }
+
+    pub fn is_reference(&self) -> bool {
+        matches!(self, Ty::Array(_) | Ty::Class(_) | Ty::Null | Ty::Option(_))
+    }
+
+    /// The element type of a sequence, set or bag.
+    pub fn collection_elem(&self) -> Option<&Ty> {
+        match self {
+            Ty::Seq(e) | Ty::Set(e) | Ty::Bag(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct FieldInfo {
+    pub name: String,
+    pub ty: Ty,
+    pub span: Span,
+}
+
+/// What a method is, which decides where it may be called and how `verify` treats it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MethodKind {
+    /// `C(..) { .. }` / `constructor(..) { .. }`: no return type.
+    Constructor,
+    /// `resource p(..) = e;` or a bodiless `resource p(..);`.
+    Predicate,
+    /// `pure T f(..) = e;`, `pure T f(..) { return e; }`, or a bodiless `pure T f(..);`.
+    PureFunction,
+    /// A non-pure method without a body: a lemma or abstract method whose contract is trusted.
+    Abstract,
+    /// An ordinary method with a body.
+    Method,
+}
+
+impl MethodKind {
+    /// Callable from specifications and pure functions.
+    pub fn is_pure(self) -> bool {
+        matches!(self, MethodKind::Predicate | MethodKind::PureFunction)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ParamInfo {
+    pub name: String,
+    pub ty: Ty,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct MethodSig {
+    pub name: String,
+    pub kind: MethodKind,
+    pub is_static: bool,
+    pub params: Vec<ParamInfo>,
+    /// `given T x;` clauses.
+    pub given: Vec<ParamInfo>,
+    /// `yields T x;` clauses.
+    pub yields: Vec<ParamInfo>,
+    /// [`Ty::Void`] for void methods and constructors.
+    pub return_type: Ty,
+    /// The span of the name, for "declared here" labels.
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct ClassInfo {
+    pub name: String,
+    pub span: Span,
+    pub fields: Vec<FieldInfo>,
+    /// Everything but constructors.
+    pub methods: Vec<MethodSig>,
+    /// Empty when the class declares none: `new C()` then uses the implicit no-argument one.
+    pub constructors: Vec<MethodSig>,
+    pub(crate) field_index: HashMap<String, usize>,
+    pub(crate) method_index: HashMap<String, usize>,
+}
+
+impl ClassInfo {
+    pub fn field(&self, name: &str) -> Option<&FieldInfo> {
+        self.field_index.get(name).map(|&i| &self.fields[i])
+    }
+
+    pub fn method(&self, name: &str) -> Option<&MethodSig> {
+        self.method_index.get(name).map(|&i| &self.methods[i])
+    }
+}
+
+/// All declarations of a program.
+#[derive(Clone, Debug, Default)]
+pub struct Tables {
+    pub classes: Vec<ClassInfo>,
+    /// Top-level (class-less) methods, functions and predicates: visible everywhere.
+    pub globals: Vec<MethodSig>,
+    pub(crate) class_index: HashMap<String, ClassId>,
+    pub(crate) global_index: HashMap<String, usize>,
+}
+
+impl Tables {
+    pub fn class(&self, id: ClassId) -> &ClassInfo {
+        &self.classes[id.0 as usize]
+    }
+
+    pub fn class_by_name(&self, name: &str) -> Option<ClassId> {
+        self.class_index.get(name).copied()
+    }
+
+    pub fn global(&self, name: &str) -> Option<&MethodSig> {
+        self.global_index.get(name).map(|&i| &self.globals[i])
+    }
+
+    /// How a type is written in PVL, for messages.
+    pub fn show(&self, ty: &Ty) -> String {
+        let mut s = String::new();
+        self.write_ty(&mut s, ty);
+        s
+    }
+
+    fn write_ty(&self, s: &mut String, ty: &Ty) {
+        let simple = match ty {
+            Ty::Int => "int",
+            Ty::Bool => "boolean",
+            Ty::Void => "void",
+            Ty::Frac => "frac",
+            Ty::ZFrac => "zfrac",
+            Ty::Rational => "rational",
+            Ty::Resource => "resource",
+            Ty::Null => "null",
+            Ty::Unknown => "?",
+            Ty::Class(id) => {
+                s.push_str(
+                    self.classes
+                        .get(id.0 as usize)
+                        .map_or("?", |c| c.name.as_str()),
+                );
+                return;
+            }
+            Ty::Array(e) => {
+                self.write_ty(s, e);
+                s.push_str("[]");
+                return;
+            }
+            Ty::Map(k, v) => {
+                s.push_str("map<");
+                self.write_ty(s, k);
+                s.push_str(", ");
+                self.write_ty(s, v);
+                s.push('>');
+                return;
+            }
+            Ty::Seq(e) | Ty::Set(e) | Ty::Bag(e) | Ty::Option(e) => {
+                let head = match ty {
+                    Ty::Seq(_) => "seq",
+                    Ty::Set(_) => "set",
+                    Ty::Bag(_) => "bag",
+                    _ => "option",
+                };
+                let _ = write!(s, "{head}<");
+                self.write_ty(s, e);
+                s.push('>');
+                return;
+            }
+        };
+        s.push_str(simple);
+    }
+
+    /// Resolves a written type. Array sizes (`int[N]`) are informative and checked by the
+    /// caller, which knows their scope.
+    pub(crate) fn resolve_type(&self, kind: &TypeKind, errors: &mut Vec<CheckError>) -> Ty {
+        let sub = |t: &crate::syntax::Type, errors: &mut Vec<CheckError>| {
+            Box::new(self.resolve_type(&t.kind, errors))
+        };
+        match kind {
+            TypeKind::Int => Ty::Int,
+            TypeKind::Bool => Ty::Bool,
+            TypeKind::Void => Ty::Void,
+            TypeKind::Frac => Ty::Frac,
+            TypeKind::ZFrac => Ty::ZFrac,
+            TypeKind::Rational => Ty::Rational,
+            TypeKind::Resource => Ty::Resource,
+            TypeKind::Seq(t) => Ty::Seq(sub(t, errors)),
+            TypeKind::Set(t) => Ty::Set(sub(t, errors)),
+            TypeKind::Bag(t) => Ty::Bag(sub(t, errors)),
+            TypeKind::Option(t) => Ty::Option(sub(t, errors)),
+            TypeKind::Map(k, v) => Ty::Map(sub(k, errors), sub(v, errors)),
+            TypeKind::Array { elem, .. } => Ty::Array(sub(elem, errors)),
+            TypeKind::Class(name) => match self.class_by_name(&name.name) {
+                Some(id) => Ty::Class(id),
+                None => {
+                    errors.push(CheckError::UnknownClass {
+                        name: name.name.clone(),
+                        span: name.span,
+                    });
+                    Ty::Unknown
+                }
+            },
+        }
+    }
+}
+
+pub(crate) fn method_kind(method: &Method) -> MethodKind {
+    let is_pure = method.modifiers.contains(&Modifier::Pure);
+    match (&method.return_type, &method.body) {
+        (None, _) => MethodKind::Constructor,
+        (Some(t), _) if t.kind == TypeKind::Resource => MethodKind::Predicate,
+        _ if is_pure => MethodKind::PureFunction,
+        // `T f(..) = e;` is a function even where `pure` was left out.
+        (_, MethodBody::Expr(_)) => MethodKind::PureFunction,
+        (_, MethodBody::Abstract) => MethodKind::Abstract,
+        (_, MethodBody::Block(_)) => MethodKind::Method,
+    }
+}

@@ -1,0 +1,393 @@
+//! Check errors and warnings, with stable codes: E02xx resolution, E03xx types, E04xx `gpuopt`
+//! annotations, W02xx warnings. Codes are part of the interface (tests and scripts match on
+//! them): never renumber, only add.
+
+use crate::syntax::Span;
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum CheckError {
+    // ---- E02xx: resolution -------------------------------------------------------------
+    #[error("unknown variable `{name}`")]
+    #[diagnostic(code(E0201))]
+    UnknownVariable {
+        name: String,
+        #[label("not found in this scope")]
+        span: Span,
+    },
+
+    #[error("`{ty}` has no field `{name}`")]
+    #[diagnostic(code(E0202))]
+    UnknownField {
+        name: String,
+        ty: String,
+        #[label("no such field")]
+        span: Span,
+    },
+
+    #[error("unknown method `{name}`{in_what}")]
+    #[diagnostic(code(E0203))]
+    UnknownMethod {
+        name: String,
+        /// ` in class C`, or empty.
+        in_what: String,
+        #[label("no such method")]
+        span: Span,
+    },
+
+    #[error("unknown class `{name}`")]
+    #[diagnostic(code(E0204))]
+    UnknownClass {
+        name: String,
+        #[label("no such class")]
+        span: Span,
+    },
+
+    #[error("barrier label `{name}` names no enclosing par block")]
+    #[diagnostic(
+        code(E0205),
+        help("a barrier synchronises the threads of a par block it is nested in")
+    )]
+    UnknownParLabel {
+        name: String,
+        #[label("no enclosing `par {name}`")]
+        span: Span,
+    },
+
+    #[error("`{name}` is not a {which} parameter of `{method}`")]
+    #[diagnostic(code(E0206))]
+    UnknownGhostParam {
+        name: String,
+        /// `given` or `yields`.
+        which: &'static str,
+        method: String,
+        #[label("no such {which} parameter")]
+        span: Span,
+    },
+
+    #[error("unknown invariant `{name}`")]
+    #[diagnostic(code(E0207))]
+    UnknownInvariant {
+        name: String,
+        #[label("no enclosing `invariant {name}(..)`")]
+        span: Span,
+    },
+
+    #[error("`{name}` is declared twice")]
+    #[diagnostic(code(E0210))]
+    Duplicate {
+        name: String,
+        #[label("declared again here")]
+        span: Span,
+        #[label("first declared here")]
+        first: Span,
+    },
+
+    #[error("`this` outside a class")]
+    #[diagnostic(code(E0211))]
+    ThisOutsideClass {
+        #[label("no enclosing class")]
+        span: Span,
+    },
+
+    #[error("`\\result` is only allowed in a postcondition of a non-void method or pure function")]
+    #[diagnostic(code(E0212))]
+    ResultOutsidePostcondition {
+        #[label("not in an `ensures` clause of a method with a result")]
+        span: Span,
+    },
+
+    #[error("par iterator `{name}` is assigned")]
+    #[diagnostic(
+        code(E0213),
+        help("a thread's iterator is fixed for the whole par block")
+    )]
+    WriteToParIterator {
+        name: String,
+        #[label("assigned here")]
+        span: Span,
+        #[label("declared here")]
+        decl: Span,
+    },
+
+    #[error("`{name}` is declared outside this par block and is read-only inside it")]
+    #[diagnostic(
+        code(E0214),
+        help("locals and parameters of the enclosing code are shared by all threads; write to a heap location (with permission) or a local declared inside the par block")
+    )]
+    WriteToOuterLocalInPar {
+        name: String,
+        #[label("written here")]
+        span: Span,
+        #[label("declared here")]
+        decl: Span,
+    },
+
+    #[error("call of non-pure method `{name}` in {context}")]
+    #[diagnostic(
+        code(E0215),
+        help("only pure functions and predicates may be called here")
+    )]
+    ImpureCall {
+        name: String,
+        /// `a specification` or `a pure function`.
+        context: &'static str,
+        #[label("this method may have side effects")]
+        span: Span,
+        #[label("declared here")]
+        decl: Span,
+    },
+
+    #[error("this expression cannot be assigned")]
+    #[diagnostic(code(E0216))]
+    NotAssignable {
+        #[label("not a variable, field or array element")]
+        span: Span,
+    },
+
+    // ---- E03xx: types ------------------------------------------------------------------
+    #[error("type mismatch in {what}: expected {expected}, found {found}")]
+    #[diagnostic(code(E0301))]
+    Mismatch {
+        what: String,
+        expected: String,
+        found: String,
+        #[label("this is {found}")]
+        span: Span,
+    },
+
+    #[error("operator `{op}` cannot be applied to {lhs} and {rhs}")]
+    #[diagnostic(code(E0302))]
+    BadOperands {
+        op: &'static str,
+        lhs: String,
+        rhs: String,
+        #[label("{lhs} {op} {rhs}")]
+        span: Span,
+    },
+
+    #[error("`{name}` takes {expected} argument(s) but {found} were given")]
+    #[diagnostic(code(E0303))]
+    ArgCount {
+        name: String,
+        expected: usize,
+        found: usize,
+        #[label("wrong number of arguments")]
+        span: Span,
+        #[label("declared here")]
+        decl: Span,
+    },
+
+    #[error("sequence elements cannot be assigned: sequences are immutable values")]
+    #[diagnostic(code(E0304), help("write `s = s[i -> v];` instead"))]
+    SeqElementAssign {
+        #[label("element of a {ty}")]
+        span: Span,
+        ty: String,
+    },
+
+    #[error("not a heap location: {found}")]
+    #[diagnostic(
+        code(E0305),
+        help("permissions are held on fields (`x`, `this.x`, `o.f`) and array cells (`a[i]`)")
+    )]
+    NotHeapLocation {
+        found: String,
+        #[label("expected a field or an array cell")]
+        span: Span,
+    },
+
+    #[error("`{ty}` has no member `{name}`")]
+    #[diagnostic(code(E0306))]
+    NoSuchMember {
+        name: String,
+        ty: String,
+        #[label("no such member")]
+        span: Span,
+    },
+
+    #[error("{ty} cannot be indexed")]
+    #[diagnostic(code(E0307))]
+    NotIndexable {
+        ty: String,
+        #[label("not an array, sequence or map")]
+        span: Span,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(code(E0308))]
+    BadReturn {
+        message: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("`{what}` needs a predicate application, found {found}")]
+    #[diagnostic(code(E0309))]
+    NotAPredicate {
+        what: &'static str,
+        found: String,
+        #[label("not a predicate")]
+        span: Span,
+    },
+
+    // ---- E04xx: gpuopt annotations -------------------------------------------------------
+    #[error("`gpuopt {kind}` cannot annotate a field")]
+    #[diagnostic(
+        code(E0401),
+        help("gpuopt annotations stand before a method, a loop or a par block")
+    )]
+    GpuOptOnField {
+        kind: &'static str,
+        #[label("before a field")]
+        span: Span,
+    },
+
+    #[error("misplaced `gpuopt {kind}`: it must stand directly before {expected}")]
+    #[diagnostic(code(E0402))]
+    GpuOptMisplaced {
+        kind: &'static str,
+        expected: &'static str,
+        #[label("misplaced")]
+        span: Span,
+    },
+
+    #[error("duplicated `gpuopt {kind}` on the same target")]
+    #[diagnostic(code(E0403))]
+    GpuOptDuplicate {
+        kind: &'static str,
+        #[label("duplicate")]
+        span: Span,
+        #[label("first given here")]
+        first: Span,
+    },
+
+    #[error("`{var}` is not the iteration variable of the annotated loop")]
+    #[diagnostic(
+        code(E0404),
+        help("the variable must appear in the loop's condition and be assigned by the loop")
+    )]
+    GpuOptLoopVar {
+        var: String,
+        #[label("not the loop variable")]
+        span: Span,
+        #[label("the annotated loop")]
+        loop_span: Span,
+    },
+
+    #[error("the {what} of `gpuopt {kind}` must be a positive integer literal")]
+    #[diagnostic(code(E0405))]
+    GpuOptBadNumber {
+        kind: &'static str,
+        what: &'static str,
+        #[label("not a positive integer literal")]
+        span: Span,
+    },
+
+    #[error("`gpuopt fuse {needed}` needs {needed} consecutive par blocks, found {found}")]
+    #[diagnostic(code(E0406))]
+    GpuOptFuseCount {
+        needed: u64,
+        found: usize,
+        #[label("too few par blocks follow")]
+        span: Span,
+    },
+
+    #[error("`gpuopt matrix_lin {name}`: `{name}` is not an `int[][]` parameter of the method")]
+    #[diagnostic(code(E0407))]
+    GpuOptNotMatrixParam {
+        name: String,
+        #[label("expected a parameter of type int[][]")]
+        span: Span,
+    },
+
+    #[error("`gpuopt glob_to_reg {name}`: `{name}` is not an array parameter of the method")]
+    #[diagnostic(code(E0408))]
+    GpuOptNotArrayParam {
+        name: String,
+        #[label("expected an array parameter")]
+        span: Span,
+    },
+
+    #[error("`gpuopt tile` needs a method whose body is exactly one par block")]
+    #[diagnostic(code(E0409))]
+    GpuOptTileBody {
+        #[label("this annotation")]
+        span: Span,
+        #[label("this body is not one par block")]
+        body: Span,
+    },
+}
+
+/// Suspicious but legal programs.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum CheckWarning {
+    #[error("`{name}` shadows an earlier declaration")]
+    #[diagnostic(code(W0201), severity(Warning))]
+    Shadowing {
+        name: String,
+        #[label("this declaration")]
+        span: Span,
+        #[label("shadows this one")]
+        shadowed: Span,
+    },
+
+    #[error("`{what}` is not supported by the verifier")]
+    #[diagnostic(
+        code(W0202),
+        severity(Warning),
+        help("`alpinist verify` will refuse this program")
+    )]
+    Unsupported {
+        what: &'static str,
+        #[label("here")]
+        span: Span,
+    },
+}
+
+impl CheckError {
+    /// The primary span, for sorting and tests.
+    pub fn span(&self) -> Span {
+        use CheckError::*;
+        match self {
+            UnknownVariable { span, .. }
+            | UnknownField { span, .. }
+            | UnknownMethod { span, .. }
+            | UnknownClass { span, .. }
+            | UnknownParLabel { span, .. }
+            | UnknownGhostParam { span, .. }
+            | UnknownInvariant { span, .. }
+            | Duplicate { span, .. }
+            | ThisOutsideClass { span }
+            | ResultOutsidePostcondition { span }
+            | WriteToParIterator { span, .. }
+            | WriteToOuterLocalInPar { span, .. }
+            | ImpureCall { span, .. }
+            | NotAssignable { span }
+            | Mismatch { span, .. }
+            | BadOperands { span, .. }
+            | ArgCount { span, .. }
+            | SeqElementAssign { span, .. }
+            | NotHeapLocation { span, .. }
+            | NoSuchMember { span, .. }
+            | NotIndexable { span, .. }
+            | BadReturn { span, .. }
+            | NotAPredicate { span, .. }
+            | GpuOptOnField { span, .. }
+            | GpuOptMisplaced { span, .. }
+            | GpuOptDuplicate { span, .. }
+            | GpuOptLoopVar { span, .. }
+            | GpuOptBadNumber { span, .. }
+            | GpuOptFuseCount { span, .. }
+            | GpuOptNotMatrixParam { span, .. }
+            | GpuOptNotArrayParam { span, .. }
+            | GpuOptTileBody { span, .. } => *span,
+        }
+    }
+
+    /// The stable code, e.g. `"E0201"`.
+    pub fn code_str(&self) -> String {
+        miette::Diagnostic::code(self)
+            .map(|c| c.to_string())
+            .unwrap_or_default()
+    }
+}

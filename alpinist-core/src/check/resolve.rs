@@ -1,0 +1,1463 @@
+//! The walker: resolves every name in method bodies and contracts and types every expression.
+//!
+//! One pass, one scope stack. Errors are collected, never thrown: an expression that failed
+//! gets [`Ty::Unknown`], which is compatible with everything, so one mistake is one error.
+
+use crate::syntax::*;
+
+use super::env::{ClassId, MethodKind, MethodSig, Tables, Ty};
+use super::error::{CheckError, CheckWarning};
+use super::gpuopt;
+use super::types::{arith, assignable, comparable, is_assertion, join};
+
+/// Where a variable comes from: decides whether it may be assigned, and where.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum VarKind {
+    Local,
+    Param,
+    /// `given`/`yields` ghost parameters: assignable like parameters.
+    Ghost,
+    ParIter,
+    /// Quantifier and `\let` binders: expressions only, never assigned.
+    Binder,
+}
+
+struct Var<'a> {
+    name: &'a str,
+    ty: Ty,
+    kind: VarKind,
+    /// How many par blocks enclose the declaration: a write from a deeper par is a write to a
+    /// variable shared by all threads.
+    par_depth: usize,
+    span: Span,
+}
+
+pub(crate) struct Checker<'a> {
+    pub tables: &'a Tables,
+    pub errors: Vec<CheckError>,
+    pub warnings: Vec<CheckWarning>,
+    vars: Vec<Var<'a>>,
+    scope_starts: Vec<usize>,
+    class: Option<ClassId>,
+    method: Option<&'a MethodSig>,
+    /// Labels of the enclosing par blocks, innermost last (`None` for an unlabelled one).
+    pars: Vec<Option<&'a Ident>>,
+    invariants: Vec<&'a str>,
+    /// `Some(context)` where only pure functions and predicates may be called.
+    pure_context: Option<&'static str>,
+    /// `Some(return type)` while checking a postcondition of a method with a result.
+    result_ty: Option<Ty>,
+}
+
+/// The value of a positive integer literal (saturated to `u64::MAX`), or `None` for anything
+/// else: zero, a negation, a name, an expression.
+pub(crate) fn positive_literal(e: &Expr) -> Option<u64> {
+    match &e.kind {
+        ExprKind::IntLit(n) if n.bits() > 64 => Some(u64::MAX),
+        ExprKind::IntLit(n) if n.bits() > 0 => n.to_u64_digits().first().copied(),
+        _ => None,
+    }
+}
+
+impl<'a> Checker<'a> {
+    pub fn new(tables: &'a Tables) -> Self {
+        Checker {
+            tables,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            vars: Vec::new(),
+            scope_starts: Vec::new(),
+            class: None,
+            method: None,
+            pars: Vec::new(),
+            invariants: Vec::new(),
+            pure_context: None,
+            result_ty: None,
+        }
+    }
+
+    pub(crate) fn err(&mut self, e: CheckError) {
+        self.errors.push(e);
+    }
+
+    fn show(&self, t: &Ty) -> String {
+        self.tables.show(t)
+    }
+
+    // ---- scopes --------------------------------------------------------------------------
+
+    pub(crate) fn push_scope(&mut self) {
+        self.scope_starts.push(self.vars.len());
+    }
+
+    pub(crate) fn pop_scope(&mut self) {
+        let start = self.scope_starts.pop().unwrap_or(0);
+        self.vars.truncate(start);
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Var<'a>> {
+        self.vars.iter().rev().find(|v| v.name == name)
+    }
+
+    /// Makes `name` visible, read-only, in the current scope (for annotation expressions).
+    pub(crate) fn declare_readonly(&mut self, name: &'a Ident, ty: Ty) {
+        self.declare(name, ty, VarKind::Binder);
+    }
+
+    fn declare(&mut self, name: &'a Ident, ty: Ty, kind: VarKind) {
+        let start = self.scope_starts.last().copied().unwrap_or(0);
+        if let Some(first) = self.vars[start..].iter().find(|v| v.name == name.name) {
+            self.errors.push(CheckError::Duplicate {
+                name: name.name.clone(),
+                span: name.span,
+                first: first.span,
+            });
+        } else if kind == VarKind::Local {
+            if let Some(outer) = self.lookup(&name.name) {
+                if matches!(
+                    outer.kind,
+                    VarKind::Local | VarKind::Param | VarKind::ParIter
+                ) {
+                    self.warnings.push(CheckWarning::Shadowing {
+                        name: name.name.clone(),
+                        span: name.span,
+                        shadowed: outer.span,
+                    });
+                }
+            }
+        }
+        self.vars.push(Var {
+            name: &name.name,
+            ty,
+            kind,
+            par_depth: self.pars.len(),
+            span: name.span,
+        });
+    }
+
+    pub(crate) fn resolve_type(&mut self, t: &'a Type) -> Ty {
+        let ty = self.tables.resolve_type(&t.kind, &mut self.errors);
+        self.check_type_sizes(t);
+        ty
+    }
+
+    /// `int[N]`: the size is informative, but its names must exist.
+    fn check_type_sizes(&mut self, t: &'a Type) {
+        match &t.kind {
+            TypeKind::Array { elem, size } => {
+                if let Some(size) = size {
+                    self.expect(size, &Ty::Int, "array size");
+                }
+                self.check_type_sizes(elem);
+            }
+            TypeKind::Seq(e) | TypeKind::Set(e) | TypeKind::Bag(e) | TypeKind::Option(e) => {
+                self.check_type_sizes(e)
+            }
+            TypeKind::Map(k, v) => {
+                self.check_type_sizes(k);
+                self.check_type_sizes(v);
+            }
+            _ => {}
+        }
+    }
+
+    // ---- members -------------------------------------------------------------------------
+
+    /// Clauses written before a class (1.x `lock_invariant`): they speak about its fields.
+    pub fn check_class_contract(&mut self, contract: &'a Contract, class: ClassId) {
+        self.class = Some(class);
+        for clause in &contract.clauses {
+            self.check_clause(clause);
+        }
+        self.class = None;
+    }
+
+    pub fn check_member(&mut self, member: &'a Member, class: Option<ClassId>) {
+        self.class = class;
+        match &member.kind {
+            MemberKind::Field(field) => {
+                for opt in &member.gpuopts {
+                    self.err(CheckError::GpuOptOnField {
+                        kind: gpuopt::kind_name(&opt.kind),
+                        span: opt.span,
+                    });
+                }
+                self.check_type_sizes(&field.ty);
+                // A parser may attach class-level clauses (1.x `lock_invariant`) here.
+                for clause in &member.contract.clauses {
+                    self.check_clause(clause);
+                }
+            }
+            MemberKind::Method(method) => {
+                let sig = self.signature_of(method, class);
+                self.check_method(member, method, sig);
+            }
+        }
+        self.class = None;
+    }
+
+    fn signature_of(&self, method: &Method, class: Option<ClassId>) -> Option<&'a MethodSig> {
+        let tables = self.tables;
+        let is_this = |s: &&MethodSig| s.span == method.name.span && s.name == method.name.name;
+        // The name index finds it at once; a duplicate or constructor needs the scan.
+        let (indexed, all, ctors): (Option<&'a MethodSig>, &'a [MethodSig], &'a [MethodSig]) =
+            match class {
+                Some(c) => {
+                    let info = tables.class(c);
+                    (
+                        info.method(&method.name.name),
+                        &info.methods,
+                        &info.constructors,
+                    )
+                }
+                None => (tables.global(&method.name.name), &tables.globals, &[]),
+            };
+        indexed
+            .filter(is_this)
+            .or_else(|| all.iter().find(is_this))
+            .or_else(|| ctors.iter().find(is_this))
+    }
+
+    fn check_method(&mut self, member: &'a Member, method: &'a Method, sig: Option<&'a MethodSig>) {
+        self.method = sig;
+        self.push_scope();
+        for p in &method.params {
+            let ty = self.tables.resolve_type(&p.ty.kind, &mut Vec::new());
+            self.declare(&p.name, ty, VarKind::Param);
+        }
+        for clause in &member.contract.clauses {
+            if let ClauseKind::Given(p) | ClauseKind::Yields(p) = &clause.kind {
+                let ty = self.tables.resolve_type(&p.ty.kind, &mut Vec::new());
+                self.declare(&p.name, ty, VarKind::Ghost);
+            }
+        }
+        // Types are resolved once more with error reporting, now that sizes like
+        // `int[N] a` can see every parameter.
+        for p in &method.params {
+            self.resolve_type(&p.ty);
+        }
+        for clause in &member.contract.clauses {
+            if let ClauseKind::Given(p) | ClauseKind::Yields(p) = &clause.kind {
+                self.resolve_type(&p.ty);
+            }
+        }
+        if let Some(t) = &method.return_type {
+            self.resolve_type(t);
+        }
+
+        gpuopt::check_method_opts(self, member, method);
+
+        let return_type = sig.map_or(Ty::Unknown, |s| s.return_type.clone());
+        let kind = sig.map_or(MethodKind::Method, |s| s.kind);
+        for clause in &member.contract.clauses {
+            if let ClauseKind::Ensures(_) = clause.kind {
+                if return_type != Ty::Void {
+                    self.result_ty = Some(return_type.clone());
+                }
+            }
+            self.check_clause(clause);
+            self.result_ty = None;
+        }
+
+        if kind.is_pure() {
+            self.pure_context = Some("a pure function");
+        }
+        match &method.body {
+            MethodBody::Abstract => {}
+            MethodBody::Block(block) => self.check_block(block),
+            MethodBody::Expr(e) => {
+                let what = if kind == MethodKind::Predicate {
+                    "predicate body"
+                } else {
+                    "function body"
+                };
+                self.expect(e, &return_type, what);
+            }
+        }
+        self.pure_context = None;
+        self.pop_scope();
+        self.method = None;
+    }
+
+    /// Contract clauses are assertions: booleans or resources. `given`/`yields` were declared
+    /// by the caller.
+    fn check_clause(&mut self, clause: &'a Clause) {
+        let saved = self.pure_context.replace("a specification");
+        match &clause.kind {
+            ClauseKind::Requires(e)
+            | ClauseKind::Ensures(e)
+            | ClauseKind::Context(e)
+            | ClauseKind::ContextEverywhere(e)
+            | ClauseKind::LoopInvariant(e)
+            | ClauseKind::LockInvariant(e) => self.expect(e, &Ty::Resource, "contract clause"),
+            ClauseKind::Given(_) | ClauseKind::Yields(_) => {}
+        }
+        self.pure_context = saved;
+    }
+
+    /// Contracts of loops, par blocks and barriers, which may declare no ghost parameters of
+    /// their own that anything could supply; any given there is simply in scope.
+    fn check_inner_contract(&mut self, contract: &'a Contract) {
+        for clause in &contract.clauses {
+            if let ClauseKind::Given(p) | ClauseKind::Yields(p) = &clause.kind {
+                let ty = self.resolve_type(&p.ty);
+                self.declare(&p.name, ty, VarKind::Ghost);
+            }
+        }
+        for clause in &contract.clauses {
+            self.check_clause(clause);
+        }
+    }
+
+    // ---- statements ----------------------------------------------------------------------
+
+    fn check_block(&mut self, block: &'a Block) {
+        self.push_scope();
+        gpuopt::check_block_opts(self, &block.stmts);
+        for stmt in &block.stmts {
+            self.check_stmt(stmt);
+        }
+        self.pop_scope();
+    }
+
+    /// A statement in a position of its own (a branch, a loop body): its declarations end
+    /// with it.
+    fn check_nested(&mut self, stmt: &'a Stmt) {
+        self.push_scope();
+        self.check_stmt(stmt);
+        self.pop_scope();
+    }
+
+    fn check_stmt(&mut self, stmt: &'a Stmt) {
+        match &stmt.kind {
+            StmtKind::LocalDecl { ty, vars } => {
+                let declared = self.resolve_type(ty);
+                for var in vars {
+                    if let Some(init) = &var.init {
+                        self.expect(init, &declared, "initialisation");
+                    }
+                    self.declare(&var.name, declared.clone(), VarKind::Local);
+                }
+            }
+            StmtKind::Assign { target, value } => {
+                let target_ty = self.assign_target(target);
+                self.expect(value, &target_ty, "assignment");
+            }
+            StmtKind::Increment(target) | StmtKind::Decrement(target) => {
+                let t = self.assign_target(target);
+                if !matches!(t, Ty::Int | Ty::Unknown) {
+                    let found = self.show(&t);
+                    self.err(CheckError::Mismatch {
+                        what: "increment".into(),
+                        expected: "int".into(),
+                        found,
+                        span: target.span,
+                    });
+                }
+            }
+            StmtKind::Expr(e) => {
+                self.expr(e);
+            }
+            StmtKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
+                self.expect(cond, &Ty::Bool, "condition");
+                self.check_nested(then_branch);
+                if let Some(e) = else_branch {
+                    self.check_nested(e);
+                }
+            }
+            StmtKind::While {
+                contract,
+                cond,
+                body,
+            } => {
+                self.push_scope();
+                self.check_inner_contract(contract);
+                self.expect(cond, &Ty::Bool, "loop condition");
+                self.check_nested(body);
+                self.pop_scope();
+            }
+            StmtKind::For {
+                contract,
+                init,
+                cond,
+                update,
+                body,
+            } => {
+                self.push_scope();
+                if let Some(init) = init {
+                    self.check_stmt(init);
+                }
+                self.check_inner_contract(contract);
+                if let Some(cond) = cond {
+                    self.expect(cond, &Ty::Bool, "loop condition");
+                }
+                if let Some(update) = update {
+                    self.check_stmt(update);
+                }
+                self.check_nested(body);
+                self.pop_scope();
+            }
+            StmtKind::Block(block) => self.check_block(block),
+            StmtKind::Return(value) => self.check_return(stmt.span, value.as_ref()),
+            StmtKind::Par(group) => {
+                for block in &group.blocks {
+                    self.check_par(block);
+                }
+            }
+            StmtKind::Barrier(barrier) => self.check_barrier(barrier),
+            StmtKind::BarrierWithInvariants {
+                barrier,
+                invariants,
+            } => {
+                for name in invariants {
+                    self.check_invariant_name(name);
+                }
+                self.check_barrier(barrier);
+            }
+            StmtKind::Assert(e) | StmtKind::Assume(e) => self.spec_assertion(e, "assertion"),
+            StmtKind::Ghost(inner) => self.check_stmt(inner),
+            StmtKind::Invariant { name, inv, body } => {
+                self.spec_assertion(inv, "invariant");
+                self.invariants.push(&name.name);
+                self.check_block(body);
+                self.invariants.pop();
+            }
+            StmtKind::Atomic { name, body } => {
+                self.check_invariant_name(name);
+                self.check_block(body);
+            }
+            StmtKind::Lock(e) | StmtKind::Unlock(e) => {
+                self.expr(e);
+            }
+            StmtKind::Fold(e) | StmtKind::Unfold(e) => {
+                let what = if matches!(stmt.kind, StmtKind::Fold(_)) {
+                    "fold"
+                } else {
+                    "unfold"
+                };
+                let saved = self.pure_context.replace("a specification");
+                self.predicate_application(e, what);
+                self.pure_context = saved;
+            }
+            // Placement is checked with the enclosing block (`check_block_opts`).
+            StmtKind::GpuOpt(_) => {}
+        }
+    }
+
+    fn check_barrier(&mut self, barrier: &'a Barrier) {
+        let known = self
+            .pars
+            .iter()
+            .any(|l| l.is_some_and(|l| l.name == barrier.label.name));
+        if !known {
+            self.err(CheckError::UnknownParLabel {
+                name: barrier.label.name.clone(),
+                span: barrier.label.span,
+            });
+        }
+        self.push_scope();
+        self.check_inner_contract(&barrier.contract);
+        self.check_block(&barrier.body);
+        self.pop_scope();
+    }
+
+    /// `atomic(inv)` and `barrier(L; inv)` name an enclosing `invariant inv(..) { .. }`.
+    fn check_invariant_name(&mut self, name: &'a Ident) {
+        if !self.invariants.contains(&name.name.as_str()) {
+            self.err(CheckError::UnknownInvariant {
+                name: name.name.clone(),
+                span: name.span,
+            });
+        }
+    }
+
+    fn spec_assertion(&mut self, e: &'a Expr, what: &str) {
+        let saved = self.pure_context.replace("a specification");
+        self.expect(e, &Ty::Resource, what);
+        self.pure_context = saved;
+    }
+
+    fn check_return(&mut self, span: Span, value: Option<&'a Expr>) {
+        let Some(sig) = self.method else {
+            if let Some(v) = value {
+                self.expr(v);
+            }
+            return;
+        };
+        let ret = sig.return_type.clone();
+        match (value, &ret) {
+            (Some(v), Ty::Void) => {
+                self.expr(v);
+                self.err(CheckError::BadReturn {
+                    message: format!("`{}` returns no value", sig.name),
+                    span: v.span,
+                });
+            }
+            (None, Ty::Void) => {}
+            (None, _) => {
+                let ty = self.show(&ret);
+                self.err(CheckError::BadReturn {
+                    message: format!("`{}` must return a value of type {ty}", sig.name),
+                    span,
+                });
+            }
+            (Some(v), _) => self.expect(v, &ret, "return value"),
+        }
+    }
+
+    fn check_par(&mut self, block: &'a ParBlock) {
+        // Ranges are evaluated by the launching code, outside the threads.
+        for it in &block.iters {
+            self.expect(&it.lo, &Ty::Int, "par range");
+            self.expect(&it.hi, &Ty::Int, "par range");
+        }
+        self.pars.push(block.label.as_ref());
+        self.push_scope();
+        for it in &block.iters {
+            let ty = self.resolve_type(&it.ty);
+            if !matches!(ty, Ty::Int | Ty::Unknown) {
+                let found = self.show(&ty);
+                self.err(CheckError::Mismatch {
+                    what: "par iterator".into(),
+                    expected: "int".into(),
+                    found,
+                    span: it.ty.span,
+                });
+            }
+            self.declare(&it.name, Ty::Int, VarKind::ParIter);
+        }
+        self.check_inner_contract(&block.contract);
+        self.check_block(&block.body);
+        self.pop_scope();
+        self.pars.pop();
+    }
+
+    /// Checks that the variable (or field) `id` may be written here and returns its type.
+    fn assign_var(&mut self, id: &'a Ident, span: Span) -> Ty {
+        let Some(var) = self.lookup(&id.name) else {
+            // Fields are heap locations: writable anywhere (with permission).
+            return self.name(id);
+        };
+        let (ty, kind, depth, decl) = (var.ty.clone(), var.kind, var.par_depth, var.span);
+        match kind {
+            VarKind::ParIter => self.err(CheckError::WriteToParIterator {
+                name: id.name.clone(),
+                span,
+                decl,
+            }),
+            VarKind::Binder => self.err(CheckError::NotAssignable { span }),
+            _ if depth < self.pars.len() => self.err(CheckError::WriteToOuterLocalInPar {
+                name: id.name.clone(),
+                span,
+                decl,
+            }),
+            _ => {}
+        }
+        ty
+    }
+
+    /// Checks that `target` may be written here and returns its type.
+    fn assign_target(&mut self, target: &'a Expr) -> Ty {
+        match &target.kind {
+            ExprKind::Name(id) => self.assign_var(id, target.span),
+            ExprKind::Field { base, name } => {
+                let base_ty = self.expr(base);
+                let ty = self.member(&base_ty, name);
+                if !matches!(base_ty, Ty::Class(_) | Ty::Unknown) && !self.is_class_name(base) {
+                    self.err(CheckError::NotAssignable { span: target.span });
+                }
+                ty
+            }
+            ExprKind::Index { base, index } => {
+                let base_ty = self.expr(base);
+                let ty = self.index(&base_ty, base, index);
+                if matches!(base_ty, Ty::Seq(_) | Ty::Map(..)) {
+                    let ty = self.show(&base_ty);
+                    self.err(CheckError::SeqElementAssign {
+                        span: target.span,
+                        ty,
+                    });
+                }
+                ty
+            }
+            _ => {
+                self.expr(target);
+                self.err(CheckError::NotAssignable { span: target.span });
+                Ty::Unknown
+            }
+        }
+    }
+
+    // ---- expressions ---------------------------------------------------------------------
+
+    /// Checks `e` against `expected`, reporting a mismatch as being in `what`.
+    pub(crate) fn expect(&mut self, e: &'a Expr, expected: &Ty, what: &str) {
+        let found = self.expr(e);
+        if !assignable(expected, &found) {
+            let (expected, found) = (self.show(expected), self.show(&found));
+            self.err(CheckError::Mismatch {
+                what: what.to_string(),
+                expected,
+                found,
+                span: e.span,
+            });
+        }
+    }
+
+    fn is_class_name(&self, e: &Expr) -> bool {
+        self.static_class(e).is_some()
+    }
+
+    /// `C` in `C.m(..)`: a name that is no variable or field but a class.
+    fn static_class(&self, e: &Expr) -> Option<ClassId> {
+        let ExprKind::Name(id) = &e.kind else {
+            return None;
+        };
+        if self.lookup(&id.name).is_some() || self.current_field(&id.name).is_some() {
+            return None;
+        }
+        self.tables.class_by_name(&id.name)
+    }
+
+    fn current_field(&self, name: &str) -> Option<Ty> {
+        let c = self.class?;
+        self.tables.class(c).field(name).map(|f| f.ty.clone())
+    }
+
+    fn name(&mut self, id: &'a Ident) -> Ty {
+        if let Some(v) = self.lookup(&id.name) {
+            return v.ty.clone();
+        }
+        if let Some(t) = self.current_field(&id.name) {
+            return t;
+        }
+        if id.name == "None" {
+            return Ty::Option(Box::new(Ty::Unknown));
+        }
+        self.err(CheckError::UnknownVariable {
+            name: id.name.clone(),
+            span: id.span,
+        });
+        Ty::Unknown
+    }
+
+    /// `base.name` where `base` has type `base_ty`.
+    fn member(&mut self, base_ty: &Ty, name: &'a Ident) -> Ty {
+        let n = name.name.as_str();
+        let found = match base_ty {
+            Ty::Unknown => Some(Ty::Unknown),
+            Ty::Class(c) => match self.tables.class(*c).field(n) {
+                Some(f) => Some(f.ty.clone()),
+                None => {
+                    let ty = self.show(base_ty);
+                    self.err(CheckError::UnknownField {
+                        name: n.to_string(),
+                        ty,
+                        span: name.span,
+                    });
+                    return Ty::Unknown;
+                }
+            },
+            Ty::Array(_) => (n == "length").then_some(Ty::Int),
+            Ty::Seq(e) => match n {
+                "size" | "length" => Some(Ty::Int),
+                "head" => Some((**e).clone()),
+                "tail" => Some(base_ty.clone()),
+                "isEmpty" => Some(Ty::Bool),
+                _ => None,
+            },
+            Ty::Set(_) | Ty::Bag(_) => match n {
+                "size" => Some(Ty::Int),
+                "isEmpty" => Some(Ty::Bool),
+                _ => None,
+            },
+            Ty::Map(k, v) => match n {
+                "size" => Some(Ty::Int),
+                "keys" => Some(Ty::Set(k.clone())),
+                "values" => Some(Ty::Set(v.clone())),
+                "isEmpty" => Some(Ty::Bool),
+                _ => None,
+            },
+            Ty::Option(e) => (n == "get").then(|| (**e).clone()),
+            _ => None,
+        };
+        found.unwrap_or_else(|| {
+            let ty = self.show(base_ty);
+            self.err(CheckError::NoSuchMember {
+                name: n.to_string(),
+                ty,
+                span: name.span,
+            });
+            Ty::Unknown
+        })
+    }
+
+    /// `base[index]` where `base` has type `base_ty`.
+    fn index(&mut self, base_ty: &Ty, base: &'a Expr, index: &'a Expr) -> Ty {
+        match base_ty {
+            Ty::Array(e) | Ty::Seq(e) => {
+                self.expect(index, &Ty::Int, "index");
+                (**e).clone()
+            }
+            Ty::Map(k, v) => {
+                self.expect(index, k, "map key");
+                (**v).clone()
+            }
+            Ty::Unknown => {
+                self.expr(index);
+                Ty::Unknown
+            }
+            _ => {
+                self.expr(index);
+                let ty = self.show(base_ty);
+                self.err(CheckError::NotIndexable {
+                    ty,
+                    span: base.span,
+                });
+                Ty::Unknown
+            }
+        }
+    }
+
+    pub(crate) fn expr(&mut self, e: &'a Expr) -> Ty {
+        match &e.kind {
+            ExprKind::IntLit(_) => Ty::Int,
+            ExprKind::BoolLit(_) => Ty::Bool,
+            ExprKind::Null => Ty::Null,
+            ExprKind::This => match self.class {
+                Some(c) => Ty::Class(c),
+                None => {
+                    self.err(CheckError::ThisOutsideClass { span: e.span });
+                    Ty::Unknown
+                }
+            },
+            ExprKind::Result => match &self.result_ty {
+                Some(t) => t.clone(),
+                None => {
+                    self.err(CheckError::ResultOutsidePostcondition { span: e.span });
+                    Ty::Unknown
+                }
+            },
+            ExprKind::PermLit(PermLit::None) => Ty::ZFrac,
+            ExprKind::PermLit(_) => Ty::Frac,
+            ExprKind::Name(id) => self.name(id),
+            ExprKind::Unary { op, operand } => {
+                let t = self.expr(operand);
+                match op {
+                    UnaryOp::Not if matches!(t, Ty::Bool | Ty::Unknown) => Ty::Bool,
+                    UnaryOp::Neg if matches!(t, Ty::Int | Ty::Unknown) => t,
+                    UnaryOp::Neg if t.is_numeric() => Ty::Rational,
+                    _ => {
+                        let (expected, found) = match op {
+                            UnaryOp::Not => ("boolean", self.show(&t)),
+                            UnaryOp::Neg => ("a number", self.show(&t)),
+                        };
+                        self.err(CheckError::Mismatch {
+                            what: format!(
+                                "operand of `{}`",
+                                if *op == UnaryOp::Not { "!" } else { "-" }
+                            ),
+                            expected: expected.into(),
+                            found,
+                            span: operand.span,
+                        });
+                        Ty::Unknown
+                    }
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs } => self.binary(e, *op, lhs, rhs),
+            ExprKind::Cond {
+                cond,
+                then_expr,
+                else_expr,
+            } => {
+                self.expect(cond, &Ty::Bool, "condition");
+                let a = self.expr(then_expr);
+                let b = self.expr(else_expr);
+                match join(&a, &b) {
+                    Some(t) => t,
+                    None => {
+                        let (lhs, rhs) = (self.show(&a), self.show(&b));
+                        self.err(CheckError::BadOperands {
+                            op: "?:",
+                            lhs,
+                            rhs,
+                            span: e.span,
+                        });
+                        Ty::Unknown
+                    }
+                }
+            }
+            ExprKind::Index { base, index } => {
+                let bt = self.expr(base);
+                self.index(&bt, base, index)
+            }
+            ExprKind::Slice { base, from, to } => {
+                let bt = self.expr(base);
+                for bound in [from, to].into_iter().flatten() {
+                    self.expect(bound, &Ty::Int, "slice bound");
+                }
+                match bt {
+                    Ty::Seq(_) | Ty::Unknown => bt,
+                    _ => {
+                        let found = self.show(&bt);
+                        self.err(CheckError::Mismatch {
+                            what: "slice".into(),
+                            expected: "a sequence".into(),
+                            found,
+                            span: base.span,
+                        });
+                        Ty::Unknown
+                    }
+                }
+            }
+            ExprKind::Update { base, index, value } => {
+                let bt = self.expr(base);
+                match &bt {
+                    Ty::Seq(elem) => {
+                        self.expect(index, &Ty::Int, "index");
+                        self.expect(value, elem, "sequence update");
+                    }
+                    Ty::Map(k, v) => {
+                        self.expect(index, k, "map key");
+                        self.expect(value, v, "map update");
+                    }
+                    Ty::Unknown => {
+                        self.expr(index);
+                        self.expr(value);
+                    }
+                    _ => {
+                        self.expr(index);
+                        self.expr(value);
+                        let found = self.show(&bt);
+                        self.err(CheckError::Mismatch {
+                            what: "update `s[i -> v]`".into(),
+                            expected: "a sequence or map".into(),
+                            found,
+                            span: base.span,
+                        });
+                        return Ty::Unknown;
+                    }
+                }
+                bt
+            }
+            ExprKind::Field { base, name } => {
+                if let Some(c) = self.static_class(base) {
+                    return self.member(&Ty::Class(c), name);
+                }
+                let bt = self.expr(base);
+                self.member(&bt, name)
+            }
+            ExprKind::Call {
+                receiver,
+                name,
+                args,
+                given,
+                yields,
+            } => self.call(receiver.as_deref(), name, args, given, yields),
+            ExprKind::New { class, args } => self.new_object(class, args),
+            ExprKind::NewArray { elem, dims } => {
+                let mut ty = self.resolve_type(elem);
+                for d in dims {
+                    self.expect(d, &Ty::Int, "array size");
+                    ty = Ty::Array(Box::new(ty));
+                }
+                ty
+            }
+            ExprKind::Old(inner) => self.expr(inner),
+            ExprKind::Length(inner) => {
+                let t = self.expr(inner);
+                if !matches!(
+                    t,
+                    Ty::Seq(_) | Ty::Set(_) | Ty::Bag(_) | Ty::Map(..) | Ty::Array(_) | Ty::Unknown
+                ) {
+                    let found = self.show(&t);
+                    self.err(CheckError::Mismatch {
+                        what: "`|..|`".into(),
+                        expected: "a sequence, set, bag or map".into(),
+                        found,
+                        span: inner.span,
+                    });
+                }
+                Ty::Int
+            }
+            ExprKind::Builtin { op, args } => self.builtin(e, *op, args),
+            ExprKind::Quantifier(q) => self.quantifier(q),
+            ExprKind::Let {
+                ty,
+                name,
+                value,
+                body,
+            } => {
+                let t = self.resolve_type(ty);
+                self.expect(value, &t, "`\\let` binding");
+                self.push_scope();
+                self.declare(name, t, VarKind::Binder);
+                let result = self.expr(body);
+                self.pop_scope();
+                result
+            }
+            ExprKind::Collection { kind, elem, elems } => {
+                let t = self.resolve_type(elem);
+                for x in elems {
+                    self.expect(x, &t, "collection element");
+                }
+                let t = Box::new(t);
+                match kind {
+                    CollectionKind::Seq => Ty::Seq(t),
+                    CollectionKind::Set => Ty::Set(t),
+                    CollectionKind::Bag => Ty::Bag(t),
+                }
+            }
+            ExprKind::MapLit {
+                key,
+                value,
+                entries,
+            } => {
+                let k = self.resolve_type(key);
+                let v = self.resolve_type(value);
+                for (ke, ve) in entries {
+                    self.expect(ke, &k, "map key");
+                    self.expect(ve, &v, "map value");
+                }
+                Ty::Map(Box::new(k), Box::new(v))
+            }
+            ExprKind::Trigger(inner) => self.expr(inner),
+            ExprKind::Unfolding { pred, body } => {
+                self.predicate_application(pred, "unfolding");
+                self.expr(body)
+            }
+        }
+    }
+
+    fn predicate_application(&mut self, e: &'a Expr, what: &'static str) {
+        let t = self.expr(e);
+        let is_call = matches!(e.kind, ExprKind::Call { .. });
+        if !(is_call && matches!(t, Ty::Resource | Ty::Unknown)) {
+            let found = if is_call {
+                self.show(&t)
+            } else {
+                "an expression that is no call".to_string()
+            };
+            self.err(CheckError::NotAPredicate {
+                what,
+                found,
+                span: e.span,
+            });
+        }
+    }
+
+    fn binary(&mut self, e: &'a Expr, op: BinaryOp, lhs: &'a Expr, rhs: &'a Expr) -> Ty {
+        use BinaryOp::*;
+        let a = self.expr(lhs);
+        let b = self.expr(rhs);
+        let result = match op {
+            Implies => match (&a, &b) {
+                (Ty::Bool | Ty::Unknown, Ty::Bool) => Some(Ty::Bool),
+                (Ty::Bool | Ty::Unknown, Ty::Resource) => Some(Ty::Resource),
+                (Ty::Bool | Ty::Unknown, Ty::Unknown) => Some(Ty::Unknown),
+                _ => None,
+            },
+            And | Or => matches!((&a, &b), (Ty::Bool | Ty::Unknown, Ty::Bool | Ty::Unknown))
+                .then_some(Ty::Bool),
+            Star => (is_assertion(&a) && is_assertion(&b)).then_some(Ty::Resource),
+            Eq | Neq => comparable(&a, &b).then_some(Ty::Bool),
+            Lt | Le | Gt | Ge => {
+                let ordered = arith(&a, &b).is_some()
+                    || (matches!(
+                        (&a, &b),
+                        (Ty::Set(_), Ty::Set(_)) | (Ty::Bag(_), Ty::Bag(_))
+                    ) && comparable(&a, &b));
+                ordered.then_some(Ty::Bool)
+            }
+            In => match &b {
+                Ty::Seq(el) | Ty::Set(el) => assignable(el, &a).then_some(Ty::Bool),
+                // Bag membership is the multiplicity.
+                Ty::Bag(el) => assignable(el, &a).then_some(Ty::Int),
+                Ty::Map(k, _) => assignable(k, &a).then_some(Ty::Bool),
+                Ty::Unknown => Some(Ty::Unknown),
+                _ => None,
+            },
+            Add | Sub | Mul => arith(&a, &b).or_else(|| match (&a, &b) {
+                // 1.x writes `s + t` for concatenation.
+                (Ty::Seq(_), Ty::Seq(_)) if op == Add => join(&a, &b),
+                // Union, difference, intersection.
+                (Ty::Set(_), Ty::Set(_)) | (Ty::Bag(_), Ty::Bag(_)) => join(&a, &b),
+                (Ty::Seq(_) | Ty::Set(_) | Ty::Bag(_), Ty::Unknown) => Some(a.clone()),
+                (Ty::Unknown, Ty::Seq(_) | Ty::Set(_) | Ty::Bag(_)) => Some(b.clone()),
+                _ => None,
+            }),
+            Div => arith(&a, &b),
+            Mod => matches!((&a, &b), (Ty::Int | Ty::Unknown, Ty::Int | Ty::Unknown))
+                .then_some(Ty::Int),
+            FracDiv => arith(&a, &b).map(|t| if t == Ty::Unknown { t } else { Ty::Rational }),
+            Concat => match (&a, &b) {
+                (Ty::Seq(_), Ty::Seq(_)) => join(&a, &b),
+                // `s ++ x` appends one element.
+                (Ty::Seq(el), x) if assignable(el, x) => Some(a.clone()),
+                (Ty::Unknown, Ty::Seq(_)) => Some(b.clone()),
+                (Ty::Unknown, _) => Some(Ty::Unknown),
+                _ => None,
+            },
+            Cons => match (&a, &b) {
+                (x, Ty::Seq(el)) if assignable(el, x) => Some(b.clone()),
+                (_, Ty::Unknown) => Some(Ty::Unknown),
+                _ => None,
+            },
+        };
+        result.unwrap_or_else(|| {
+            let (l, r) = (self.show(&a), self.show(&b));
+            self.err(CheckError::BadOperands {
+                op: op.symbol(),
+                lhs: l,
+                rhs: r,
+                span: e.span,
+            });
+            // `&&`, `==`, ... still produce a boolean; keeping it avoids a second error above.
+            match op {
+                And | Or | Eq | Neq | Lt | Le | Gt | Ge => Ty::Bool,
+                _ => Ty::Unknown,
+            }
+        })
+    }
+
+    fn builtin(&mut self, e: &'a Expr, op: Builtin, args: &'a [Expr]) -> Ty {
+        let expected = match op {
+            Builtin::Perm => 2,
+            Builtin::PointsTo => 3,
+            Builtin::Value => 1,
+            Builtin::Array => 2,
+            Builtin::Matrix => 3,
+        };
+        if args.len() != expected {
+            self.err(CheckError::ArgCount {
+                name: op.spelling().to_string(),
+                expected,
+                found: args.len(),
+                span: e.span,
+                decl: e.span,
+            });
+            for a in args {
+                self.expr(a);
+            }
+            return match op {
+                Builtin::Array | Builtin::Matrix => Ty::Bool,
+                _ => Ty::Resource,
+            };
+        }
+        match op {
+            Builtin::Perm | Builtin::PointsTo | Builtin::Value => {
+                let loc_ty = self.heap_location(&args[0]);
+                if let Some(p) = args.get(1) {
+                    self.expect(p, &Ty::ZFrac, "permission amount");
+                }
+                if let Some(v) = args.get(2) {
+                    self.expect(v, &loc_ty, "`PointsTo` value");
+                }
+                Ty::Resource
+            }
+            // Pure facts (non-null, lengths, distinct rows): booleans, which VerCors accepts
+            // wherever a resource is expected as well.
+            Builtin::Array => {
+                self.expect_array(&args[0], 1);
+                self.expect(&args[1], &Ty::Int, "array length");
+                Ty::Bool
+            }
+            Builtin::Matrix => {
+                self.expect_array(&args[0], 2);
+                self.expect(&args[1], &Ty::Int, "row count");
+                self.expect(&args[2], &Ty::Int, "column count");
+                Ty::Bool
+            }
+        }
+    }
+
+    fn expect_array(&mut self, e: &'a Expr, dims: usize) {
+        let t = self.expr(e);
+        let mut cur = &t;
+        for _ in 0..dims {
+            match cur {
+                Ty::Array(inner) => cur = inner,
+                Ty::Unknown => return,
+                _ => {
+                    let found = self.show(&t);
+                    self.err(CheckError::Mismatch {
+                        what: "array argument".into(),
+                        expected: if dims == 1 {
+                            "an array".into()
+                        } else {
+                            "a two-dimensional array".into()
+                        },
+                        found,
+                        span: e.span,
+                    });
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The location argument of `Perm`/`PointsTo`/`Value`: a field or an array cell.
+    fn heap_location(&mut self, e: &'a Expr) -> Ty {
+        let not_heap = |this: &mut Self, found: String| {
+            this.err(CheckError::NotHeapLocation {
+                found,
+                span: e.span,
+            });
+        };
+        match &e.kind {
+            ExprKind::Name(id) => {
+                if let Some(v) = self.lookup(&id.name) {
+                    let t = v.ty.clone();
+                    not_heap(self, format!("`{}` is a local variable", id.name));
+                    t
+                } else {
+                    self.name(id)
+                }
+            }
+            ExprKind::Field { base, name } => {
+                if let Some(c) = self.static_class(base) {
+                    return self.member(&Ty::Class(c), name);
+                }
+                let bt = self.expr(base);
+                let t = self.member(&bt, name);
+                if !matches!(bt, Ty::Class(_) | Ty::Unknown) {
+                    let shown = self.show(&bt);
+                    not_heap(self, format!("`.{}` of a {shown}", name.name));
+                }
+                t
+            }
+            ExprKind::Index { base, index } => {
+                let bt = self.expr(base);
+                let t = self.index(&bt, base, index);
+                if !matches!(bt, Ty::Array(_) | Ty::Unknown) {
+                    let shown = self.show(&bt);
+                    not_heap(self, format!("an element of a {shown}"));
+                }
+                t
+            }
+            _ => {
+                let t = self.expr(e);
+                not_heap(self, "an expression".to_string());
+                t
+            }
+        }
+    }
+
+    fn quantifier(&mut self, q: &'a Quantifier) -> Ty {
+        self.push_scope();
+        for b in &q.binders {
+            let t = self.resolve_type(&b.ty);
+            if let Some((lo, hi)) = &b.range {
+                self.expect(lo, &t, "quantifier range");
+                self.expect(hi, &t, "quantifier range");
+            }
+            self.declare(&b.name, t, VarKind::Binder);
+        }
+        if let Some(c) = &q.cond {
+            self.expect(c, &Ty::Bool, "quantifier condition");
+        }
+        let result = match q.kind {
+            QuantifierKind::Forall | QuantifierKind::Exists => {
+                self.expect(&q.body, &Ty::Bool, "quantifier body");
+                Ty::Bool
+            }
+            QuantifierKind::ForallStar => {
+                self.expect(&q.body, &Ty::Resource, "`\\forall*` body");
+                Ty::Resource
+            }
+            QuantifierKind::Sum => {
+                let t = self.expr(&q.body);
+                if t.is_numeric() || t == Ty::Unknown {
+                    t
+                } else {
+                    let found = self.show(&t);
+                    self.err(CheckError::Mismatch {
+                        what: "`\\sum` body".into(),
+                        expected: "a number".into(),
+                        found,
+                        span: q.body.span,
+                    });
+                    Ty::Int
+                }
+            }
+        };
+        self.pop_scope();
+        result
+    }
+
+    fn new_object(&mut self, class: &'a Ident, args: &'a [Expr]) -> Ty {
+        let Some(id) = self.tables.class_by_name(&class.name) else {
+            self.err(CheckError::UnknownClass {
+                name: class.name.clone(),
+                span: class.span,
+            });
+            for a in args {
+                self.expr(a);
+            }
+            return Ty::Unknown;
+        };
+        let info = self.tables.class(id);
+        if info.constructors.is_empty() {
+            if !args.is_empty() {
+                self.err(CheckError::ArgCount {
+                    name: class.name.clone(),
+                    expected: 0,
+                    found: args.len(),
+                    span: class.span,
+                    decl: info.span,
+                });
+                for a in args {
+                    self.expr(a);
+                }
+            }
+        } else {
+            let ctor = info
+                .constructors
+                .iter()
+                .find(|c| c.params.len() == args.len())
+                .unwrap_or(&info.constructors[0]);
+            self.check_args(ctor, class.span, args);
+        }
+        Ty::Class(id)
+    }
+
+    fn check_args(&mut self, sig: &'a MethodSig, span: Span, args: &'a [Expr]) {
+        if sig.params.len() != args.len() {
+            self.err(CheckError::ArgCount {
+                name: sig.name.clone(),
+                expected: sig.params.len(),
+                found: args.len(),
+                span,
+                decl: sig.span,
+            });
+            for a in args {
+                self.expr(a);
+            }
+            return;
+        }
+        for (i, (a, p)) in args.iter().zip(&sig.params).enumerate() {
+            self.expect(a, &p.ty, &format!("argument {} of `{}`", i + 1, sig.name));
+        }
+    }
+
+    fn find_method(&self, name: &str) -> Option<&'a MethodSig> {
+        let tables = self.tables;
+        self.class
+            .and_then(|c| tables.class(c).method(name))
+            .or_else(|| tables.global(name))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn call(
+        &mut self,
+        receiver: Option<&'a Expr>,
+        name: &'a Ident,
+        args: &'a [Expr],
+        given: &'a [GhostArg],
+        yields: &'a [GhostArg],
+    ) -> Ty {
+        let n = name.name.as_str();
+        let tables = self.tables;
+        // Find the callee: a user method, or a built-in function on a value.
+        let sig: Option<&'a MethodSig> = match receiver {
+            None => match self.find_method(n) {
+                Some(s) => Some(s),
+                None => return self.builtin_call(None, name, args, given, yields),
+            },
+            Some(r) if matches!(r.kind, ExprKind::This) => {
+                self.expr(r);
+                match self.class {
+                    Some(c) => tables.class(c).method(n),
+                    None => return self.unknown_call(name, args, given, yields, ""),
+                }
+            }
+            Some(r) => {
+                if let Some(c) = self.static_class(r) {
+                    tables.class(c).method(n)
+                } else {
+                    let rt = self.expr(r);
+                    match rt {
+                        Ty::Class(c) => tables.class(c).method(n),
+                        _ => return self.builtin_call(Some(rt), name, args, given, yields),
+                    }
+                }
+            }
+        };
+        let Some(sig) = sig else {
+            let in_what = match receiver {
+                Some(r) => match self.receiver_class(r) {
+                    Some(c) => format!(" in class `{}`", tables.class(c).name),
+                    None => String::new(),
+                },
+                None => String::new(),
+            };
+            return self.unknown_call(name, args, given, yields, &in_what);
+        };
+
+        if let Some(context) = self.pure_context {
+            if !sig.kind.is_pure() {
+                self.err(CheckError::ImpureCall {
+                    name: n.to_string(),
+                    context,
+                    span: name.span,
+                    decl: sig.span,
+                });
+            }
+        }
+        self.check_args(sig, name.span, args);
+        for g in given {
+            match sig.given.iter().find(|p| p.name == g.name.name) {
+                Some(p) => self.expect(&g.value, &p.ty, "`with` argument"),
+                None => {
+                    self.expr(&g.value);
+                    self.err(CheckError::UnknownGhostParam {
+                        name: g.name.name.clone(),
+                        which: "given",
+                        method: sig.name.clone(),
+                        span: g.name.span,
+                    });
+                }
+            }
+        }
+        // `then { r = y; }`: the caller's variable `r` receives the callee's yields `y`.
+        for y in yields {
+            let target = self.assign_var(&y.name, y.name.span);
+            let source = match &y.value.kind {
+                ExprKind::Name(id) => sig.yields.iter().find(|p| p.name == id.name).ok_or(id),
+                _ => {
+                    self.expr(&y.value);
+                    self.err(CheckError::UnknownGhostParam {
+                        name: "(an expression)".into(),
+                        which: "yields",
+                        method: sig.name.clone(),
+                        span: y.value.span,
+                    });
+                    continue;
+                }
+            };
+            match source {
+                Ok(p) => {
+                    if !assignable(&target, &p.ty) {
+                        let (expected, found) = (self.show(&target), self.show(&p.ty));
+                        self.err(CheckError::Mismatch {
+                            what: "`then` assignment".into(),
+                            expected,
+                            found,
+                            span: y.span,
+                        });
+                    }
+                }
+                Err(id) => self.err(CheckError::UnknownGhostParam {
+                    name: id.name.clone(),
+                    which: "yields",
+                    method: sig.name.clone(),
+                    span: id.span,
+                }),
+            }
+        }
+        sig.return_type.clone()
+    }
+
+    fn receiver_class(&self, r: &Expr) -> Option<ClassId> {
+        if matches!(r.kind, ExprKind::This) {
+            return self.class;
+        }
+        self.static_class(r)
+    }
+
+    fn unknown_call(
+        &mut self,
+        name: &'a Ident,
+        args: &'a [Expr],
+        given: &'a [GhostArg],
+        yields: &'a [GhostArg],
+        in_what: &str,
+    ) -> Ty {
+        self.err(CheckError::UnknownMethod {
+            name: name.name.clone(),
+            in_what: in_what.to_string(),
+            span: name.span,
+        });
+        for a in args {
+            self.expr(a);
+        }
+        for g in given.iter().chain(yields) {
+            self.expr(&g.value);
+        }
+        Ty::Unknown
+    }
+
+    /// Functions on values written as calls: `head(s)`, `tail(s)`, `isEmpty(s)`, `Some(x)`,
+    /// `o.getOrElse(d)`, `o.get()`, `s.head()`...
+    fn builtin_call(
+        &mut self,
+        receiver_ty: Option<Ty>,
+        name: &'a Ident,
+        args: &'a [Expr],
+        given: &'a [GhostArg],
+        yields: &'a [GhostArg],
+    ) -> Ty {
+        let (subject, rest): (Option<Ty>, &'a [Expr]) = match receiver_ty {
+            Some(t) => (Some(t), args),
+            None => match name.name.as_str() {
+                "head" | "tail" | "isEmpty" if args.len() == 1 => {
+                    (Some(self.expr(&args[0])), &args[1..])
+                }
+                "Some" if args.len() == 1 => {
+                    let t = self.expr(&args[0]);
+                    return Ty::Option(Box::new(t));
+                }
+                "None" if args.is_empty() => return Ty::Option(Box::new(Ty::Unknown)),
+                _ => return self.unknown_call(name, args, given, yields, ""),
+            },
+        };
+        let subject = subject.unwrap_or(Ty::Unknown);
+        let n = name.name.as_str();
+        let result = match (&subject, n, rest.len()) {
+            (Ty::Unknown, _, _) => {
+                for a in rest {
+                    self.expr(a);
+                }
+                return Ty::Unknown;
+            }
+            (Ty::Seq(el), "head", 0) => Some((**el).clone()),
+            (Ty::Seq(_), "tail", 0) => Some(subject.clone()),
+            (Ty::Seq(_) | Ty::Set(_) | Ty::Bag(_) | Ty::Map(..), "isEmpty", 0) => Some(Ty::Bool),
+            (Ty::Option(el), "get", 0) => Some((**el).clone()),
+            (Ty::Option(el), "getOrElse", 1) => {
+                let el = (**el).clone();
+                self.expect(&rest[0], &el, "`getOrElse` default");
+                Some(el)
+            }
+            _ => None,
+        };
+        result.unwrap_or_else(|| {
+            for a in rest {
+                self.expr(a);
+            }
+            let ty = self.show(&subject);
+            self.err(CheckError::NoSuchMember {
+                name: n.to_string(),
+                ty,
+                span: name.span,
+            });
+            Ty::Unknown
+        })
+    }
+
+    // ---- helpers for gpuopt ----------------------------------------------------------------
+
+    /// The type of a parameter of the method being checked, if `name` is one.
+    pub(crate) fn param_type(&self, name: &str) -> Option<Ty> {
+        self.method?
+            .params
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| p.ty.clone())
+    }
+}

@@ -1,0 +1,1 @@
+//! Parser unit tests.
