@@ -680,8 +680,9 @@ struct Printer<'t> {
     next_comment: usize,
     /// Sorted start offsets of the source's blank lines.
     blank_lines: Vec<u32>,
-    /// Source offset up to which the source has been printed; a blank line between it and the
-    /// next node's start is reproduced.
+    /// The furthest source offset printed so far; a blank line between it and the next node's
+    /// start is reproduced. Never moves back, so that a generated node (default span) or a
+    /// node moved by a transformation cannot make an earlier blank line count twice.
     last_end: u32,
     /// A blank line is owed before the next line printed.
     blank_pending: bool,
@@ -754,7 +755,11 @@ impl<'t> Printer<'t> {
         self.indent = self.indent.saturating_sub(1);
         self.blank_pending = false;
         self.line(text);
-        self.last_end = end;
+        self.advance_to(end);
+    }
+
+    fn advance_to(&mut self, offset: u32) {
+        self.last_end = self.last_end.max(offset);
     }
 
     fn has_comment_before(&self, pos: u32) -> bool {
@@ -815,14 +820,14 @@ impl<'t> Printer<'t> {
     /// After a one-line construct: the comments inside it go at the end of its line.
     fn finish_line_construct(&mut self, end: u32) {
         self.flush_comments(end, true);
-        self.last_end = end;
+        self.advance_to(end);
     }
 
     /// Before a member, clause, annotation or statement starting at `start`.
     fn begin_node(&mut self, start: u32) {
         self.flush_comments_before(start);
         self.note_blank_line_before(start);
-        self.last_end = start;
+        self.advance_to(start);
     }
 
     fn flush_remaining_comments(&mut self) {
@@ -841,7 +846,7 @@ impl<'t> Printer<'t> {
         let header = format!("class {}", class.name.name);
         if class.members.is_empty() && !self.has_comment_before(class.span.end) {
             self.line(&format!("{header} {{ }}"));
-            self.last_end = class.span.end;
+            self.advance_to(class.span.end);
             return;
         }
         self.open(&format!("{header} {{"));
@@ -953,7 +958,7 @@ impl<'t> Printer<'t> {
         let space = if header.is_empty() { "" } else { " " };
         if block.stmts.is_empty() && !self.has_comment_before(block.span.end) {
             self.line(&format!("{header}{space}{{ }}"));
-            self.last_end = block.span.end;
+            self.advance_to(block.span.end);
         } else {
             self.open(&format!("{header}{space}{{"));
             self.stmts(&block.stmts);
@@ -971,7 +976,7 @@ impl<'t> Printer<'t> {
                 self.stmts(&block.stmts);
                 self.flush_comments_before(block.span.end);
                 self.indent = self.indent.saturating_sub(1);
-                self.last_end = block.span.end;
+                self.advance_to(block.span.end);
                 true
             }
             _ if force_braces => {
@@ -1002,7 +1007,7 @@ impl<'t> Printer<'t> {
     fn stmt(&mut self, stmt: &Stmt) {
         self.begin_node(stmt.span.start);
         self.stmt_started(stmt);
-        self.last_end = stmt.span.end;
+        self.advance_to(stmt.span.end);
     }
 
     /// Prints a statement whose preceding comments and blank line are already dealt with.
@@ -1175,7 +1180,7 @@ impl<'t> Printer<'t> {
                     && !self.has_comment_before(end)
                 {
                     self.line(&format!("{header} {{ }}"));
-                    self.last_end = end;
+                    self.advance_to(end);
                     return;
                 }
                 self.open(&format!("{header} {{"));
