@@ -532,17 +532,16 @@ fn clause_text(clause: &Clause) -> String {
 }
 
 /// Expressions separated only by spaces (`gpuopt matrix_lin m R X Y;`) are read greedily, so
-/// every operand but a literal or a name is parenthesised, and a name too when the next operand
-/// starts with `(` (else `N (M + 1)` would read as a call).
+/// every operand but a literal or a name is parenthesised (else `N - 1 -M` reads as one
+/// subtraction), and a name too when a parenthesised operand follows it (else `N (M + 1)` reads
+/// as a call).
 fn spaced_operands(operands: &[&Expr]) -> String {
     let plain = |e: &Expr| matches!(e.kind, ExprKind::IntLit(_) | ExprKind::Name(_));
     let mut out = String::new();
     for (i, operand) in operands.iter().enumerate() {
-        let last = i + 1 == operands.len();
         let next_parenthesised = operands.get(i + 1).is_some_and(|next| !plain(next));
-        let parenthesise = !last
-            && (!plain(operand)
-                || (next_parenthesised && matches!(operand.kind, ExprKind::Name(_))));
+        let parenthesise =
+            !plain(operand) || (next_parenthesised && matches!(operand.kind, ExprKind::Name(_)));
         if i > 0 {
             out.push(' ');
         }
@@ -551,7 +550,7 @@ fn spaced_operands(operands: &[&Expr]) -> String {
             write_expr_bare(&mut out, operand);
             out.push(')');
         } else {
-            write_expr(&mut out, operand, LOOSEST);
+            write_expr_bare(&mut out, operand);
         }
     }
     out
@@ -2009,7 +2008,7 @@ mod tests {
                     rows: var("N"),
                     cols: bin(Add, var("M"), int(1)),
                 },
-                "gpuopt matrix_lin m C (N) M + 1;",
+                "gpuopt matrix_lin m C (N) (M + 1);",
             ),
             (
                 GpuOptKind::MatrixLin {
@@ -2018,7 +2017,7 @@ mod tests {
                     rows: bin(Sub, var("N"), int(1)),
                     cols: unary(UnaryOp::Neg, var("M")),
                 },
-                "gpuopt matrix_lin m R (N - 1) -M;",
+                "gpuopt matrix_lin m R (N - 1) (-M);",
             ),
             (
                 GpuOptKind::GlobToReg {
