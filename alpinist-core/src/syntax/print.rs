@@ -2703,4 +2703,70 @@ class C {
         let printed = print(&wild, &trivia);
         assert_eq!(comment_texts(&scan(&printed)), comment_texts(&trivia));
     }
+
+    mod comment_properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn stmt_strategy() -> impl Strategy<Value = Stmt> {
+            let leaf = (0u32..400, 0u32..40).prop_map(|(start, len)| {
+                stmt_at(
+                    StmtKind::Increment(var("x")),
+                    Span::new(start as usize, (start + len) as usize),
+                )
+            });
+            leaf.prop_recursive(3, 24, 4, |inner| {
+                (
+                    0u32..400,
+                    0u32..200,
+                    prop::collection::vec(inner.clone(), 0..4),
+                    prop::option::of(inner),
+                )
+                    .prop_map(|(start, len, stmts, other)| {
+                        let span = Span::new(start as usize, (start + len) as usize);
+                        let body = Stmt {
+                            kind: StmtKind::Block(Block { stmts, span }),
+                            span,
+                        };
+                        stmt_at(
+                            StmtKind::If {
+                                cond: var("c"),
+                                then_branch: Box::new(body),
+                                else_branch: other.map(Box::new),
+                            },
+                            span,
+                        )
+                    })
+            })
+        }
+
+        proptest! {
+            /// Whatever the spans (overlapping, duplicated, out of order), every comment comes
+            /// out exactly once, and no comment is swallowed by a `//` before it.
+            #[test]
+            fn every_comment_printed_once(
+                stmts in prop::collection::vec(stmt_strategy(), 0..6),
+                raw_comments in prop::collection::vec((0u32..500, any::<bool>(), any::<bool>()), 0..12),
+                blank_lines in prop::collection::vec(0u32..500, 0..10),
+            ) {
+                let mut comments: Vec<Comment> = raw_comments
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(start, own_line, line))| {
+                        let text = if line { format!("// c{i}") } else { format!("/* c{i} */") };
+                        Comment { span: Span::new(start as usize, start as usize + 3), text, own_line }
+                    })
+                    .collect();
+                comments.sort_by_key(|c| c.span.start);
+                let trivia = Trivia { comments, blank_lines };
+                let prog = program(vec![class(
+                    "C",
+                    vec![method_member(vec![], vec![], method(None, "C", vec![], MethodBody::Block(block(stmts))))],
+                )]);
+                let printed = print(&prog, &trivia);
+                prop_assert_eq!(comment_texts(&scan(&printed)), comment_texts(&trivia));
+                prop_assert!(!printed.contains("\n\n\n"));
+            }
+        }
+    }
 }
