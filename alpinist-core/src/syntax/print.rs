@@ -1006,6 +1006,9 @@ impl<'t> Printer<'t> {
     fn stmt(&mut self, stmt: &Stmt) {
         self.begin_node(stmt.span.start);
         self.stmt_started(stmt);
+        // A `ghost ` or `else ` prefix belongs to this statement even if it printed nothing
+        // (a par group without blocks).
+        self.prefix.clear();
         self.advance_to(stmt.span.end);
     }
 
