@@ -20,7 +20,7 @@ mod print;
 pub use error::{SyntaxError, SyntaxWarning};
 pub use ir::*;
 pub use parse::parse;
-pub use print::{print, print_expr};
+pub use print::{print, print_expr, print_stmt, print_type};
 pub use span::line_col;
 pub use trivia::{Comment, Trivia};
 
