@@ -32,7 +32,8 @@ pub fn print(program: &Program, trivia: &Trivia) -> String {
     let mut printer = Printer::new(trivia);
     for item in &program.items {
         match item {
-            Item::Class(class) => printer.class(class),
+            Item::Class(class) => printer.class(class, None),
+            Item::ContractedClass { contract, class } => printer.class(class, Some(contract)),
             Item::Member(member) => printer.member(member),
         }
     }
@@ -840,8 +841,12 @@ impl<'t> Printer<'t> {
 
     // --- declarations --------------------------------------------------------------------
 
-    fn class(&mut self, class: &Class) {
+    fn class(&mut self, class: &Class, contract: Option<&Contract>) {
         self.begin_node(class.span.start);
+        if let Some(contract) = contract {
+            self.clauses(contract);
+            self.flush_comments_before(class.name.span.start);
+        }
         let header = format!("class {}", class.name.name);
         if class.members.is_empty() && !self.has_comment_before(class.span.end) {
             self.line(&format!("{header} {{ }}"));
@@ -1068,7 +1073,10 @@ impl<'t> Printer<'t> {
             }
             StmtKind::Block(block) => self.block_after("", block),
             StmtKind::Par(group) => self.par_group(group, stmt.span.end),
-            StmtKind::Barrier(barrier) => self.barrier(barrier, stmt.span.end),
+            StmtKind::Barrier(barrier) => self.barrier(barrier, &[], stmt.span.end),
+            StmtKind::BarrierWithInvariants { barrier, invariants } => {
+                self.barrier(barrier, invariants, stmt.span.end)
+            }
             StmtKind::Ghost(inner) => {
                 self.prefix.push_str("ghost ");
                 self.stmt_started(inner);
@@ -1124,8 +1132,12 @@ impl<'t> Printer<'t> {
                     self.par_block(if i == 0 { "par" } else { "and" }, block);
                 }
             }
-            ParGroupStyle::Parallel => {
-                self.open("parallel {");
+            ParGroupStyle::Parallel | ParGroupStyle::Sequential => {
+                self.open(if group.style == ParGroupStyle::Parallel {
+                    "parallel {"
+                } else {
+                    "sequential {"
+                });
                 for block in &group.blocks {
                     self.begin_node(block.span.start);
                     self.par_block("par", block);
@@ -1172,8 +1184,13 @@ impl<'t> Printer<'t> {
         self.block_after("", &block.body);
     }
 
-    fn barrier(&mut self, barrier: &Barrier, end: u32) {
-        let header = format!("barrier({})", barrier.label.name);
+    fn barrier(&mut self, barrier: &Barrier, invariants: &[Ident], end: u32) {
+        let mut header = format!("barrier({}", barrier.label.name);
+        for (i, invariant) in invariants.iter().enumerate() {
+            header.push_str(if i == 0 { "; " } else { ", " });
+            header.push_str(&invariant.name);
+        }
+        header.push(')');
         let end = end.max(barrier.body.span.end);
         match barrier.style {
             BarrierStyle::ClausesInside => {
