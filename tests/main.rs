@@ -1,1 +1,2 @@
-mod placeholder {}
+mod common;
+mod properties;
