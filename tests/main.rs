@@ -3,4 +3,5 @@
 mod cli;
 mod common;
 mod diagnostics;
+mod properties;
 mod roundtrip;

@@ -106,3 +106,48 @@ pub fn expectation(source: &str) -> Option<Expectation> {
         column: c.parse().ok()?,
     })
 }
+
+/// The first place where two JSON values differ, as a JSON-pointer-like path with both sides.
+pub fn first_difference(a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
+    fn go(a: &serde_json::Value, b: &serde_json::Value, path: &mut String) -> Option<String> {
+        match (a, b) {
+            (serde_json::Value::Object(x), Value::Object(y)) => {
+                let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+                keys.sort();
+                keys.dedup();
+                for k in keys {
+                    match (x.get(k), y.get(k)) {
+                        (Some(u), Some(v)) => {
+                            let len = path.len();
+                            path.push('/');
+                            path.push_str(k);
+                            if let Some(d) = go(u, v, path) {
+                                return Some(d);
+                            }
+                            path.truncate(len);
+                        }
+                        (u, v) => return Some(format!("{path}/{k}: {u:?} vs {v:?}")),
+                    }
+                }
+                None
+            }
+            (serde_json::Value::Array(x), Value::Array(y)) => {
+                for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("/{i}"));
+                    if let Some(d) = go(u, v, path) {
+                        return Some(d);
+                    }
+                    path.truncate(len);
+                }
+                if x.len() != y.len() {
+                    return Some(format!("{path}: length {} vs {}", x.len(), y.len()));
+                }
+                None
+            }
+            _ if a == b => None,
+            _ => Some(format!("{path}:\n  left:  {a}\n  right: {b}")),
+        }
+    }
+    go(a, b, &mut String::new())
+}
