@@ -14,7 +14,10 @@ fn fmt_prints_every_example_as_the_library_does() {
         let output = run(&["fmt", &name]);
         assert_eq!(output.status.code(), Some(0), "{name}\n{}", stderr(&output));
         let parsed = syntax::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        assert_eq!(stdout(&output), syntax::print(&parsed.program, &parsed.trivia));
+        assert_eq!(
+            stdout(&output),
+            syntax::print(&parsed.program, &parsed.trivia)
+        );
     }
 }
 

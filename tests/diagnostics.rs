@@ -18,10 +18,21 @@ fn each_broken_program_reports_its_code_at_its_position() {
         let output = run(&["check", &name]);
         let err = stderr(&output);
         let want_exit = if expected.kind.starts_with('W') { 0 } else { 2 };
-        assert_eq!(output.status.code(), Some(want_exit), "{name}: exit code\n{err}");
-        assert!(err.contains(&expected.kind), "{name}: expected {}\n{err}", expected.kind);
+        assert_eq!(
+            output.status.code(),
+            Some(want_exit),
+            "{name}: exit code\n{err}"
+        );
+        assert!(
+            err.contains(&expected.kind),
+            "{name}: expected {}\n{err}",
+            expected.kind
+        );
         let position = format!("{name}:{}:{}", expected.line, expected.column);
-        assert!(err.contains(&position), "{name}: expected a diagnostic at {position}\n{err}");
+        assert!(
+            err.contains(&position),
+            "{name}: expected a diagnostic at {position}\n{err}"
+        );
         codes.insert(expected.kind.clone());
         insta::with_settings!({
             snapshot_path => "snapshots/diagnostics",
@@ -32,5 +43,9 @@ fn each_broken_program_reports_its_code_at_its_position() {
             insta::assert_snapshot!(snapshot_name(path, "tests/data/diagnostics"), err);
         });
     }
-    assert!(codes.len() >= 10, "only {} distinct codes are tested: {codes:?}", codes.len());
+    assert!(
+        codes.len() >= 10,
+        "only {} distinct codes are tested: {codes:?}",
+        codes.len()
+    );
 }

@@ -4,7 +4,7 @@
 
 use alpinist::syntax::{self, Parsed};
 
-use crate::common::{pvl_files, relative, snapshot_name, spanless};
+use crate::common::{pvl_files, relative, sexpr, snapshot_name, spanless};
 
 fn sorted_comments(parsed: &Parsed) -> Vec<String> {
     let mut texts: Vec<String> = parsed
@@ -41,7 +41,11 @@ fn assert_round_trip(path: &std::path::Path, source: &str, first: &Parsed) -> St
 #[test]
 fn examples_round_trip_and_snapshots() {
     let files = pvl_files("examples");
-    assert!(files.len() >= 12, "expected the examples/ kernels, found {}", files.len());
+    assert!(
+        files.len() >= 12,
+        "expected the examples/ kernels, found {}",
+        files.len()
+    );
     for path in files {
         let source = std::fs::read_to_string(&path).unwrap();
         let parsed = syntax::parse(&source)
@@ -54,7 +58,7 @@ fn examples_round_trip_and_snapshots() {
             omit_expression => true,
             description => relative(&path),
         }, {
-            insta::assert_yaml_snapshot!(name.clone(), spanless(&parsed.program));
+            insta::assert_snapshot!(name.clone(), sexpr(&spanless(&parsed.program)));
         });
         insta::with_settings!({
             snapshot_path => "snapshots/fmt",

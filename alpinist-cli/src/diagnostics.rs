@@ -23,10 +23,8 @@ pub fn emit<D>(source: &Source, diagnostic: D)
 where
     D: miette::Diagnostic + Send + Sync + 'static,
 {
-    let report = miette::Report::new(diagnostic).with_source_code(NamedSource::new(
-        source.name.clone(),
-        source.text.clone(),
-    ));
+    let report = miette::Report::new(diagnostic)
+        .with_source_code(NamedSource::new(source.name.clone(), source.text.clone()));
     let mut out = String::new();
     match handler().render_report(&mut out, report.as_ref()) {
         Ok(()) => eprint!("{out}"),

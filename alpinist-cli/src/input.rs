@@ -19,7 +19,10 @@ impl std::fmt::Display for InputError {
         match self {
             InputError::Io(name, e) => write!(f, "cannot read {name}: {e}"),
             InputError::NotUtf8 { name, offset } => {
-                write!(f, "{name} is not UTF-8 text (invalid byte at offset {offset})")
+                write!(
+                    f,
+                    "{name} is not UTF-8 text (invalid byte at offset {offset})"
+                )
             }
         }
     }

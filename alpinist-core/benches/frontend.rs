@@ -79,12 +79,17 @@ fn front_end(c: &mut Criterion) {
     let source = generated_program(50_000);
     let lines = source.lines().count();
     let mut group = c.benchmark_group("front end");
-    group.sample_size(20).measurement_time(Duration::from_secs(10));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(10));
     group.bench_function(format!("parse + check + print, {lines} lines"), |bench| {
         bench.iter(|| {
             let parsed = alpinist_core::syntax::parse(black_box(&source)).expect("parses");
             alpinist_core::check::check(&parsed.program).expect("checks");
-            black_box(alpinist_core::syntax::print(&parsed.program, &parsed.trivia))
+            black_box(alpinist_core::syntax::print(
+                &parsed.program,
+                &parsed.trivia,
+            ))
         })
     });
     group.bench_function(format!("parse, {lines} lines"), |bench| {

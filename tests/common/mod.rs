@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use serde_json::Value;
+
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -55,7 +57,10 @@ pub fn alpinist() -> Command {
 }
 
 pub fn run(args: &[&str]) -> Output {
-    alpinist().args(args).output().expect("the alpinist binary runs")
+    alpinist()
+        .args(args)
+        .output()
+        .expect("the alpinist binary runs")
 }
 
 pub fn stdout(output: &Output) -> String {
@@ -108,10 +113,10 @@ pub fn expectation(source: &str) -> Option<Expectation> {
 }
 
 /// The first place where two JSON values differ, as a JSON-pointer-like path with both sides.
-pub fn first_difference(a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
-    fn go(a: &serde_json::Value, b: &serde_json::Value, path: &mut String) -> Option<String> {
+pub fn first_difference(a: &Value, b: &Value) -> Option<String> {
+    fn go(a: &Value, b: &Value, path: &mut String) -> Option<String> {
         match (a, b) {
-            (serde_json::Value::Object(x), Value::Object(y)) => {
+            (Value::Object(x), Value::Object(y)) => {
                 let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
                 keys.sort();
                 keys.dedup();
@@ -131,7 +136,7 @@ pub fn first_difference(a: &serde_json::Value, b: &serde_json::Value) -> Option<
                 }
                 None
             }
-            (serde_json::Value::Array(x), Value::Array(y)) => {
+            (Value::Array(x), Value::Array(y)) => {
                 for (i, (u, v)) in x.iter().zip(y).enumerate() {
                     let len = path.len();
                     path.push_str(&format!("/{i}"));
@@ -150,4 +155,119 @@ pub fn first_difference(a: &serde_json::Value, b: &serde_json::Value) -> Option<
         }
     }
     go(a, b, &mut String::new())
+}
+
+/// A compact, line-wrapped S-expression view of spanless IR JSON, for snapshots a person can
+/// read: `{"kind": X}` wrappers collapse to X, identifiers to their name, enum variants to
+/// `(Variant ...)`, structs to `{field: value ...}`.
+pub fn sexpr(value: &Value) -> String {
+    let mut out = String::new();
+    render(&collapse(value.clone()), 0, &mut out);
+    out.push('\n');
+    out
+}
+
+fn collapse(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let map: serde_json::Map<String, Value> =
+                map.into_iter().map(|(k, v)| (k, collapse(v))).collect();
+            if map.len() == 1 {
+                if let Some(inner) = map.get("kind").or_else(|| map.get("name")) {
+                    if map.contains_key("kind") || inner.is_string() {
+                        return inner.clone();
+                    }
+                }
+            }
+            Value::Object(map)
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(collapse).collect()),
+        other => other,
+    }
+}
+
+const WIDTH: usize = 100;
+
+fn one_line(value: &Value) -> String {
+    match value {
+        Value::Null => "None".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) if !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_') => {
+            s.clone()
+        }
+        Value::String(s) => format!("{s:?}"),
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(one_line).collect();
+            format!("[{}]", inner.join(" "))
+        }
+        Value::Object(map) => {
+            let (open, close, fields) = object_parts(map);
+            let inner: Vec<String> = fields
+                .iter()
+                .map(|(label, v)| format!("{label}{}", one_line(v)))
+                .collect();
+            format!("{open}{}{close}", inner.join(" "))
+        }
+    }
+}
+
+/// An enum variant `{"V": payload}` prints as `(V ...)`; a struct as `{field: ...}`.
+fn object_parts(
+    map: &serde_json::Map<String, Value>,
+) -> (String, &'static str, Vec<(String, &Value)>) {
+    if map.len() == 1 {
+        let (variant, payload) = map.iter().next().unwrap();
+        let is_variant = variant.chars().next().is_some_and(char::is_uppercase);
+        if is_variant {
+            let fields = match payload {
+                Value::Object(fields) if !fields.is_empty() && !is_variant_object(fields) => {
+                    fields.iter().map(|(k, v)| (format!("{k}: "), v)).collect()
+                }
+                Value::Array(items) if items.len() > 1 => {
+                    items.iter().map(|v| (String::new(), v)).collect()
+                }
+                other => vec![(String::new(), other)],
+            };
+            return (format!("({variant} "), ")", fields);
+        }
+    }
+    let fields = map.iter().map(|(k, v)| (format!("{k}: "), v)).collect();
+    ("{".into(), "}", fields)
+}
+
+fn is_variant_object(map: &serde_json::Map<String, Value>) -> bool {
+    map.len() == 1
+        && map
+            .keys()
+            .all(|k| k.chars().next().is_some_and(char::is_uppercase))
+}
+
+fn render(value: &Value, indent: usize, out: &mut String) {
+    let flat = one_line(value);
+    let children: Vec<(String, &Value)> = match value {
+        Value::Array(items) => items.iter().map(|v| (String::new(), v)).collect(),
+        Value::Object(map) => object_parts(map).2,
+        _ => Vec::new(),
+    };
+    if indent + flat.len() <= WIDTH || children.is_empty() {
+        out.push_str(&flat);
+        return;
+    }
+    let (open, close) = match value {
+        Value::Array(_) => ("[".to_string(), "]"),
+        Value::Object(map) => {
+            let (open, close, _) = object_parts(map);
+            (open.trim_end().to_string(), close)
+        }
+        _ => unreachable!("scalars have no children"),
+    };
+    out.push_str(&open);
+    for (label, child) in children {
+        out.push('\n');
+        out.push_str(&" ".repeat(indent + 2));
+        out.push_str(&label);
+        render(child, indent + 2, out);
+    }
+    out.push_str(close);
 }

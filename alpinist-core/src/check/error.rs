@@ -76,7 +76,7 @@ pub enum CheckError {
     #[diagnostic(code(E0210))]
     Duplicate {
         name: String,
-        #[label("declared again here")]
+        #[label(primary, "declared again here")]
         span: Span,
         #[label("first declared here")]
         first: Span,
@@ -103,7 +103,7 @@ pub enum CheckError {
     )]
     WriteToParIterator {
         name: String,
-        #[label("assigned here")]
+        #[label(primary, "assigned here")]
         span: Span,
         #[label("declared here")]
         decl: Span,
@@ -116,7 +116,7 @@ pub enum CheckError {
     )]
     WriteToOuterLocalInPar {
         name: String,
-        #[label("written here")]
+        #[label(primary, "written here")]
         span: Span,
         #[label("declared here")]
         decl: Span,
@@ -131,7 +131,7 @@ pub enum CheckError {
         name: String,
         /// `a specification` or `a pure function`.
         context: &'static str,
-        #[label("this method may have side effects")]
+        #[label(primary, "this method may have side effects")]
         span: Span,
         #[label("declared here")]
         decl: Span,
@@ -171,7 +171,7 @@ pub enum CheckError {
         name: String,
         expected: usize,
         found: usize,
-        #[label("wrong number of arguments")]
+        #[label(primary, "wrong number of arguments")]
         span: Span,
         #[label("declared here")]
         decl: Span,
@@ -255,7 +255,7 @@ pub enum CheckError {
     #[diagnostic(code(E0403))]
     GpuOptDuplicate {
         kind: &'static str,
-        #[label("duplicate")]
+        #[label(primary, "duplicate")]
         span: Span,
         #[label("first given here")]
         first: Span,
@@ -268,7 +268,7 @@ pub enum CheckError {
     )]
     GpuOptLoopVar {
         var: String,
-        #[label("not the loop variable")]
+        #[label(primary, "not the loop variable")]
         span: Span,
         #[label("the annotated loop")]
         loop_span: Span,
@@ -311,7 +311,7 @@ pub enum CheckError {
     #[error("`gpuopt tile` needs a method whose body is exactly one par block")]
     #[diagnostic(code(E0409))]
     GpuOptTileBody {
-        #[label("this annotation")]
+        #[label(primary, "this annotation")]
         span: Span,
         #[label("this body is not one par block")]
         body: Span,
@@ -325,7 +325,7 @@ pub enum CheckWarning {
     #[diagnostic(code(W0201), severity(Warning))]
     Shadowing {
         name: String,
-        #[label("this declaration")]
+        #[label(primary, "this declaration")]
         span: Span,
         #[label("shadows this one")]
         shadowed: Span,

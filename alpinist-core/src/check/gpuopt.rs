@@ -290,7 +290,14 @@ fn check_statement_opt(
         }
         GpuOptKind::Fuse { count, block_hint } => {
             let needed = require_positive(checker, kind, "kernel count", count);
-            if let Some(hint) = block_hint {
+            // The hint may be a size in scope (`N`); a literal must be positive.
+            if let Some(
+                hint @ Expr {
+                    kind: ExprKind::IntLit(_),
+                    ..
+                },
+            ) = block_hint
+            {
                 require_positive(checker, kind, "thread-block hint", hint);
             }
             let found = following

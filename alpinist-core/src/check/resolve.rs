@@ -443,8 +443,17 @@ impl<'a> Checker<'a> {
                 self.predicate_application(e, what);
                 self.pure_context = saved;
             }
-            // Placement is checked with the enclosing block (`check_block_opts`).
-            StmtKind::GpuOpt(_) => {}
+            // Placement is checked with the enclosing block (`check_block_opts`); a `fuse`
+            // thread-block hint may name an int in scope (`gpuopt fuse 2 N;`).
+            StmtKind::GpuOpt(opt) => {
+                if let GpuOptKind::Fuse {
+                    block_hint: Some(hint),
+                    ..
+                } = &opt.kind
+                {
+                    self.expect(hint, &Ty::Int, "thread-block hint");
+                }
+            }
         }
     }
 

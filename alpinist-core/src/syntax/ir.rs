@@ -378,7 +378,7 @@ pub struct Expr {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ExprKind {
     /// Unsigned: `-1` is `Unary(Neg, 1)`. PVL integers are unbounded.
-    IntLit(BigUint),
+    IntLit(#[serde(with = "decimal")] BigUint),
     BoolLit(bool),
     Null,
     This,
@@ -660,4 +660,19 @@ pub struct Binder {
     /// The range form `int i = lo .. hi` (half-open).
     pub range: Option<(Expr, Expr)>,
     pub span: Span,
+}
+
+/// Integer literals serialise as decimal strings: readable, and exact whatever their size.
+mod decimal {
+    use num_bigint::BigUint;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &BigUint, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(value)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BigUint, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
 }

@@ -10,12 +10,12 @@
 //! - Comments are not in the IR. They are collected as [`Trivia`] by a scan of the source and
 //!   re-interleaved by the printer by source position, so every comment survives `fmt`.
 
-pub mod ir;
-mod span;
-mod trivia;
 mod error;
+pub mod ir;
 mod parse;
 mod print;
+mod span;
+mod trivia;
 
 pub use error::{SyntaxError, SyntaxWarning};
 pub use ir::*;

@@ -1074,9 +1074,10 @@ impl<'t> Printer<'t> {
             StmtKind::Block(block) => self.block_after("", block),
             StmtKind::Par(group) => self.par_group(group, stmt.span.end),
             StmtKind::Barrier(barrier) => self.barrier(barrier, &[], stmt.span.end),
-            StmtKind::BarrierWithInvariants { barrier, invariants } => {
-                self.barrier(barrier, invariants, stmt.span.end)
-            }
+            StmtKind::BarrierWithInvariants {
+                barrier,
+                invariants,
+            } => self.barrier(barrier, invariants, stmt.span.end),
             StmtKind::Ghost(inner) => {
                 self.prefix.push_str("ghost ");
                 self.stmt_started(inner);
