@@ -237,18 +237,39 @@ fn describe_pest_error(source: &str, err: pest::error::Error<Rule>) -> SyntaxErr
     };
     // The literal tokens tried at the error position are only known with pest's error detail
     // on, which slows every parse: collect them by parsing once more, only now.
-    let tokens = expected_literals(source);
+    let (tokens, furthest) = expected_literals(source);
+    // Rules are tracked without error detail, literals only with it: the later of the two
+    // positions is where the input stops making sense (e.g. the `}` where a `;` is missing).
+    let rules_are_here = furthest.is_none_or(|f| f <= offset);
+    let offset = offset.max(furthest.unwrap_or(0));
     let mut words: Vec<String> = Vec::new();
     for t in tokens {
-        push_unique(&mut words, format!("`{t}`"));
+        // Operators are one category: listing twenty of them hides the `;` that is missing.
+        let word = if OPERATOR_TOKENS.contains(&t.as_str()) {
+            "an operator".to_string()
+        } else {
+            format!("`{t}`")
+        };
+        push_unique(&mut words, word);
     }
-    for rule in positives {
+    // Rules tried at an earlier position would only confuse.
+    for rule in positives.into_iter().filter(|_| rules_are_here) {
         if let Some(w) = rule_in_words(rule) {
             push_unique(&mut words, w);
         }
     }
-    // Tokens first (most specific), then categories; keep it readable.
-    words.sort_by_key(|w| !w.starts_with('`'));
+    // Punctuation that ends or closes something first (the likely fix), then keywords, then
+    // categories; keep it readable.
+    words.sort_by_key(|w| {
+        let closing = ["`;`", "`)`", "`}`", "`]`", "`,`", "`=`", "`{`", "`(`"];
+        if let Some(i) = closing.iter().position(|c| c == w) {
+            i
+        } else if w.starts_with('`') {
+            closing.len()
+        } else {
+            closing.len() + 1
+        }
+    });
     const MAX_LISTED: usize = 8;
     if words.len() > MAX_LISTED {
         words.truncate(MAX_LISTED);
@@ -262,32 +283,43 @@ fn describe_pest_error(source: &str, err: pest::error::Error<Rule>) -> SyntaxErr
     unexpected_at(source, offset, expected)
 }
 
-fn expected_literals(source: &str) -> Vec<String> {
+/// Infix, prefix and postfix operator tokens, reported together as "an operator".
+const OPERATOR_TOKENS: &[&str] = &[
+    "==>", "||", "&&", "**", "==", "!=", "<=", "<", ">=", ">", "in", "++", "+", "-", "::", "*",
+    "/", "%", "\\", "?", ".", "[", "!",
+    // First characters the grammar tests before trying the operators.
+    "&", "|", ":", "i",
+];
+
+/// The literal tokens tried at the furthest position reached, and that position.
+fn expected_literals(source: &str) -> (Vec<String>, Option<usize>) {
     pest::set_error_detail(true);
     let result = PvlParser::parse(Rule::program, source);
     pest::set_error_detail(false);
     let Err(err) = result else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let Some(attempts) = err.parse_attempts() else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     // pest does not export its token type; its `Debug` names the variant. Only literal
     // tokens are useful here (character ranges and built-ins come from identifier rules).
-    attempts
+    let tokens = attempts
         .expected_tokens()
         .into_iter()
         .filter(|t| format!("{t:?}").starts_with("Sensitive"))
         .map(|t| t.to_string())
         // Spacing and comment tokens are noise in "expected" lists.
         .filter(|t| {
+            // `_` is the start of an identifier, listed separately.
             !(t.trim().is_empty()
-                || t.starts_with("//")
-                || t.starts_with("/*")
+                || t == "_"
+                || t.starts_with('/')
                 || t.starts_with("[/")
                 || t == "\u{FEFF}")
         })
-        .collect()
+        .collect();
+    (tokens, Some(attempts.max_position))
 }
 
 fn push_unique(words: &mut Vec<String>, w: String) {
@@ -380,6 +412,7 @@ fn rule_in_words(rule: Rule) -> Option<String> {
         Rule::dotdot => word(".."),
         Rule::arrow => word("->"),
         Rule::par_block => word("par"),
+        Rule::and_block => Some("a par block".into()),
         Rule::else_if => word("else"),
         Rule::with_block => word("with"),
         Rule::then_block => word("then"),
@@ -981,6 +1014,7 @@ impl Builder {
                 }
             }
             Rule::par_stmt => {
+                // `par_block` and the 1.x `and_block` differ only in the `par` keyword.
                 let blocks = kids
                     .rest()
                     .map(|p| self.par_block(p))
