@@ -175,12 +175,9 @@ fn clause(kind: ClauseKind) -> Clause {
     Clause { kind, span: sp() }
 }
 
-/// An integer literal from little-endian base-2^32 digits. The test binary does not depend on
-/// `num-bigint` directly, so the `BigUint` is built through its serde form (a digit sequence).
+/// An integer literal from little-endian base-2^32 digits.
 fn int_lit(digits: Vec<u32>) -> Expr {
-    let kind: ExprKind = serde_json::from_value(serde_json::json!({ "IntLit": digits }))
-        .expect("BigUint deserialises from its u32 digits");
-    ex(kind)
+    ex(ExprKind::IntLit(num_bigint::BigUint::new(digits)))
 }
 
 // ---------------------------------------------------------------------------------------------

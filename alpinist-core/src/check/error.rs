@@ -144,6 +144,15 @@ pub enum CheckError {
         span: Span,
     },
 
+    #[error("`{clause}` is not allowed {site}")]
+    #[diagnostic(code(E0217))]
+    ClauseMisplaced {
+        clause: &'static str,
+        site: &'static str,
+        #[label("misplaced clause")]
+        span: Span,
+    },
+
     // ---- E03xx: types ------------------------------------------------------------------
     #[error("type mismatch in {what}: expected {expected}, found {found}")]
     #[diagnostic(code(E0301))]
@@ -363,6 +372,7 @@ impl CheckError {
             | WriteToOuterLocalInPar { span, .. }
             | ImpureCall { span, .. }
             | NotAssignable { span }
+            | ClauseMisplaced { span, .. }
             | Mismatch { span, .. }
             | BadOperands { span, .. }
             | ArgCount { span, .. }

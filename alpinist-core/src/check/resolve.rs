@@ -167,7 +167,7 @@ impl<'a> Checker<'a> {
     pub fn check_class_contract(&mut self, contract: &'a Contract, class: ClassId) {
         self.class = Some(class);
         for clause in &contract.clauses {
-            self.check_clause(clause);
+            self.check_clause(clause, ClauseSite::Class);
         }
         self.class = None;
     }
@@ -185,7 +185,7 @@ impl<'a> Checker<'a> {
                 self.check_type_sizes(&field.ty);
                 // A parser may attach class-level clauses (1.x `lock_invariant`) here.
                 for clause in &member.contract.clauses {
-                    self.check_clause(clause);
+                    self.check_clause(clause, ClauseSite::Field);
                 }
             }
             MemberKind::Method(method) => {
@@ -255,7 +255,7 @@ impl<'a> Checker<'a> {
                     self.result_ty = Some(return_type.clone());
                 }
             }
-            self.check_clause(clause);
+            self.check_clause(clause, ClauseSite::Method);
             self.result_ty = None;
         }
 
@@ -281,7 +281,14 @@ impl<'a> Checker<'a> {
 
     /// Contract clauses are assertions: booleans or resources. `given`/`yields` were declared
     /// by the caller.
-    fn check_clause(&mut self, clause: &'a Clause) {
+    fn check_clause(&mut self, clause: &'a Clause, site: ClauseSite) {
+        if !site.allows(&clause.kind) {
+            self.err(CheckError::ClauseMisplaced {
+                clause: clause_keyword(&clause.kind),
+                site: site.describe(),
+                span: clause.span,
+            });
+        }
         let saved = self.pure_context.replace("a specification");
         match &clause.kind {
             ClauseKind::Requires(e)
@@ -297,7 +304,7 @@ impl<'a> Checker<'a> {
 
     /// Contracts of loops, par blocks and barriers, which may declare no ghost parameters of
     /// their own that anything could supply; any given there is simply in scope.
-    fn check_inner_contract(&mut self, contract: &'a Contract) {
+    fn check_inner_contract(&mut self, contract: &'a Contract, site: ClauseSite) {
         for clause in &contract.clauses {
             if let ClauseKind::Given(p) | ClauseKind::Yields(p) = &clause.kind {
                 let ty = self.resolve_type(&p.ty);
@@ -305,7 +312,7 @@ impl<'a> Checker<'a> {
             }
         }
         for clause in &contract.clauses {
-            self.check_clause(clause);
+            self.check_clause(clause, site);
         }
     }
 
@@ -375,7 +382,7 @@ impl<'a> Checker<'a> {
                 body,
             } => {
                 self.push_scope();
-                self.check_inner_contract(contract);
+                self.check_inner_contract(contract, ClauseSite::Loop);
                 self.expect(cond, &Ty::Bool, "loop condition");
                 self.check_nested(body);
                 self.pop_scope();
@@ -391,7 +398,7 @@ impl<'a> Checker<'a> {
                 if let Some(init) = init {
                     self.check_stmt(init);
                 }
-                self.check_inner_contract(contract);
+                self.check_inner_contract(contract, ClauseSite::Loop);
                 if let Some(cond) = cond {
                     self.expect(cond, &Ty::Bool, "loop condition");
                 }
@@ -469,7 +476,7 @@ impl<'a> Checker<'a> {
             });
         }
         self.push_scope();
-        self.check_inner_contract(&barrier.contract);
+        self.check_inner_contract(&barrier.contract, ClauseSite::Barrier);
         self.check_block(&barrier.body);
         self.pop_scope();
     }
@@ -539,7 +546,7 @@ impl<'a> Checker<'a> {
             }
             self.declare(&it.name, Ty::Int, VarKind::ParIter);
         }
-        self.check_inner_contract(&block.contract);
+        self.check_inner_contract(&block.contract, ClauseSite::Par);
         self.check_block(&block.body);
         self.pop_scope();
         self.pars.pop();
@@ -1468,5 +1475,55 @@ impl<'a> Checker<'a> {
             .iter()
             .find(|p| p.name == name)
             .map(|p| p.ty.clone())
+    }
+}
+
+/// Where a contract stands, which decides the clause kinds it may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClauseSite {
+    Class,
+    Field,
+    Method,
+    Loop,
+    Par,
+    Barrier,
+}
+
+impl ClauseSite {
+    fn allows(self, clause: &ClauseKind) -> bool {
+        use ClauseKind::*;
+        match self {
+            // 1.x: `lock_invariant` before a class or on its constructor.
+            ClauseSite::Class | ClauseSite::Field => matches!(clause, LockInvariant(_)),
+            ClauseSite::Method => !matches!(clause, LoopInvariant(_)),
+            // VerCors also accepts requires/ensures on loops (iteration contracts).
+            ClauseSite::Loop => !matches!(clause, Given(_) | Yields(_) | LockInvariant(_)),
+            ClauseSite::Par => !matches!(clause, LoopInvariant(_) | LockInvariant(_)),
+            ClauseSite::Barrier => matches!(clause, Requires(_) | Ensures(_) | Context(_)),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            ClauseSite::Class => "before a class",
+            ClauseSite::Field => "before a field",
+            ClauseSite::Method => "in a method contract",
+            ClauseSite::Loop => "before a loop",
+            ClauseSite::Par => "in a par block contract",
+            ClauseSite::Barrier => "in a barrier contract",
+        }
+    }
+}
+
+fn clause_keyword(clause: &ClauseKind) -> &'static str {
+    match clause {
+        ClauseKind::Requires(_) => "requires",
+        ClauseKind::Ensures(_) => "ensures",
+        ClauseKind::Context(_) => "context",
+        ClauseKind::ContextEverywhere(_) => "context_everywhere",
+        ClauseKind::LoopInvariant(_) => "loop_invariant",
+        ClauseKind::Given(_) => "given",
+        ClauseKind::Yields(_) => "yields",
+        ClauseKind::LockInvariant(_) => "lock_invariant",
     }
 }

@@ -37,7 +37,10 @@ pub enum Item {
     Member(Member),
     /// A class with clauses written before it (1.x `lock_invariant I; class C { .. }`).
     /// `class.span` covers the clauses too. Classes without clauses are [`Item::Class`].
-    ContractedClass { contract: Contract, class: Class },
+    ContractedClass {
+        contract: Contract,
+        class: Class,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -228,9 +231,15 @@ pub struct Stmt {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum StmtKind {
     /// `int x, y = 0;`
-    LocalDecl { ty: Type, vars: Vec<LocalVar> },
+    LocalDecl {
+        ty: Type,
+        vars: Vec<LocalVar>,
+    },
     /// `x = e;`, `a[i] = e;`, `m[i][j] = e;`, `this.x = e;`
-    Assign { target: Expr, value: Expr },
+    Assign {
+        target: Expr,
+        value: Expr,
+    },
     /// `x++;`
     Increment(Expr),
     /// `x--;`
@@ -263,15 +272,25 @@ pub enum StmtKind {
     Barrier(Barrier),
     /// 1.x `barrier(L; inv1, inv2) ...`: a barrier that also names the `invariant` blocks it
     /// synchronises with. Parsed and printed; not supported by the checker.
-    BarrierWithInvariants { barrier: Barrier, invariants: Vec<Ident> },
+    BarrierWithInvariants {
+        barrier: Barrier,
+        invariants: Vec<Ident>,
+    },
     Assert(Expr),
     Assume(Expr),
     /// `ghost <statement>`
     Ghost(Box<Stmt>),
     /// `invariant name(I) { ... }` — parsed; not supported by the checker.
-    Invariant { name: Ident, inv: Expr, body: Block },
+    Invariant {
+        name: Ident,
+        inv: Expr,
+        body: Block,
+    },
     /// `atomic(name) { ... }` — parsed; not supported by the checker.
-    Atomic { name: Ident, body: Block },
+    Atomic {
+        name: Ident,
+        body: Block,
+    },
     /// 1.x `lock e;`
     Lock(Expr),
     /// 1.x `unlock e;`
@@ -384,7 +403,10 @@ pub enum ExprKind {
         else_expr: Box<Expr>,
     },
     /// `a[i]`
-    Index { base: Box<Expr>, index: Box<Expr> },
+    Index {
+        base: Box<Expr>,
+        index: Box<Expr>,
+    },
     /// `s[a..b]`, `s[a..]`, `s[..b]`
     Slice {
         base: Box<Expr>,
@@ -398,7 +420,10 @@ pub enum ExprKind {
         value: Box<Expr>,
     },
     /// `x.f`, also `a.length` and `o.get`.
-    Field { base: Box<Expr>, name: Ident },
+    Field {
+        base: Box<Expr>,
+        name: Ident,
+    },
     /// `f(args)`, `x.m(args)`, `C.m(args)`, with optional ghost arguments
     /// `with { x = e; }` and ghost results `then { y = z; }`.
     Call {
@@ -409,15 +434,24 @@ pub enum ExprKind {
         yields: Vec<GhostArg>,
     },
     /// `new C(args)`
-    New { class: Ident, args: Vec<Expr> },
+    New {
+        class: Ident,
+        args: Vec<Expr>,
+    },
     /// `new int[N]`, `new int[M][N]` — one size per dimension, outermost first.
-    NewArray { elem: Type, dims: Vec<Expr> },
+    NewArray {
+        elem: Type,
+        dims: Vec<Expr>,
+    },
     /// `\old(e)`
     Old(Box<Expr>),
     /// `|s|`, and 1.x `(\| s \|)`.
     Length(Box<Expr>),
     /// Built-in predicates written like calls: `Perm(l, p)`, `\array(a, n)`, ...
-    Builtin { op: Builtin, args: Vec<Expr> },
+    Builtin {
+        op: Builtin,
+        args: Vec<Expr>,
+    },
     Quantifier(Box<Quantifier>),
     /// `(\let T x = e; body)`
     Let {
@@ -441,7 +475,10 @@ pub enum ExprKind {
     /// A trigger `{: e :}` inside a quantifier body; means `e`.
     Trigger(Box<Expr>),
     /// `unfolding p(args) in e`
-    Unfolding { pred: Box<Expr>, body: Box<Expr> },
+    Unfolding {
+        pred: Box<Expr>,
+        body: Box<Expr>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
