@@ -849,6 +849,7 @@ fn block_of(inner: BoxedStrategy<Stmt>, max: usize) -> BoxedStrategy<Block> {
 fn barrier(inner: BoxedStrategy<Stmt>) -> BoxedStrategy<Stmt> {
     (
         pick(LABELS),
+        proptest::collection::vec(var(), 0..=1),
         contract_of(thread_clause(), 1..=2),
         block_of(inner, 2),
         select(vec![
@@ -856,9 +857,10 @@ fn barrier(inner: BoxedStrategy<Stmt>) -> BoxedStrategy<Stmt> {
             BarrierStyle::ClausesBefore,
         ]),
     )
-        .prop_map(|(label, contract, body, style)| {
+        .prop_map(|(label, invariants, contract, body, style)| {
             st(StmtKind::Barrier(Barrier {
                 label,
+                invariants,
                 contract,
                 body,
                 style,
@@ -1161,11 +1163,19 @@ fn class_member(class: Ident) -> BoxedStrategy<Member> {
     prop_oneof![2 => field, 3 => method_member(), 1 => constructor].boxed()
 }
 
+/// Clauses before a class: 1.x writes a `lock_invariant` there.
+fn class_contract() -> BoxedStrategy<Contract> {
+    let lock_invariant = small_expr().prop_map(|e| clause(ClauseKind::LockInvariant(e)));
+    prop_oneof![4 => Just(Contract::default()), 1 => contract_of(lock_invariant.boxed(), 1..=1)]
+        .boxed()
+}
+
 fn class() -> BoxedStrategy<Item> {
-    pick(CLASSES)
-        .prop_flat_map(|name| {
+    (pick(CLASSES), class_contract())
+        .prop_flat_map(|(name, contract)| {
             proptest::collection::vec(class_member(name.clone()), 0..=4).prop_map(move |members| {
                 Item::Class(Class {
+                    contract: contract.clone(),
                     name: name.clone(),
                     members,
                     span: sp(),

@@ -195,9 +195,7 @@ fn collect_in_stmt<'a>(s: &'a Stmt, out: &mut Vec<(&'a Ident, &'a Type)>) {
             collect_in_stmt(body, out);
         }
         StmtKind::Ghost(inner) => collect_in_stmt(inner, out),
-        StmtKind::Barrier(b) | StmtKind::BarrierWithInvariants { barrier: b, .. } => {
-            collect_declarations(&b.body.stmts, out)
-        }
+        StmtKind::Barrier(b) => collect_declarations(&b.body.stmts, out),
         StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
             collect_declarations(&body.stmts, out)
         }

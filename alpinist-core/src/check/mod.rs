@@ -81,11 +81,9 @@ pub fn check(program: &Program) -> Result<Checked, Vec<CheckError>> {
     let mut class_no = 0u32;
     for item in &program.items {
         match item {
-            Item::Class(class) | Item::ContractedClass { class, .. } => {
+            Item::Class(class) => {
                 let id = ClassId(class_no);
-                if let Item::ContractedClass { contract, .. } = item {
-                    checker.check_class_contract(contract, id);
-                }
+                checker.check_class_contract(&class.contract, id);
                 for member in &class.members {
                     checker.check_member(member, Some(id));
                 }
@@ -112,7 +110,7 @@ pub fn check(program: &Program) -> Result<Checked, Vec<CheckError>> {
 fn build_tables(program: &Program, errors: &mut Vec<CheckError>) -> Tables {
     let mut tables = Tables::default();
     for item in &program.items {
-        if let Item::Class(class) | Item::ContractedClass { class, .. } = item {
+        if let Item::Class(class) = item {
             let id = ClassId(tables.classes.len() as u32);
             match tables.class_index.get(class.name.name.as_str()) {
                 Some(first) => errors.push(CheckError::Duplicate {
@@ -142,7 +140,7 @@ fn build_tables(program: &Program, errors: &mut Vec<CheckError>) -> Tables {
     let mut globals = Vec::new();
     for item in &program.items {
         match item {
-            Item::Class(class) | Item::ContractedClass { class, .. } => {
+            Item::Class(class) => {
                 let mut info = std::mem::replace(
                     &mut tables.classes[class_no],
                     ClassInfo {

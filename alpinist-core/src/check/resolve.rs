@@ -415,12 +415,8 @@ impl<'a> Checker<'a> {
                     self.check_par(block);
                 }
             }
-            StmtKind::Barrier(barrier) => self.check_barrier(barrier),
-            StmtKind::BarrierWithInvariants {
-                barrier,
-                invariants,
-            } => {
-                for name in invariants {
+            StmtKind::Barrier(barrier) => {
+                for name in &barrier.invariants {
                     self.check_invariant_name(name);
                 }
                 self.check_barrier(barrier);

@@ -157,6 +157,7 @@ impl B {
         let span = self.span();
         Program {
             items: vec![Item::Class(Class {
+                contract: Contract::default(),
                 name,
                 members,
                 span,
@@ -308,6 +309,7 @@ fn ir_barrier_label_must_name_enclosing_par() {
         let label = b.id(l);
         let body = b.block(vec![]);
         b.s(StmtKind::Barrier(Barrier {
+            invariants: vec![],
             label,
             contract: Contract::default(),
             body,

@@ -35,16 +35,13 @@ pub enum Item {
     Class(Class),
     /// A top-level method, pure function or predicate (outside any class).
     Member(Member),
-    /// A class with clauses written before it (1.x `lock_invariant I; class C { .. }`).
-    /// `class.span` covers the clauses too. Classes without clauses are [`Item::Class`].
-    ContractedClass {
-        contract: Contract,
-        class: Class,
-    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Class {
+    /// Clauses written before the class (1.x `lock_invariant I; class C { .. }`); usually
+    /// empty. The class span covers them.
+    pub contract: Contract,
     pub name: Ident,
     pub members: Vec<Member>,
     pub span: Span,
@@ -270,12 +267,6 @@ pub enum StmtKind {
     /// One or more par blocks launched together.
     Par(ParGroup),
     Barrier(Barrier),
-    /// 1.x `barrier(L; inv1, inv2) ...`: a barrier that also names the `invariant` blocks it
-    /// synchronises with. Parsed and printed; not supported by the checker.
-    BarrierWithInvariants {
-        barrier: Barrier,
-        invariants: Vec<Ident>,
-    },
     Assert(Expr),
     Assume(Expr),
     /// `ghost <statement>`
@@ -356,6 +347,8 @@ pub struct ParIter {
 pub struct Barrier {
     /// The label of an enclosing par block.
     pub label: Ident,
+    /// 1.x `barrier(L; inv1, inv2)`: the `invariant` blocks it synchronises with; usually empty.
+    pub invariants: Vec<Ident>,
     pub contract: Contract,
     pub body: Block,
     pub style: BarrierStyle,

@@ -245,7 +245,9 @@ fn describe_pest_error(source: &str, err: pest::error::Error<Rule>) -> SyntaxErr
     let mut words: Vec<String> = Vec::new();
     for t in tokens {
         // Operators are one category: listing twenty of them hides the `;` that is missing.
-        let word = if OPERATOR_TOKENS.contains(&t.as_str()) {
+        let word = if EXPRESSION_START_TOKENS.contains(&t.as_str()) {
+            "an expression".to_string()
+        } else if OPERATOR_TOKENS.contains(&t.as_str()) {
             "an operator".to_string()
         } else {
             format!("`{t}`")
@@ -283,10 +285,42 @@ fn describe_pest_error(source: &str, err: pest::error::Error<Rule>) -> SyntaxErr
     unexpected_at(source, offset, expected)
 }
 
-/// Infix, prefix and postfix operator tokens, reported together as "an operator".
+/// Tokens that can only begin an expression, reported together as "an expression": a user
+/// missing an operand wants to hear that, not a list of built-in names.
+const EXPRESSION_START_TOKENS: &[&str] = &[
+    "!",
+    "Perm",
+    "PointsTo",
+    "Value",
+    "\\array",
+    "\\matrix",
+    "\\old",
+    "\\result",
+    "\\forall",
+    "\\forall*",
+    "\\exists",
+    "\\sum",
+    "\\let",
+    "{:",
+    "bag",
+    "set",
+    "seq",
+    "map",
+    "true",
+    "false",
+    "null",
+    "this",
+    "write",
+    "read",
+    "none",
+    "new",
+    "unfolding",
+];
+
+/// Infix and postfix operator tokens, reported together as "an operator".
 const OPERATOR_TOKENS: &[&str] = &[
     "==>", "||", "&&", "**", "==", "!=", "<=", "<", ">=", ">", "in", "++", "+", "-", "::", "*",
-    "/", "%", "\\", "?", ".", "[", "!",
+    "/", "%", "\\", "?", ".", "[",
     // First characters the grammar tests before trying the operators.
     "&", "|", ":", "i",
 ];
@@ -658,16 +692,12 @@ impl Builder {
             }
         }
         let name = name.ok_or_else(|| internal(span, "a class name"))?;
-        let class = Class {
+        Ok(Item::Class(Class {
+            contract,
             name,
             members,
             span,
-        };
-        Ok(if contract.clauses.is_empty() {
-            Item::Class(class)
-        } else {
-            Item::ContractedClass { contract, class }
-        })
+        }))
     }
 
     /// One declaration; `int x, y;` gives one member per name (the annotations written before
@@ -1039,7 +1069,8 @@ impl Builder {
                 let label = ident_of(&kids.next("a barrier label")?);
                 let invariants = kids
                     .next_if(Rule::barrier_invs)
-                    .map(|invs| invs.into_inner().map(|i| ident_of(&i)).collect::<Vec<_>>());
+                    .map(|invs| invs.into_inner().map(|i| ident_of(&i)).collect::<Vec<_>>())
+                    .unwrap_or_default();
                 let form = kids.next("a barrier body")?;
                 let form_span = span_of(&form);
                 let mut fk = Kids::of(&form);
@@ -1048,6 +1079,7 @@ impl Builder {
                     let stmts = fk.rest().map(|p| self.stmt(p)).collect::<Res<Vec<_>>>()?;
                     Barrier {
                         label,
+                        invariants,
                         contract,
                         body: Block {
                             stmts,
@@ -1059,18 +1091,13 @@ impl Builder {
                     let body = self.block(fk.next("a barrier block")?)?;
                     Barrier {
                         label,
+                        invariants,
                         contract,
                         body,
                         style: BarrierStyle::ClausesBefore,
                     }
                 };
-                match invariants {
-                    None => StmtKind::Barrier(barrier),
-                    Some(invariants) => StmtKind::BarrierWithInvariants {
-                        barrier,
-                        invariants,
-                    },
-                }
+                StmtKind::Barrier(barrier)
             }
             Rule::return_stmt => StmtKind::Return(match kids.rest().next() {
                 Some(e) => Some(self.expr(e)?),

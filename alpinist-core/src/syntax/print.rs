@@ -32,8 +32,7 @@ pub fn print(program: &Program, trivia: &Trivia) -> String {
     let mut printer = Printer::new(trivia);
     for item in &program.items {
         match item {
-            Item::Class(class) => printer.class(class, None),
-            Item::ContractedClass { contract, class } => printer.class(class, Some(contract)),
+            Item::Class(class) => printer.class(class),
             Item::Member(member) => printer.member(member),
         }
     }
@@ -841,10 +840,10 @@ impl<'t> Printer<'t> {
 
     // --- declarations --------------------------------------------------------------------
 
-    fn class(&mut self, class: &Class, contract: Option<&Contract>) {
+    fn class(&mut self, class: &Class) {
         self.begin_node(class.span.start);
-        if let Some(contract) = contract {
-            self.clauses(contract);
+        if !class.contract.clauses.is_empty() {
+            self.clauses(&class.contract);
             self.flush_comments_before(class.name.span.start);
         }
         let header = format!("class {}", class.name.name);
@@ -1073,11 +1072,7 @@ impl<'t> Printer<'t> {
             }
             StmtKind::Block(block) => self.block_after("", block),
             StmtKind::Par(group) => self.par_group(group, stmt.span.end),
-            StmtKind::Barrier(barrier) => self.barrier(barrier, &[], stmt.span.end),
-            StmtKind::BarrierWithInvariants {
-                barrier,
-                invariants,
-            } => self.barrier(barrier, invariants, stmt.span.end),
+            StmtKind::Barrier(barrier) => self.barrier(barrier, stmt.span.end),
             StmtKind::Ghost(inner) => {
                 self.prefix.push_str("ghost ");
                 self.stmt_started(inner);
@@ -1185,9 +1180,9 @@ impl<'t> Printer<'t> {
         self.block_after("", &block.body);
     }
 
-    fn barrier(&mut self, barrier: &Barrier, invariants: &[Ident], end: u32) {
+    fn barrier(&mut self, barrier: &Barrier, end: u32) {
         let mut header = format!("barrier({}", barrier.label.name);
-        for (i, invariant) in invariants.iter().enumerate() {
+        for (i, invariant) in barrier.invariants.iter().enumerate() {
             header.push_str(if i == 0 { "; " } else { ", " });
             header.push_str(&invariant.name);
         }
@@ -1418,6 +1413,7 @@ mod tests {
 
     fn class(name: &str, members: Vec<Member>) -> Item {
         Item::Class(Class {
+            contract: Contract::default(),
             name: ident(name),
             members,
             span: Span::default(),
@@ -2227,6 +2223,7 @@ mod tests {
     fn barriers() {
         let barrier = |style: BarrierStyle, clauses: Vec<ClauseKind>, body: Vec<Stmt>| {
             st(StmtKind::Barrier(Barrier {
+                invariants: vec![],
                 label: ident("fwd"),
                 contract: contract(clauses),
                 body: block(body),
@@ -2498,6 +2495,7 @@ class D { }
         member.span = Span::new(member_start, body_end);
         Program {
             items: vec![Item::Class(Class {
+                contract: Contract::default(),
                 name: ident("C"),
                 members: vec![member],
                 span: class_span,

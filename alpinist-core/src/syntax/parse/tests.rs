@@ -179,7 +179,7 @@ fn members(src: &str) -> Vec<Member> {
         .items
         .into_iter()
         .flat_map(|i| match i {
-            Item::Class(c) | Item::ContractedClass { class: c, .. } => c.members,
+            Item::Class(c) => c.members,
             Item::Member(m) => vec![m],
         })
         .collect()
@@ -499,10 +499,10 @@ fn every_contract_clause() {
 #[test]
 fn contract_before_a_class() {
     let p = ok("lock_invariant Perm(f, write); class T { int f; }");
-    let Item::ContractedClass { contract, class } = &p.program.items[0] else {
+    let Item::Class(class) = &p.program.items[0] else {
         panic!()
     };
-    assert_eq!(contract.clauses.len(), 1);
+    assert_eq!(class.contract.clauses.len(), 1);
     assert_eq!(class.name.name, "T");
     assert_eq!(class.span.start, 0);
 }
@@ -825,7 +825,7 @@ fn barriers() {
     );
     assert!(matches!(
         &s[3].kind,
-        StmtKind::BarrierWithInvariants { invariants, barrier } if invariants.len() == 1 && barrier.body.stmts.len() == 1
+        StmtKind::Barrier(barrier) if barrier.invariants.len() == 1 && barrier.body.stmts.len() == 1
     ));
 }
 
