@@ -30,6 +30,8 @@ pub struct Program {
     pub span: Span,
 }
 
+// A file holds a handful of items: their size does not matter, boxing would only add noise.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Item {
     Class(Class),
