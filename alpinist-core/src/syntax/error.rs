@@ -81,6 +81,26 @@ impl SyntaxError {
         }
     }
 
+    /// The same error about a source that starts `offset` bytes later (errors found in a
+    /// suffix of the file, see `parse`).
+    pub(crate) fn shifted(mut self, offset: usize) -> SyntaxError {
+        match &mut self {
+            SyntaxError::Unexpected { span, .. }
+            | SyntaxError::TooDeep { span, .. }
+            | SyntaxError::GpuOptBadWord { span, .. }
+            | SyntaxError::GpuOptMalformed { span, .. }
+            | SyntaxError::GpuOptUnknown { span, .. } => {
+                let by = offset as u32;
+                *span = Span {
+                    start: span.start + by,
+                    end: span.end + by,
+                };
+            }
+            SyntaxError::TooLarge { .. } => {}
+        }
+        self
+    }
+
     /// The stable code, e.g. `"E0101"`.
     pub fn code_str(&self) -> &'static str {
         match self {

@@ -40,7 +40,7 @@ pub fn parse(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
     check_nesting(source).map_err(|e| vec![e])?;
     let pairs = match PvlParser::parse(Rule::program, source) {
         Ok(pairs) => pairs,
-        Err(err) => return Err(vec![describe_pest_error(source, err)]),
+        Err(err) => return Err(errors_with_recovery(source, err)),
     };
     let builder = Builder::new();
     let program_pair = pairs
@@ -62,6 +62,48 @@ pub fn parse(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
             Err(errors)
         }
     }
+}
+
+/// At most this many syntax errors are reported for one file.
+const MAX_REPORTED_ERRORS: usize = 10;
+
+/// pest stops at the first error. To report more, parse again from the next top-level class
+/// after the error (a line starting with `class`), for as long as that finds errors: one
+/// mistake per class is what a user fixing a file wants to see, and it costs nothing on
+/// programs that parse.
+fn errors_with_recovery(source: &str, first: pest::error::Error<Rule>) -> Vec<SyntaxError> {
+    let mut errors = vec![describe_pest_error(source, first)];
+    while errors.len() < MAX_REPORTED_ERRORS {
+        let after = errors
+            .last()
+            .and_then(SyntaxError::span)
+            .map_or(source.len(), |span| span.end as usize);
+        let Some(start) = next_top_level_class(source, after) else {
+            break;
+        };
+        let rest = &source[start..];
+        match PvlParser::parse(Rule::program, rest) {
+            Ok(_) => break,
+            Err(err) => errors.push(describe_pest_error(rest, err).shifted(start)),
+        }
+    }
+    errors
+}
+
+/// The offset of the first line after `after` that starts, in column 1, with `class `.
+fn next_top_level_class(source: &str, after: usize) -> Option<usize> {
+    let mut line_start = after + source.get(after..)?.find('\n')? + 1;
+    while line_start < source.len() {
+        let line = &source[line_start..];
+        if line
+            .strip_prefix("class")
+            .is_some_and(|rest| rest.starts_with(char::is_whitespace))
+        {
+            return Some(line_start);
+        }
+        line_start += line.find('\n')? + 1;
+    }
+    None
 }
 
 // ------------------------------------------------------------------------------------------

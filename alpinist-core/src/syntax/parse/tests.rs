@@ -1023,3 +1023,17 @@ fn never_panics_on_random_bytes() {
     let _ = parse("class é {}");
     let _ = parse("\u{FEFF}class C {}");
 }
+
+#[test]
+fn after_a_syntax_error_the_next_classes_are_parsed_too() {
+    let source = "class A {\n  void m() { x = ; }\n}\nclass B { int f; }\nclass C {\n  void n() { return 1 }\n}\n";
+    let errors = parse(source).expect_err("two broken classes");
+    let starts: Vec<usize> = errors
+        .iter()
+        .map(|e| e.span().expect("a place").start as usize)
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(&source[starts[0]..starts[0] + 1], ";");
+    assert_eq!(&source[starts[1]..starts[1] + 1], "}");
+    assert!(starts[1] > source.find("class C").unwrap());
+}
