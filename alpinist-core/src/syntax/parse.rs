@@ -3,7 +3,7 @@
 //! What [`parse`] guarantees:
 //! - It never panics and never overflows the stack, whatever the bytes: nesting is measured by
 //!   a linear pre-scan ([`check_nesting`]) and refused beyond [`MAX_NESTING`] levels (E0102)
-//!   before pest or the tree builder recurse; pest's own stack guard backs this up; expression
+//!   before pest or the tree builder recurse, on a stack large enough for that depth; expression
 //!   trees built from long operator chains are limited to [`MAX_EXPR_DEPTH`].
 //! - Every IR node carries the byte span of its text; a member's span covers its `gpuopt` lines
 //!   and contract, a loop's its invariants.
@@ -32,8 +32,19 @@ pub const MAX_NESTING: usize = 200;
 /// Deepest expression tree accepted (long left-associative chains nest without brackets).
 pub const MAX_EXPR_DEPTH: u32 = 2000;
 
+/// Stack that parsing may need at [`MAX_NESTING`]: pest's recursion and the tree builder's,
+/// measured at about 10 MiB in unoptimised builds (a tenth of that optimised).
+const PARSE_STACK: usize = 64 << 20;
+
 /// Parse one PVL source file.
 pub fn parse(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
+    // pest (2.8) does not check the stack: the pre-scan bounds the recursion, and this makes
+    // sure that the bounded recursion fits, whatever thread the caller parses on (a fresh
+    // stack is mapped lazily when less than `PARSE_STACK` is left).
+    stacker::maybe_grow(PARSE_STACK, PARSE_STACK, || parse_on_a_big_stack(source))
+}
+
+fn parse_on_a_big_stack(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
     if u32::try_from(source.len()).is_err() {
         return Err(vec![SyntaxError::TooLarge { len: source.len() }]);
     }
@@ -79,7 +90,8 @@ struct Frame {
 ///
 /// Counts, conservatively, every source of recursion in the grammar, the Pratt parser and the
 /// tree builder: brackets `(` `[` `{`, and — until the statement ends at `;` or `}` — prefix
-/// `!`/`-`, right-associative `==>`/`::`, `?`, and the keywords whose body is a nested
+/// `!`/`-`, right-associative `==>`/`::`, `?`, an opening `|` (length), the `<` of a type
+/// argument list (`seq<`, `set<`, `bag<`, `option<`, `map<`), and the keywords whose body is a nested
 /// statement or expression (`if`, `while`, `for`, `ghost`, `unfolding`). One linear pass over
 /// the bytes, skipping comments exactly as the grammar does.
 fn check_nesting(source: &str) -> Result<(), SyntaxError> {
@@ -150,7 +162,13 @@ fn check_nesting(source: &str) -> Result<(), SyntaxError> {
                 pending += 1;
                 i += 1;
             }
-            b'?' => {
+            // After an operand, `||` is the operator (a lone `|` closes a length: see `_`).
+            b'|' if after_operand && bytes.get(i + 1) == Some(&b'|') => {
+                after_operand = false;
+                i += 2;
+            }
+            // `|` in operand position opens a length `|xs|`.
+            b'?' | b'|' => {
                 pending += 1;
                 after_operand = false;
                 i += 1;
@@ -175,6 +193,12 @@ fn check_nesting(source: &str) -> Result<(), SyntaxError> {
                     word,
                     b"if" | b"while" | b"for" | b"ghost" | b"unfolding" | b"new"
                 ) {
+                    pending += 1;
+                    after_operand = false;
+                } else if matches!(word, b"seq" | b"set" | b"bag" | b"option" | b"map")
+                    && bytes[i + len..].iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'<')
+                {
+                    // A type argument list nests like a bracket (`seq<seq<int>>`).
                     pending += 1;
                     after_operand = false;
                 } else {
