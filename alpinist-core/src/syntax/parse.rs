@@ -1562,19 +1562,16 @@ impl Builder {
     fn primary(&self, pair: Pair<'_, Rule>) -> Res<Built> {
         let span = span_of(&pair);
         let leaf = |kind| Ok(Built::leaf(Expr { kind, span }));
-        let mut kids = Kids::of(&pair);
-        // Height of the deepest sub-expression, for the depth limit.
-        let mut sub = 0u32;
-        let mut sub_expr = |b: Built| {
-            sub = sub.max(b.depth);
-            b.expr
-        };
-        let kind = match pair.as_rule() {
+        // Leaves first, before their (no) children are collected.
+        match pair.as_rule() {
             Rule::int_lit => {
-                let value = pair
-                    .as_str()
-                    .parse::<BigUint>()
-                    .map_err(|_| internal(span, "an integer"))?;
+                let text = pair.as_str();
+                let value = match text.parse::<u64>() {
+                    Ok(small) => BigUint::from(small),
+                    Err(_) => text
+                        .parse::<BigUint>()
+                        .map_err(|_| internal(span, "an integer"))?,
+                };
                 return leaf(ExprKind::IntLit(value));
             }
             Rule::lit_true => return leaf(ExprKind::BoolLit(true)),
@@ -1585,6 +1582,16 @@ impl Builder {
             Rule::perm_write => return leaf(ExprKind::PermLit(PermLit::Write)),
             Rule::perm_read => return leaf(ExprKind::PermLit(PermLit::Read)),
             Rule::perm_none => return leaf(ExprKind::PermLit(PermLit::None)),
+            _ => {}
+        }
+        let mut kids = Kids::of(&pair);
+        // Height of the deepest sub-expression, for the depth limit.
+        let mut sub = 0u32;
+        let mut sub_expr = |b: Built| {
+            sub = sub.max(b.depth);
+            b.expr
+        };
+        let kind = match pair.as_rule() {
             Rule::paren => {
                 // Parentheses are not in the IR, but they do silence the W0101 check.
                 let mut b = self.expr_built(kids.next("an expression")?)?;
