@@ -3,7 +3,7 @@
 //! What [`parse`] guarantees:
 //! - It never panics and never overflows the stack, whatever the bytes: nesting is measured by
 //!   a linear pre-scan ([`check_nesting`]) and refused beyond [`MAX_NESTING`] levels (E0102)
-//!   before pest or the tree builder recurse; pest's own stack guard backs this up; expression
+//!   before pest or the tree builder recurse, on a stack large enough for that depth; expression
 //!   trees built from long operator chains are limited to [`MAX_EXPR_DEPTH`].
 //! - Every IR node carries the byte span of its text; a member's span covers its `gpuopt` lines
 //!   and contract, a loop's its invariants.
@@ -15,8 +15,9 @@
 use std::cell::RefCell;
 
 use num_bigint::BigUint;
+use std::iter::Peekable;
+
 use pest::iterators::Pair;
-use pest::pratt_parser::{Assoc as PrattAssoc, Op, PrattParser};
 use pest::Parser as _;
 
 use super::ir::*;
@@ -32,8 +33,19 @@ pub const MAX_NESTING: usize = 200;
 /// Deepest expression tree accepted (long left-associative chains nest without brackets).
 pub const MAX_EXPR_DEPTH: u32 = 2000;
 
+/// Stack that parsing may need at [`MAX_NESTING`]: pest's recursion and the tree builder's,
+/// measured at about 10 MiB in unoptimised builds (a tenth of that optimised).
+const PARSE_STACK: usize = 64 << 20;
+
 /// Parse one PVL source file.
 pub fn parse(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
+    // pest (2.8) does not check the stack: the pre-scan bounds the recursion, and this makes
+    // sure that the bounded recursion fits, whatever thread the caller parses on (a fresh
+    // stack is mapped lazily when less than `PARSE_STACK` is left).
+    stacker::maybe_grow(PARSE_STACK, PARSE_STACK, || parse_on_a_big_stack(source))
+}
+
+fn parse_on_a_big_stack(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
     if u32::try_from(source.len()).is_err() {
         return Err(vec![SyntaxError::TooLarge { len: source.len() }]);
     }
@@ -121,7 +133,8 @@ struct Frame {
 ///
 /// Counts, conservatively, every source of recursion in the grammar, the Pratt parser and the
 /// tree builder: brackets `(` `[` `{`, and — until the statement ends at `;` or `}` — prefix
-/// `!`/`-`, right-associative `==>`/`::`, `?`, and the keywords whose body is a nested
+/// `!`/`-`, right-associative `==>`/`::`, `?`, an opening `|` (length), the `<` of a type
+/// argument list (`seq<`, `set<`, `bag<`, `option<`, `map<`), and the keywords whose body is a nested
 /// statement or expression (`if`, `while`, `for`, `ghost`, `unfolding`). One linear pass over
 /// the bytes, skipping comments exactly as the grammar does.
 fn check_nesting(source: &str) -> Result<(), SyntaxError> {
@@ -192,7 +205,13 @@ fn check_nesting(source: &str) -> Result<(), SyntaxError> {
                 pending += 1;
                 i += 1;
             }
-            b'?' => {
+            // After an operand, `||` is the operator (a lone `|` closes a length: see `_`).
+            b'|' if after_operand && bytes.get(i + 1) == Some(&b'|') => {
+                after_operand = false;
+                i += 2;
+            }
+            // `|` in operand position opens a length `|xs|`.
+            b'?' | b'|' => {
                 pending += 1;
                 after_operand = false;
                 i += 1;
@@ -217,6 +236,12 @@ fn check_nesting(source: &str) -> Result<(), SyntaxError> {
                     word,
                     b"if" | b"while" | b"for" | b"ghost" | b"unfolding" | b"new"
                 ) {
+                    pending += 1;
+                    after_operand = false;
+                } else if matches!(word, b"seq" | b"set" | b"bag" | b"option" | b"map")
+                    && bytes[i + len..].iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'<')
+                {
+                    // A type argument list nests like a bracket (`seq<seq<int>>`).
                     pending += 1;
                     after_operand = false;
                 } else {
@@ -427,11 +452,9 @@ fn rule_in_words(rule: Rule) -> Option<String> {
     }
     match rule {
         Rule::EOI => Some("end of file".into()),
-        Rule::ident | Rule::call_or_name => Some("an identifier".into()),
+        Rule::ident => Some("an identifier".into()),
         Rule::type_ | Rule::array_dim | Rule::param | Rule::params => Some("a type".into()),
         Rule::expr
-        | Rule::binary
-        | Rule::unary
         | Rule::int_lit
         | Rule::lit_true
         | Rule::lit_false
@@ -547,7 +570,6 @@ impl Built {
 }
 
 struct Builder {
-    pratt: PrattParser<Rule>,
     warnings: RefCell<Vec<SyntaxWarning>>,
     /// Errors that do not stop the building (bad `gpuopt` lines); reported together.
     errors: RefCell<Vec<SyntaxError>>,
@@ -676,30 +698,7 @@ impl<'i> Kids<'i> {
 
 impl Builder {
     fn new() -> Builder {
-        // Loosest first, exactly as `BinaryOp::precedence`; `?:` is handled in `expr`, prefix
-        // and postfix operators in `unary`.
-        let pratt = PrattParser::new()
-            .op(Op::infix(Rule::op_implies, PrattAssoc::Right))
-            .op(Op::infix(Rule::op_or, PrattAssoc::Left))
-            .op(Op::infix(Rule::op_and, PrattAssoc::Left)
-                | Op::infix(Rule::op_star, PrattAssoc::Left))
-            .op(Op::infix(Rule::op_eq, PrattAssoc::Left)
-                | Op::infix(Rule::op_neq, PrattAssoc::Left))
-            .op(Op::infix(Rule::op_lt, PrattAssoc::Left)
-                | Op::infix(Rule::op_le, PrattAssoc::Left)
-                | Op::infix(Rule::op_gt, PrattAssoc::Left)
-                | Op::infix(Rule::op_ge, PrattAssoc::Left))
-            .op(Op::infix(Rule::op_in, PrattAssoc::Left))
-            .op(Op::infix(Rule::op_add, PrattAssoc::Left)
-                | Op::infix(Rule::op_sub, PrattAssoc::Left)
-                | Op::infix(Rule::op_concat, PrattAssoc::Left))
-            .op(Op::infix(Rule::op_cons, PrattAssoc::Right))
-            .op(Op::infix(Rule::op_mul, PrattAssoc::Left)
-                | Op::infix(Rule::op_div, PrattAssoc::Left)
-                | Op::infix(Rule::op_mod, PrattAssoc::Left)
-                | Op::infix(Rule::op_fracdiv, PrattAssoc::Left));
         Builder {
-            pratt,
             warnings: RefCell::new(Vec::new()),
             errors: RefCell::new(Vec::new()),
         }
@@ -1303,27 +1302,24 @@ impl Builder {
         Ok(self.expr_built(pair)?.expr)
     }
 
-    /// `binary (? expr : binary)*`, nested to the right: `a ? b : c ? d : e`.
+    /// `binary (? expr : binary)*`, nested to the right: `a ? b : c ? d : e`. The children are
+    /// the flat stream of the `binary`s (see the grammar), a `then` branch being an `expr`.
     fn expr_built(&self, pair: Pair<'_, Rule>) -> Res<Built> {
         let span = span_of(&pair);
-        let mut parts = pair.into_inner();
-        let first = parts
-            .next()
-            .ok_or_else(|| internal(span, "an expression"))?;
-        let first = self.binary(first)?;
-        let rest: Vec<Pair<'_, Rule>> = parts.collect();
-        if rest.is_empty() {
+        let mut items = pair.into_inner().peekable();
+        let first = self.binary(&mut items, 0)?;
+        if items.peek().is_none() {
             return Ok(first);
         }
         // conds[i] ? thens[i] : (conds[i+1] ? ... : last)
         let mut conds = vec![first];
         let mut thens = Vec::new();
-        for p in rest {
-            if p.as_rule() == Rule::expr {
-                thens.push(self.expr_built(p)?);
-            } else {
-                conds.push(self.binary(p)?);
+        while let Some(then) = items.next() {
+            if then.as_rule() != Rule::expr {
+                return Err(internal(span, "a conditional expression"));
             }
+            thens.push(self.expr_built(then)?);
+            conds.push(self.binary(&mut items, 0)?);
         }
         let mut acc = conds.pop().ok_or_else(|| internal(span, "an expression"))?;
         while let (Some(cond), Some(then)) = (conds.pop(), thens.pop()) {
@@ -1359,36 +1355,34 @@ impl Builder {
         })
     }
 
-    fn binary(&self, pair: Pair<'_, Rule>) -> Res<Built> {
-        self.pratt
-            .map_primary(|p| self.unary(p))
-            .map_infix(|lhs, op, rhs| self.infix(lhs?, op, rhs?))
-            .parse(pair.into_inner())
+    /// Precedence climbing over the stream of one `binary`, for operators binding at least as
+    /// tightly as `min_prec`: loosest first exactly as [`BinaryOp::precedence`], `==>` and `::`
+    /// to the right, everything else to the left. Stops at the end of the stream or at a
+    /// `then` branch. Recursion is bounded by the number of precedence levels, except along
+    /// right-associative chains, which the pre-scan counts.
+    fn binary<'i, I>(&self, items: &mut Peekable<I>, min_prec: u8) -> Res<Built>
+    where
+        I: Iterator<Item = Pair<'i, Rule>>,
+    {
+        let mut lhs = self.unary(items)?;
+        while let Some(op) = items.peek().and_then(|p| infix_op(p.as_rule())) {
+            let prec = op.precedence();
+            if prec < min_prec {
+                break;
+            }
+            items.next();
+            let next_min = if matches!(op, BinaryOp::Implies | BinaryOp::Cons) {
+                prec
+            } else {
+                prec + 1
+            };
+            let rhs = self.binary(items, next_min)?;
+            lhs = self.infix(lhs, op, rhs)?;
+        }
+        Ok(lhs)
     }
 
-    fn infix(&self, lhs: Built, op: Pair<'_, Rule>, rhs: Built) -> Res<Built> {
-        let op = match op.as_rule() {
-            Rule::op_implies => BinaryOp::Implies,
-            Rule::op_or => BinaryOp::Or,
-            Rule::op_and => BinaryOp::And,
-            Rule::op_star => BinaryOp::Star,
-            Rule::op_eq => BinaryOp::Eq,
-            Rule::op_neq => BinaryOp::Neq,
-            Rule::op_lt => BinaryOp::Lt,
-            Rule::op_le => BinaryOp::Le,
-            Rule::op_gt => BinaryOp::Gt,
-            Rule::op_ge => BinaryOp::Ge,
-            Rule::op_in => BinaryOp::In,
-            Rule::op_add => BinaryOp::Add,
-            Rule::op_sub => BinaryOp::Sub,
-            Rule::op_concat => BinaryOp::Concat,
-            Rule::op_cons => BinaryOp::Cons,
-            Rule::op_mul => BinaryOp::Mul,
-            Rule::op_div => BinaryOp::Div,
-            Rule::op_mod => BinaryOp::Mod,
-            Rule::op_fracdiv => BinaryOp::FracDiv,
-            _ => return Err(internal(span_of(&op), "an operator")),
-        };
+    fn infix(&self, lhs: Built, op: BinaryOp, rhs: Built) -> Res<Built> {
         let span = lhs.expr.span.to(rhs.expr.span);
         // 2.x reads `a && b || c` as `(a && b) || c` and `a || b && c` as `a || (b && c)`;
         // 1.x read both left to right on one level. Only `||` can have a bare `&&`/`**`
@@ -1414,24 +1408,60 @@ impl Builder {
         )
     }
 
-    /// `prefix* primary postfix*`: postfix operators bind tighter than prefix ones. Applied in
-    /// loops, so long chains (`!!!!x`, `a.b.c.d`) do not recurse.
-    fn unary(&self, pair: Pair<'_, Rule>) -> Res<Built> {
+    /// `prefix* primary postfix*` from an expression stream: postfix operators bind tighter
+    /// than prefix ones. Applied in loops, so long chains (`!!!!x`, `a.b.c.d`) do not recurse.
+    fn unary<'i, I>(&self, items: &mut Peekable<I>) -> Res<Built>
+    where
+        I: Iterator<Item = Pair<'i, Rule>>,
+    {
         let mut prefixes = Vec::new();
-        let mut inner = pair.into_inner();
-        let mut current = None;
-        for p in inner.by_ref() {
+        let operand = loop {
+            let p = items
+                .next()
+                .ok_or_else(|| internal(Span::default(), "an operand"))?;
             match p.as_rule() {
                 Rule::op_not => prefixes.push((UnaryOp::Not, p.as_span().start())),
                 Rule::op_neg => prefixes.push((UnaryOp::Neg, p.as_span().start())),
-                _ => {
-                    current = Some(self.primary(p)?);
-                    break;
+                _ => break p,
+            }
+        };
+        let mut acc = if operand.as_rule() == Rule::ident {
+            // A name, or a call when the grammar's silent `call_or_name` gave a `call_tail`.
+            let name = ident_of(&operand);
+            match items.next_if(|p| p.as_rule() == Rule::call_tail) {
+                None => self.checked(
+                    Expr {
+                        span: name.span,
+                        kind: ExprKind::Name(name),
+                    },
+                    None,
+                    1,
+                )?,
+                Some(tail) => {
+                    let span = name.span.to(span_of(&tail));
+                    let (args, given, yields, d) = self.call_tail(tail)?;
+                    self.checked(
+                        Expr {
+                            kind: ExprKind::Call {
+                                receiver: None,
+                                name,
+                                args,
+                                given,
+                                yields,
+                            },
+                            span,
+                        },
+                        None,
+                        d + 1,
+                    )?
                 }
             }
-        }
-        let mut acc = current.ok_or_else(|| internal(Span::default(), "an operand"))?;
-        for suffix in inner {
+        } else {
+            self.primary(operand)?
+        };
+        while let Some(suffix) =
+            items.next_if(|p| matches!(p.as_rule(), Rule::bracket_suffix | Rule::member_suffix))
+        {
             acc = self.postfix(acc, suffix)?;
         }
         for (op, start) in prefixes.into_iter().rev() {
@@ -1574,19 +1604,16 @@ impl Builder {
     fn primary(&self, pair: Pair<'_, Rule>) -> Res<Built> {
         let span = span_of(&pair);
         let leaf = |kind| Ok(Built::leaf(Expr { kind, span }));
-        let mut kids = Kids::of(&pair);
-        // Height of the deepest sub-expression, for the depth limit.
-        let mut sub = 0u32;
-        let mut sub_expr = |b: Built| {
-            sub = sub.max(b.depth);
-            b.expr
-        };
-        let kind = match pair.as_rule() {
+        // Leaves first, before their (no) children are collected.
+        match pair.as_rule() {
             Rule::int_lit => {
-                let value = pair
-                    .as_str()
-                    .parse::<BigUint>()
-                    .map_err(|_| internal(span, "an integer"))?;
+                let text = pair.as_str();
+                let value = match text.parse::<u64>() {
+                    Ok(small) => BigUint::from(small),
+                    Err(_) => text
+                        .parse::<BigUint>()
+                        .map_err(|_| internal(span, "an integer"))?,
+                };
                 return leaf(ExprKind::IntLit(value));
             }
             Rule::lit_true => return leaf(ExprKind::BoolLit(true)),
@@ -1597,6 +1624,16 @@ impl Builder {
             Rule::perm_write => return leaf(ExprKind::PermLit(PermLit::Write)),
             Rule::perm_read => return leaf(ExprKind::PermLit(PermLit::Read)),
             Rule::perm_none => return leaf(ExprKind::PermLit(PermLit::None)),
+            _ => {}
+        }
+        let mut kids = Kids::of(&pair);
+        // Height of the deepest sub-expression, for the depth limit.
+        let mut sub = 0u32;
+        let mut sub_expr = |b: Built| {
+            sub = sub.max(b.depth);
+            b.expr
+        };
+        let kind = match pair.as_rule() {
             Rule::paren => {
                 // Parentheses are not in the IR, but they do silence the W0101 check.
                 let mut b = self.expr_built(kids.next("an expression")?)?;
@@ -1682,8 +1719,12 @@ impl Builder {
                 }
             }
             Rule::unfolding_expr => {
-                let pred = sub_expr(self.unary(kids.next("a predicate")?)?);
-                let body = sub_expr(self.expr_built(kids.next("a body")?)?);
+                // `k_unfolding`, the predicate's stream (the grammar's silent `unary`), `expr`.
+                let mut items = kids.rest().peekable();
+                let pred = sub_expr(self.unary(&mut items)?);
+                let body = sub_expr(
+                    self.expr_built(items.next().ok_or_else(|| internal(span, "a body"))?)?,
+                );
                 ExprKind::Unfolding {
                     pred: Box::new(pred),
                     body: Box::new(body),
@@ -1719,23 +1760,6 @@ impl Builder {
                     entries,
                 }
             }
-            Rule::call_or_name => {
-                let name = ident_of(&kids.next("a name")?);
-                match kids.rest().next() {
-                    None => ExprKind::Name(name),
-                    Some(tail) => {
-                        let (args, given, yields, d) = self.call_tail(tail)?;
-                        sub = sub.max(d);
-                        ExprKind::Call {
-                            receiver: None,
-                            name,
-                            args,
-                            given,
-                            yields,
-                        }
-                    }
-                }
-            }
             _ => return Err(internal(span, "an expression")),
         };
         self.checked(Expr { kind, span }, None, sub + 1)
@@ -1757,6 +1781,32 @@ impl Builder {
             span,
         })
     }
+}
+
+/// The operator of an infix operator rule.
+fn infix_op(rule: Rule) -> Option<BinaryOp> {
+    Some(match rule {
+        Rule::op_implies => BinaryOp::Implies,
+        Rule::op_or => BinaryOp::Or,
+        Rule::op_and => BinaryOp::And,
+        Rule::op_star => BinaryOp::Star,
+        Rule::op_eq => BinaryOp::Eq,
+        Rule::op_neq => BinaryOp::Neq,
+        Rule::op_lt => BinaryOp::Lt,
+        Rule::op_le => BinaryOp::Le,
+        Rule::op_gt => BinaryOp::Gt,
+        Rule::op_ge => BinaryOp::Ge,
+        Rule::op_in => BinaryOp::In,
+        Rule::op_add => BinaryOp::Add,
+        Rule::op_sub => BinaryOp::Sub,
+        Rule::op_concat => BinaryOp::Concat,
+        Rule::op_cons => BinaryOp::Cons,
+        Rule::op_mul => BinaryOp::Mul,
+        Rule::op_div => BinaryOp::Div,
+        Rule::op_mod => BinaryOp::Mod,
+        Rule::op_fracdiv => BinaryOp::FracDiv,
+        _ => return None,
+    })
 }
 
 /// E0104/E0105 for a `gpuopt` line the specific forms did not match.

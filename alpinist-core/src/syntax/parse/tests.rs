@@ -928,6 +928,106 @@ fn deep_nesting_is_refused() {
 }
 
 #[test]
+fn nested_types_and_lengths_are_refused() {
+    // Neither is a bracket, but both recurse in the grammar and the tree builder.
+    let src = format!(
+        "seq<int> f() = {}xs{};",
+        "| ".repeat(100_000),
+        " |".repeat(100_000)
+    );
+    assert_eq!(err(&src).code_str(), "E0102");
+    let src = format!("{}int{} f();", "seq<".repeat(100_000), ">".repeat(100_000));
+    assert_eq!(err(&src).code_str(), "E0102");
+    let src = format!(
+        "void m() {{ {}int{} x; }}",
+        "map<int, ".repeat(100_000),
+        ">".repeat(100_000)
+    );
+    assert_eq!(err(&src).code_str(), "E0102");
+}
+
+/// Nesting just under [`MAX_NESTING`], of every kind the pre-scan counts, parses on a thread
+/// with a modest stack: the pre-scan is what keeps pest's recursion off the guard page.
+#[test]
+fn deepest_accepted_nesting_fits_the_stack() {
+    let n = MAX_NESTING - 4;
+    let sources = vec![
+        format!("pure int f() = {}1{};", "(".repeat(n), ")".repeat(n)),
+        format!("pure int f() = {}1{};", "f(".repeat(n), ")".repeat(n)),
+        format!("pure int f() = a{};", "[a".repeat(n) + &"]".repeat(n)),
+        format!(
+            "pure int f() = {}1{};",
+            "!(".repeat(n / 2),
+            ")".repeat(n / 2)
+        ),
+        format!(
+            "pure int f() = {}1{};",
+            "-(".repeat(n / 2),
+            ")".repeat(n / 2)
+        ),
+        format!("pure boolean f() = {}b;", "!".repeat(n)),
+        format!("pure boolean f() = {}b;", "a ==> ".repeat(n)),
+        format!("pure boolean f() = {}b;", "a :: ".repeat(n)),
+        format!("pure boolean f() = {}b;", "a ? b : ".repeat(n)),
+        format!(
+            "pure boolean f() = {}b;",
+            "a ? ".repeat(n) + &" : c".repeat(n)
+        ),
+        format!("pure int f() = {}xs{};", "| ".repeat(n), " |".repeat(n)),
+        format!(
+            "pure int f() = {}1{};",
+            "(\\forall int i; true; ".repeat(n),
+            ")".repeat(n)
+        ),
+        format!(
+            "pure int f() = {}1{};",
+            "(\\let int i = 1; ".repeat(n),
+            ")".repeat(n)
+        ),
+        format!("pure int f() = {}x{};", "unfolding p in ".repeat(n), ""),
+        format!(
+            "pure int f() = {}1{};",
+            "new int[".repeat(n / 2),
+            "]".repeat(n / 2)
+        ),
+        format!(
+            "pure int f() = {}1{};",
+            "seq<int>{".repeat(n / 2),
+            "}".repeat(n / 2)
+        ),
+        format!("{}int{} f();", "seq<".repeat(n), ">".repeat(n)),
+        format!("{}int{} f();", "map<int, ".repeat(n), ">".repeat(n)),
+        format!("int{} f();", "[]".repeat(n)),
+        format!("void m() {{ {}x = 1;{} }}", "{".repeat(n), "}".repeat(n)),
+        format!("void m() {{ {} x = 1; }}", "ghost ".repeat(n)),
+        format!("void m() {{ {} x = 1; }}", "if (a) ".repeat(n / 2)),
+        format!("void m() {{ {} x = 1; }}", "while (a) ".repeat(n / 2)),
+        format!("void m() {{ {} x = 1; }}", "for (;;) ".repeat(n / 2)),
+        format!(
+            "void m() {{ {} x = 1;{} }}",
+            "par { ".repeat(n),
+            "}".repeat(n)
+        ),
+        format!(
+            "void m() {{ {} x = 1;{} }}",
+            "barrier(b) { ".repeat(n),
+            "}".repeat(n)
+        ),
+    ];
+    let handle = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            for src in &sources {
+                // Accepted or refused with an error, but never a stack overflow.
+                eprintln!("NEST {}", &src[..40.min(src.len())]);
+                let _ = parse(src);
+            }
+        })
+        .unwrap();
+    handle.join().unwrap();
+}
+
+#[test]
 fn moderate_nesting_is_accepted() {
     let src = format!("pure int f() = {}1{};", "(".repeat(40), ")".repeat(40));
     ok(&src);
