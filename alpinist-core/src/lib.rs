@@ -4,3 +4,4 @@
 
 pub mod check;
 pub mod syntax;
+pub mod verify;

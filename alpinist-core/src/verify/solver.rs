@@ -1,0 +1,230 @@
+//! One obligation, one Z3 query: assert the assumptions and the negation of the goal, check,
+//! and turn Z3's answer into a [`Verdict`].
+//!
+//! Threads: z3 0.22 keeps one *thread-local* context, and every term is built in the context
+//! of the thread that builds it. [`in_fresh_context`] gives the closure a new context of its
+//! own on the calling thread, so terms for one obligation are built, checked and dropped there;
+//! nothing Z3 owns crosses threads (z3's terms are `!Send`), only the plain-data [`Verdict`].
+//! With `--jobs`, each worker builds its obligations' terms itself.
+
+use z3::ast::Bool;
+use z3::{Config, Params, SatResult, Solver};
+
+use super::expr::Term;
+
+/// Z3's resource budget for one query. `rlimit` counts Z3's internal steps, so the same query
+/// gets the same verdict on a loaded machine as on an idle one — unlike a wall-clock timeout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Z3's `rlimit` (resource units). Z3 reads 0 as "no limit", so 0 is raised to 1: a query
+    /// is never unbounded.
+    pub rlimit: u32,
+}
+
+impl Limits {
+    /// The default budget. Measured with libz3 4.8.12 on the nonlinear query
+    /// `x, y, z > 0 ⊢ x³ + y³ ≠ z³` (see the tests): 1M units took ~2 s, 4M ~3 s, 6M ~4 s, all
+    /// "max. resource limit exceeded"; 8M ran 77 s and stopped as "canceled". Z3 polls the
+    /// limit only at certain points, so past some budget a nonlinear query can enter a phase
+    /// that runs long before it looks again: `rlimit` makes verdicts repeatable, not fast.
+    /// Easy obligations need little: the quantified goals of the tests verify within 1000.
+    pub const DEFAULT_RLIMIT: u32 = 4_000_000;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            rlimit: Self::DEFAULT_RLIMIT,
+        }
+    }
+}
+
+/// The answer for one obligation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Z3 proved the goal from the assumptions (the negated goal is unsatisfiable).
+    Verified,
+    /// Z3 found a counterexample: values of the free variables, as (name, value) pairs sorted
+    /// by name, under which the assumptions hold and the goal does not.
+    Failed { model: Vec<(String, String)> },
+    /// Z3 gave up. `reason` is Z3's `reason_unknown` (e.g. resource limits, incomplete
+    /// quantifiers, canceled), never empty. This is *not* a success.
+    Unknown { reason: String },
+}
+
+impl Verdict {
+    /// Only [`Verdict::Verified`] is verified; in particular `Unknown` is not.
+    pub fn is_verified(&self) -> bool {
+        matches!(self, Verdict::Verified)
+    }
+}
+
+/// Runs `f` on the calling thread with a new Z3 context as the thread-local one, and restores
+/// the previous context afterwards. Everything Z3 inside `f` (terms, solvers, models) belongs to
+/// that context and must not escape it; the result is plain data (`Send + Sync`).
+///
+/// A fresh context per obligation keeps verdicts independent of the order (and the thread) in
+/// which obligations are checked.
+pub fn in_fresh_context<R, F>(f: F) -> R
+where
+    F: FnOnce() -> R + Send + Sync,
+    R: Send + Sync,
+{
+    z3::with_z3_config(&Config::new(), f)
+}
+
+/// Checks `assumptions ⊢ goal` with the terms given, which must have been built in the calling
+/// thread's current context (inside [`in_fresh_context`]). `vars` are the free variables to
+/// report in a counterexample.
+pub fn check_goal(
+    assumptions: &[Bool],
+    goal: &Bool,
+    vars: &[(String, Term)],
+    limits: &Limits,
+) -> Verdict {
+    let solver = Solver::new();
+    let mut params = Params::new();
+    params.set_u32("rlimit", limits.rlimit.max(1));
+    solver.set_params(&params);
+    for a in assumptions {
+        solver.assert(a);
+    }
+    solver.assert(goal.not());
+    match solver.check() {
+        SatResult::Unsat => Verdict::Verified,
+        SatResult::Sat => match solver.get_model() {
+            Some(model) => Verdict::Failed {
+                model: vars
+                    .iter()
+                    .map(|(name, term)| (name.clone(), model_value(&model, term)))
+                    .collect(),
+            },
+            // Sat without a model would be a Z3 misconfiguration; still a definite failure.
+            None => Verdict::Failed { model: Vec::new() },
+        },
+        SatResult::Unknown => {
+            let reason = solver
+                .get_reason_unknown()
+                .map(|r| r.trim().to_string())
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| "unknown (Z3 gave no reason)".to_string());
+            Verdict::Unknown { reason }
+        }
+    }
+}
+
+/// A variable's value in the model, completed (a variable the model leaves open gets a value
+/// too), written as PVL writes it (`-5`, not Z3's `(- 5)`).
+fn model_value(model: &z3::Model, term: &Term) -> String {
+    match term {
+        Term::Int(i) => match model.eval(i, true) {
+            Some(v) => match v.as_i64() {
+                Some(n) => n.to_string(),
+                None => unparen_negative(&v.to_string()),
+            },
+            None => "?".to_string(),
+        },
+        Term::Bool(b) => match model.eval(b, true).and_then(|v| v.as_bool()) {
+            Some(v) => v.to_string(),
+            None => "?".to_string(),
+        },
+    }
+}
+
+/// `(- 123)` → `-123`; anything else unchanged.
+fn unparen_negative(s: &str) -> String {
+    match s.strip_prefix("(- ").and_then(|r| r.strip_suffix(')')) {
+        Some(digits) => format!("-{digits}"),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use z3::ast::Int;
+
+    fn run(
+        build: impl Fn() -> (Vec<Bool>, Bool, Vec<(String, Term)>) + Send + Sync,
+        rlimit: u32,
+    ) -> Verdict {
+        in_fresh_context(|| {
+            let (hyps, goal, vars) = build();
+            check_goal(&hyps, &goal, &vars, &Limits { rlimit })
+        })
+    }
+
+    #[test]
+    fn valid_formula_is_verified() {
+        // x > 0 ⊢ x + 1 > 1
+        let v = run(
+            || {
+                let x = Int::new_const("x");
+                (
+                    vec![x.gt(0)],
+                    (&x + 1).gt(1),
+                    vec![("x".into(), Term::Int(x))],
+                )
+            },
+            Limits::DEFAULT_RLIMIT,
+        );
+        assert_eq!(v, Verdict::Verified);
+    }
+
+    #[test]
+    fn invalid_formula_fails_with_a_model_naming_the_variables() {
+        // x > 0, y > 0 ⊢ x > y  — false, e.g. x = y = 1.
+        let v = run(
+            || {
+                let x = Int::new_const("x");
+                let y = Int::new_const("y");
+                (
+                    vec![x.gt(0), y.gt(0)],
+                    x.gt(&y),
+                    vec![("x".into(), Term::Int(x)), ("y".into(), Term::Int(y))],
+                )
+            },
+            Limits::DEFAULT_RLIMIT,
+        );
+        let Verdict::Failed { model } = v else {
+            panic!("expected Failed, got {v:?}")
+        };
+        let names: Vec<&str> = model.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["x", "y"]);
+        let x: i64 = model[0].1.parse().unwrap();
+        let y: i64 = model[1].1.parse().unwrap();
+        assert!(x > 0 && y > 0 && x <= y, "not a counterexample: {model:?}");
+    }
+
+    #[test]
+    fn hard_formula_under_a_tiny_rlimit_is_unknown_never_verified() {
+        // x, y, z > 0 ⊢ x³ + y³ ≠ z³ is Fermat for n = 3: true, but far beyond Z3's nonlinear
+        // integer reasoning, let alone within 1000 resource units.
+        let v = run(
+            || {
+                let x = Int::new_const("x");
+                let y = Int::new_const("y");
+                let z = Int::new_const("z");
+                let cube = |a: &Int| a * a * a;
+                (
+                    vec![x.gt(0), y.gt(0), z.gt(0)],
+                    (cube(&x) + cube(&y)).ne(cube(&z)),
+                    vec![],
+                )
+            },
+            1000,
+        );
+        assert!(!v.is_verified());
+        let Verdict::Unknown { reason } = v else {
+            panic!("expected Unknown, got {v:?}")
+        };
+        // libz3 4.8.12 says "max. resource limit exceeded": the rlimit is what stopped it.
+        assert!(reason.contains("resource"), "{reason}");
+    }
+
+    #[test]
+    fn unparen_negative_numbers() {
+        assert_eq!(unparen_negative("(- 12)"), "-12");
+        assert_eq!(unparen_negative("7"), "7");
+    }
+}
