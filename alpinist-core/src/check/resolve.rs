@@ -284,7 +284,7 @@ impl<'a> Checker<'a> {
     fn check_clause(&mut self, clause: &'a Clause, site: ClauseSite) {
         if !site.allows(&clause.kind) {
             self.err(CheckError::ClauseMisplaced {
-                clause: clause_keyword(&clause.kind),
+                clause: clause.kind.keyword(),
                 site: site.describe(),
                 span: clause.span,
             });
@@ -1508,18 +1508,5 @@ impl ClauseSite {
             ClauseSite::Par => "in a par block contract",
             ClauseSite::Barrier => "in a barrier contract",
         }
-    }
-}
-
-fn clause_keyword(clause: &ClauseKind) -> &'static str {
-    match clause {
-        ClauseKind::Requires(_) => "requires",
-        ClauseKind::Ensures(_) => "ensures",
-        ClauseKind::Context(_) => "context",
-        ClauseKind::ContextEverywhere(_) => "context_everywhere",
-        ClauseKind::LoopInvariant(_) => "loop_invariant",
-        ClauseKind::Given(_) => "given",
-        ClauseKind::Yields(_) => "yields",
-        ClauseKind::LockInvariant(_) => "lock_invariant",
     }
 }

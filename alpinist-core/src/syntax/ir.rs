@@ -172,6 +172,22 @@ pub enum ClauseKind {
     LockInvariant(Expr),
 }
 
+impl ClauseKind {
+    /// The keyword the clause is written with.
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            ClauseKind::Requires(_) => "requires",
+            ClauseKind::Ensures(_) => "ensures",
+            ClauseKind::Context(_) => "context",
+            ClauseKind::ContextEverywhere(_) => "context_everywhere",
+            ClauseKind::LoopInvariant(_) => "loop_invariant",
+            ClauseKind::Given(_) => "given",
+            ClauseKind::Yields(_) => "yields",
+            ClauseKind::LockInvariant(_) => "lock_invariant",
+        }
+    }
+}
+
 /// An Alpinist optimisation annotation: one `gpuopt ...;` line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GpuOpt {

@@ -518,17 +518,18 @@ fn param_text(param: &Param) -> String {
 }
 
 fn clause_text(clause: &Clause) -> String {
-    let (keyword, expr) = match &clause.kind {
-        ClauseKind::Requires(e) => ("requires", e),
-        ClauseKind::Ensures(e) => ("ensures", e),
-        ClauseKind::Context(e) => ("context", e),
-        ClauseKind::ContextEverywhere(e) => ("context_everywhere", e),
-        ClauseKind::LoopInvariant(e) => ("loop_invariant", e),
-        ClauseKind::LockInvariant(e) => ("lock_invariant", e),
-        ClauseKind::Given(param) => return format!("given {};", param_text(param)),
-        ClauseKind::Yields(param) => return format!("yields {};", param_text(param)),
-    };
-    format!("{keyword} {};", print_expr(expr))
+    let keyword = clause.kind.keyword();
+    match &clause.kind {
+        ClauseKind::Requires(e)
+        | ClauseKind::Ensures(e)
+        | ClauseKind::Context(e)
+        | ClauseKind::ContextEverywhere(e)
+        | ClauseKind::LoopInvariant(e)
+        | ClauseKind::LockInvariant(e) => format!("{keyword} {};", print_expr(e)),
+        ClauseKind::Given(param) | ClauseKind::Yields(param) => {
+            format!("{keyword} {};", param_text(param))
+        }
+    }
 }
 
 /// Expressions separated only by spaces (`gpuopt matrix_lin m R X Y;`) are read greedily, so
