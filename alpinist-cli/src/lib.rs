@@ -129,7 +129,19 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Fmt { file, write } => commands::fmt::run(&file, write),
         Command::Check { files } => commands::check::run(&files),
-        Command::Verify { files, .. } => commands::front_end_then_pending(&files, "verify"),
+        Command::Verify {
+            files,
+            json,
+            timeout,
+            jobs,
+        } => commands::verify::run(
+            &files,
+            &commands::verify::Options {
+                json,
+                timeout,
+                jobs,
+            },
+        ),
         Command::Optimise { file, .. } => {
             commands::front_end_then_pending(std::slice::from_ref(&file), "optimise")
         }

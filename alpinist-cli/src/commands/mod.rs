@@ -3,6 +3,7 @@
 pub mod check;
 pub mod fmt;
 pub mod opencl;
+pub mod verify;
 
 use std::path::{Path, PathBuf};
 

@@ -1,30 +1,38 @@
-//! Pure IR expressions → Z3 terms.
+//! PVL expressions → Z3 terms, in a symbolic state, with their definedness obligations.
 //!
-//! Covered: integer and boolean literals, names (bound by an enclosing quantifier or `\let`,
-//! else looked up in an [`Env`] that gives their [`Sort`]), `!` and unary `-`, `+ - *`,
-//! comparisons, `== !=` on integers and booleans, `&& || ==>`, `?:`, `\let`, and `\forall` /
-//! `\exists` (also `\forall*` with a pure body, which means `\forall`) over `int` binders with
-//! an optional condition and the range form `int i = lo .. hi`. Triggers `{: e :}` mean `e`;
-//! their pattern is not passed to Z3 (which only affects how Z3 instantiates, never what is
-//! true).
+//! [`Eval`] evaluates an expression against a store, a heap and a mask. Where it reads the
+//! heap, divides or applies a function it records a [`Check`] (when asked to): the reference is
+//! not null, the index is within bounds, some permission is held, the divisor is not zero, the
+//! function's precondition holds. Each check is closed over the quantifier binders in scope and
+//! guarded by the path inside the expression (`&&`, `||`, `==>` and `?:` short-circuit).
 //!
-//! Everything else is an [`EncodeError::Unsupported`] with the construct's span — never a
-//! panic, never a silently dropped conjunct. In particular `/` and `%` are refused: see
-//! [`EncodeError::Unsupported`]'s use in [`Encoder::term`] and the module docs of
-//! [`crate::verify`] for why.
+//! Everything not encoded is an [`EncodeError::Unsupported`] with the construct's span — never
+//! a panic, never a silently dropped conjunct. Triggers `{: e :}` mean `e`; their pattern is not
+//! passed to Z3 (which only affects how Z3 instantiates, never what is true).
 //!
-//! The [`Encoder`] keeps its own sorts ([`Term`]) and never asks Z3 for the kind of a sort or
-//! declaration (those enums changed numbering between Z3 releases; we link the system's 4.8.12).
+//! # Integer division
+//! `a / b` and `a % b`: three semantics disagree on negative operands (Z3's Euclidean `div`,
+//! C's truncation, floor division), and which one PVL's follows in VerCors we could not
+//! confirm. All three agree when `a ≥ 0` and `b > 0`; there the checker uses Z3's `div`/`mod`.
+//! Elsewhere the result is an unspecified function of `a` and `b`, so whatever the checker
+//! proves holds under every one of the three. Every division checks `b ≠ 0`.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use z3::ast::{self, Ast, Bool, Int};
+use z3::ast::{self, Ast, Bool, Dynamic, Int, Real};
+use z3::FuncDecl;
 
-use crate::syntax::{BinaryOp, Expr, ExprKind, QuantifierKind, Span, TypeKind, UnaryOp};
+use crate::syntax::{
+    BinaryOp, Builtin, Expr, ExprKind, PermLit, QuantifierKind, Span, TypeKind, UnaryOp,
+};
 
-/// The sorts this encoding knows.
+use super::obligation::{Check, ObligationKind};
+use super::program::ProgramInfo;
+use super::state::{real, value_of, Heap, Mask, Snapshot, Store, Term, Ty, Value, World};
+
+/// The sorts of [`Env`] (the pure-expression entry point, [`super::check_pure`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Sort {
     Int,
@@ -40,7 +48,7 @@ impl fmt::Display for Sort {
     }
 }
 
-/// The free variables an expression may mention, with their sorts.
+/// The free variables a pure expression may mention, with their sorts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Env {
     vars: BTreeMap<String, Sort>,
@@ -64,25 +72,23 @@ impl Env {
     pub fn get(&self, name: &str) -> Option<Sort> {
         self.vars.get(name).copied()
     }
-}
 
-/// A Z3 term with the sort we gave it. Belongs to the Z3 context of the thread that built it.
-#[derive(Clone, Debug)]
-pub enum Term {
-    Int(Int),
-    Bool(Bool),
-}
-
-impl Term {
-    pub fn sort(&self) -> Sort {
-        match self {
-            Term::Int(_) => Sort::Int,
-            Term::Bool(_) => Sort::Bool,
-        }
+    /// The variables as named Z3 constants.
+    pub fn store(&self) -> Store {
+        self.vars
+            .iter()
+            .map(|(n, s)| {
+                let v = match s {
+                    Sort::Int => Value::int(Int::new_const(n.as_str())),
+                    Sort::Bool => Value::bool(Bool::new_const(n.as_str())),
+                };
+                (n.clone(), v)
+            })
+            .collect()
     }
 }
 
-/// Why an expression could not be encoded. Codes E05xx (`verify`).
+/// Why an expression or statement could not be encoded. Codes E05xx (`verify`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 pub enum EncodeError {
     /// A construct the checker does not encode (yet). Input the user can change: exit 2.
@@ -94,8 +100,8 @@ pub enum EncodeError {
         span: Span,
     },
 
-    /// A name neither bound in the expression nor given a sort by the environment.
-    #[error("`{name}` has no sort in the verification environment")]
+    /// A name neither bound in the expression nor known to the state.
+    #[error("`{name}` has no value in the verification state")]
     #[diagnostic(code(E0502))]
     UnboundName {
         name: String,
@@ -103,12 +109,12 @@ pub enum EncodeError {
         span: Span,
     },
 
-    /// A sort mismatch the type checker should have rejected: our bug (exit 4).
+    /// A type mismatch the type checker should have rejected: our bug (exit 4).
     #[error("internal error: expected {expected}, found {found} (the type checker should have rejected this)")]
     #[diagnostic(code(E0503))]
     IllSorted {
-        expected: Sort,
-        found: Sort,
+        expected: String,
+        found: String,
         #[label("ill-sorted")]
         span: Span,
     },
@@ -131,69 +137,218 @@ impl EncodeError {
             EncodeError::IllSorted { .. } => "E0503",
         }
     }
+
+    /// Our bug rather than the user's input.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, EncodeError::IllSorted { .. })
+    }
 }
 
-fn unsupported(what: impl Into<String>, span: Span) -> EncodeError {
+pub fn unsupported(what: impl Into<String>, span: Span) -> EncodeError {
     EncodeError::Unsupported {
         what: what.into(),
         span,
     }
 }
 
-/// Translates expressions into terms of the calling thread's current Z3 context (use it inside
-/// [`super::in_fresh_context`]). One encoder may translate several expressions of one
-/// obligation; free variables are shared between them.
-pub struct Encoder<'e> {
-    env: &'e Env,
-    /// Quantifier and `\let` binders in scope, innermost last.
-    scopes: Vec<(String, Term)>,
-    /// The environment's variables met so far, as Z3 constants.
-    free: BTreeMap<String, Term>,
+fn ill_sorted(expected: &str, found: &Ty, span: Span) -> EncodeError {
+    EncodeError::IllSorted {
+        expected: expected.to_string(),
+        found: format!("{found:?}"),
+        span,
+    }
 }
 
-impl<'e> Encoder<'e> {
-    pub fn new(env: &'e Env) -> Encoder<'e> {
-        Encoder {
-            env,
+/// A pure function as Z3 declarations: the function and its *limited* twin (calls inside its
+/// own definition use the twin, so Z3 unfolds the definition once per term it meets).
+pub struct FunctionDecl {
+    pub full: FuncDecl,
+    pub limited: FuncDecl,
+    pub params: Vec<(String, Ty)>,
+    pub ret: Ty,
+}
+
+pub type Functions = BTreeMap<String, FunctionDecl>;
+
+/// What an evaluation may consult besides its store.
+#[derive(Clone, Copy)]
+pub struct Decls<'a> {
+    pub world: &'a World,
+    pub program: Option<&'a ProgramInfo<'a>>,
+    pub functions: Option<&'a Functions>,
+}
+
+/// Evaluates expressions in one state. See the module docs.
+pub struct Eval<'a> {
+    pub decls: Decls<'a>,
+    pub store: Store,
+    /// `None`: a pure context (heap reads are unsupported there).
+    pub heap: Option<Heap>,
+    /// The mask heap reads are checked against.
+    pub mask: Option<Mask>,
+    pub old: Option<Snapshot>,
+    pub result: Option<Value>,
+    /// Record definedness checks (null, bounds, permission, division, function preconditions).
+    pub definedness: bool,
+    pub checks: Vec<Check>,
+    /// Names bound inside the expression (quantifiers, `\let`), innermost last.
+    scopes: Vec<(String, Value)>,
+    /// Quantifier-bound constants in scope: checks are closed over them.
+    bound: Vec<Int>,
+    /// Path conditions inside the expression.
+    guards: Vec<Bool>,
+    /// Inside the definition of this function: its own calls use the limited twin and are
+    /// logged for the termination check.
+    pub defining: Option<String>,
+    pub recursive_calls: Vec<(Bool, Vec<Value>)>,
+}
+
+impl<'a> Eval<'a> {
+    pub fn new(decls: Decls<'a>, store: Store) -> Eval<'a> {
+        Eval {
+            decls,
+            store,
+            heap: None,
+            mask: None,
+            old: None,
+            result: None,
+            definedness: false,
+            checks: Vec::new(),
             scopes: Vec::new(),
-            free: BTreeMap::new(),
+            bound: Vec::new(),
+            guards: Vec::new(),
+            defining: None,
+            recursive_calls: Vec::new(),
         }
     }
 
-    /// The free variables used so far (sorted by name), for counterexamples.
-    pub fn free_vars(&self) -> Vec<(String, Term)> {
-        self.free
-            .iter()
-            .map(|(n, t)| (n.clone(), t.clone()))
-            .collect()
+    // ----- scopes, used by the assertion walker as well -----
+
+    /// Binds `name` to a fresh integer constant quantified over by later checks.
+    pub fn bind_quantified(&mut self, name: &str) -> Int {
+        let x = Int::fresh_const(name);
+        self.scopes.push((name.to_string(), Value::int(x.clone())));
+        self.bound.push(x.clone());
+        x
     }
 
+    pub fn bind(&mut self, name: &str, v: Value) {
+        self.scopes.push((name.to_string(), v));
+    }
+
+    pub fn push_guard(&mut self, g: Bool) {
+        self.guards.push(g);
+    }
+
+    pub fn pop_guard(&mut self) {
+        self.guards.pop();
+    }
+
+    /// The current depths of scopes, binders and guards, for [`Eval::restore`].
+    pub fn mark(&self) -> (usize, usize, usize) {
+        (self.scopes.len(), self.bound.len(), self.guards.len())
+    }
+
+    pub fn restore(&mut self, mark: (usize, usize, usize)) {
+        self.scopes.truncate(mark.0);
+        self.bound.truncate(mark.1);
+        self.guards.truncate(mark.2);
+    }
+
+    pub fn bound(&self) -> &[Int] {
+        &self.bound
+    }
+
+    pub fn guards(&self) -> &[Bool] {
+        &self.guards
+    }
+
+    pub fn guard(&self) -> Bool {
+        Bool::and(&self.guards)
+    }
+
+    /// `∀ bound. guards ⇒ goal`.
+    pub fn close(&self, goal: &Bool) -> Bool {
+        close(&self.bound, &self.guard().implies(goal))
+    }
+
+    fn require(&mut self, ob: Bool, kind: ObligationKind, span: Span) {
+        if self.definedness {
+            let goal = self.close(&ob);
+            self.checks.push(Check { goal, kind, span });
+        }
+    }
+
+    // ----- typed entry points -----
+
     pub fn bool(&mut self, e: &Expr) -> Result<Bool, EncodeError> {
-        match self.term(e)? {
+        let v = self.value(e)?;
+        match v.term {
             Term::Bool(b) => Ok(b),
-            t => Err(ill_sorted(Sort::Bool, &t, e.span)),
+            _ => Err(ill_sorted("boolean", &v.ty, e.span)),
         }
     }
 
     pub fn int(&mut self, e: &Expr) -> Result<Int, EncodeError> {
-        match self.term(e)? {
+        let v = self.value(e)?;
+        match v.term {
             Term::Int(i) => Ok(i),
-            t => Err(ill_sorted(Sort::Int, &t, e.span)),
+            _ => Err(ill_sorted("int", &v.ty, e.span)),
         }
     }
 
-    pub fn term(&mut self, e: &Expr) -> Result<Term, EncodeError> {
+    pub fn reference(&mut self, e: &Expr) -> Result<(Dynamic, Ty), EncodeError> {
+        let v = self.value(e)?;
+        match v.term {
+            Term::Ref(r) => Ok((r, v.ty)),
+            _ => Err(ill_sorted("a reference", &v.ty, e.span)),
+        }
+    }
+
+    /// A numeric value as a real (permission arithmetic mixes ints and fractions).
+    pub fn real(&mut self, e: &Expr) -> Result<Real, EncodeError> {
+        let v = self.value(e)?;
+        to_real(v, e.span)
+    }
+
+    pub fn value(&mut self, e: &Expr) -> Result<Value, EncodeError> {
         let span = e.span;
         Ok(match &e.kind {
             ExprKind::IntLit(n) => match Int::from_str(&n.to_string()) {
-                Ok(i) => Term::Int(i),
+                Ok(i) => Value::int(i),
                 Err(()) => return Err(unsupported(format!("the integer literal {n}"), span)),
             },
-            ExprKind::BoolLit(b) => Term::Bool(Bool::from_bool(*b)),
+            ExprKind::BoolLit(b) => Value::bool(Bool::from_bool(*b)),
+            ExprKind::Null => Value {
+                term: Term::Ref(self.decls.world.null.clone()),
+                ty: Ty::Null,
+            },
             ExprKind::Name(id) => self.name(&id.name, span)?,
+            ExprKind::This => self.name("this", span)?,
+            ExprKind::Result => match &self.result {
+                Some(v) => v.clone(),
+                None => return Err(unsupported("`\\result` outside a postcondition", span)),
+            },
+            ExprKind::PermLit(PermLit::Write) => perm(real(1)),
+            ExprKind::PermLit(PermLit::None) => perm(real(0)),
+            ExprKind::PermLit(PermLit::Read) => {
+                return Err(unsupported(
+                    "`read` outside the amount of a `Perm` (it is a wildcard amount)",
+                    span,
+                ))
+            }
             ExprKind::Unary { op, operand } => match op {
-                UnaryOp::Not => Term::Bool(self.bool(operand)?.not()),
-                UnaryOp::Neg => Term::Int(self.int(operand)?.unary_minus()),
+                UnaryOp::Not => Value::bool(self.bool(operand)?.not()),
+                UnaryOp::Neg => match self.value(operand)? {
+                    Value {
+                        term: Term::Int(i), ..
+                    } => Value::int(i.unary_minus()),
+                    Value {
+                        term: Term::Real(r),
+                        ..
+                    } => perm(r.unary_minus()),
+                    v => return Err(ill_sorted("a number", &v.ty, operand.span)),
+                },
             },
             ExprKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs, span)?,
             ExprKind::Cond {
@@ -202,10 +357,18 @@ impl<'e> Encoder<'e> {
                 else_expr,
             } => {
                 let c = self.bool(cond)?;
-                match (self.term(then_expr)?, self.term(else_expr)?) {
-                    (Term::Int(a), Term::Int(b)) => Term::Int(c.ite(&a, &b)),
-                    (Term::Bool(a), Term::Bool(b)) => Term::Bool(c.ite(&a, &b)),
-                    (a, b) => return Err(ill_sorted(a.sort(), &b, else_expr.span)),
+                self.guards.push(c.clone());
+                let a = self.value(then_expr);
+                self.guards.pop();
+                let a = a?;
+                self.guards.push(c.not());
+                let b = self.value(else_expr);
+                self.guards.pop();
+                let b = b?;
+                let (a, b) = unify(a, b, else_expr.span)?;
+                Value {
+                    term: Term::ite(&c, &a.term, &b.term),
+                    ty: if a.ty == Ty::Null { b.ty } else { a.ty },
                 }
             }
             ExprKind::Let {
@@ -214,81 +377,89 @@ impl<'e> Encoder<'e> {
                 value,
                 body,
             } => {
-                let sort = self.binder_sort(&ty.kind, ty.span, "a `\\let` of this type")?;
-                let v = self.term(value)?;
-                if v.sort() != sort {
-                    return Err(ill_sorted(sort, &v, value.span));
+                if !matches!(ty.kind, TypeKind::Int | TypeKind::Bool) {
+                    return Err(unsupported("a `\\let` of this type", ty.span));
                 }
+                let v = self.value(value)?;
                 // A `\let` is pure: binding the name to the value's term is exact.
                 self.scopes.push((name.name.clone(), v));
-                let r = self.term(body);
+                let r = self.value(body);
                 self.scopes.pop();
                 r?
             }
             ExprKind::Quantifier(q) => {
-                let (is_forall, what) = match q.kind {
-                    QuantifierKind::Forall => (true, "`\\forall`"),
-                    // Reached only with a pure body (a permission in it is refused below),
-                    // where `\forall*` means `\forall`.
-                    QuantifierKind::ForallStar => (true, "`\\forall*`"),
-                    QuantifierKind::Exists => (false, "`\\exists`"),
+                let is_forall = match q.kind {
+                    QuantifierKind::Forall | QuantifierKind::ForallStar => true,
+                    QuantifierKind::Exists => false,
                     QuantifierKind::Sum => return Err(unsupported("`\\sum`", span)),
                 };
-                let depth = self.scopes.len();
-                let r = self.quantifier(q, is_forall, what);
-                self.scopes.truncate(depth);
-                Term::Bool(r?)
+                let mark = self.mark();
+                let r = self.quantifier(q, is_forall);
+                self.restore(mark);
+                Value::bool(r?)
             }
-            ExprKind::Trigger(inner) => self.term(inner)?,
-            ExprKind::Null => return Err(unsupported("`null` (references)", span)),
-            ExprKind::This => return Err(unsupported("`this` (references)", span)),
-            ExprKind::Result => return Err(unsupported("`\\result`", span)),
-            ExprKind::PermLit(_) => {
-                return Err(unsupported("permission amounts (fractions)", span))
+            ExprKind::Trigger(inner) => self.value(inner)?,
+            ExprKind::Index { .. } => self.read(e, span)?,
+            ExprKind::Field { base, name } => self.field(e, base, &name.name, span)?,
+            ExprKind::Old(inner) => self.old(inner, span)?,
+            ExprKind::Call {
+                receiver,
+                name,
+                args,
+                given,
+                yields,
+            } => {
+                if receiver.is_some() || !given.is_empty() || !yields.is_empty() {
+                    return Err(unsupported(
+                        "calls with a receiver or ghost arguments inside expressions",
+                        span,
+                    ));
+                }
+                self.apply(&name.name, args, span)?
             }
-            ExprKind::Index { .. } => {
-                return Err(unsupported("indexing (heap or sequence reads)", span))
+            ExprKind::Builtin {
+                op: Builtin::Array,
+                args,
+            } if args.len() == 2 => {
+                let (r, _) = self.reference(&args[0])?;
+                let n = self.int(&args[1])?;
+                let w = self.decls.world;
+                Value::bool(Bool::and(&[r.eq(&w.null).not(), w.len_of(&r).eq(&n)]))
             }
-            ExprKind::Slice { .. } => return Err(unsupported("sequence slices", span)),
-            ExprKind::Update { .. } => return Err(unsupported("sequence updates", span)),
-            ExprKind::Field { .. } => {
-                return Err(unsupported("field access and `.length` (heap reads)", span))
-            }
-            ExprKind::Call { .. } => return Err(unsupported("calls", span)),
-            ExprKind::New { .. } | ExprKind::NewArray { .. } => {
-                return Err(unsupported("allocation", span))
-            }
-            ExprKind::Old(_) => return Err(unsupported("`\\old`", span)),
-            ExprKind::Length(_) => return Err(unsupported("sequence length", span)),
             ExprKind::Builtin { op, .. } => {
-                return Err(unsupported(format!("`{}`", op.spelling()), span))
+                return Err(unsupported(
+                    format!("`{}` in a pure position", op.spelling()),
+                    span,
+                ))
             }
-            ExprKind::Collection { .. } | ExprKind::MapLit { .. } => {
-                return Err(unsupported("sequence, set, bag and map values", span))
+            ExprKind::Slice { .. }
+            | ExprKind::Update { .. }
+            | ExprKind::Length(_)
+            | ExprKind::Collection { .. }
+            | ExprKind::MapLit { .. } => {
+                return Err(unsupported(
+                    "sequence, set, bag and map values (not encoded yet)",
+                    span,
+                ))
+            }
+            ExprKind::New { .. } | ExprKind::NewArray { .. } => {
+                return Err(unsupported("allocation inside an expression", span))
             }
             ExprKind::Unfolding { .. } => return Err(unsupported("`unfolding`", span)),
         })
     }
 
-    fn name(&mut self, name: &str, span: Span) -> Result<Term, EncodeError> {
-        if let Some((_, t)) = self.scopes.iter().rev().find(|(n, _)| n == name) {
-            return Ok(t.clone());
+    fn name(&mut self, name: &str, span: Span) -> Result<Value, EncodeError> {
+        if let Some((_, v)) = self.scopes.iter().rev().find(|(n, _)| n == name) {
+            return Ok(v.clone());
         }
-        if let Some(t) = self.free.get(name) {
-            return Ok(t.clone());
+        match self.store.get(name) {
+            Some(v) => Ok(v.clone()),
+            None => Err(EncodeError::UnboundName {
+                name: name.to_string(),
+                span,
+            }),
         }
-        let t = match self.env.get(name) {
-            Some(Sort::Int) => Term::Int(Int::new_const(name)),
-            Some(Sort::Bool) => Term::Bool(Bool::new_const(name)),
-            None => {
-                return Err(EncodeError::UnboundName {
-                    name: name.to_string(),
-                    span,
-                })
-            }
-        };
-        self.free.insert(name.to_string(), t.clone());
-        Ok(t)
     }
 
     fn binary(
@@ -297,102 +468,140 @@ impl<'e> Encoder<'e> {
         lhs: &Expr,
         rhs: &Expr,
         span: Span,
-    ) -> Result<Term, EncodeError> {
+    ) -> Result<Value, EncodeError> {
         use BinaryOp::*;
         Ok(match op {
             Add | Sub | Mul => {
+                let (a, b) = (self.value(lhs)?, self.value(rhs)?);
+                match (a.term, b.term) {
+                    (Term::Int(x), Term::Int(y)) => Value::int(match op {
+                        Add => Int::add(&[x, y]),
+                        Sub => Int::sub(&[x, y]),
+                        _ => Int::mul(&[x, y]),
+                    }),
+                    (x, y) => {
+                        let x = to_real(Value { term: x, ty: a.ty }, lhs.span)?;
+                        let y = to_real(Value { term: y, ty: b.ty }, rhs.span)?;
+                        perm(match op {
+                            Add => Real::add(&[x, y]),
+                            Sub => Real::sub(&[x, y]),
+                            _ => Real::mul(&[x, y]),
+                        })
+                    }
+                }
+            }
+            Div | Mod => {
                 let (a, b) = (self.int(lhs)?, self.int(rhs)?);
-                Term::Int(match op {
-                    Add => Int::add(&[a, b]),
-                    Sub => Int::sub(&[a, b]),
-                    _ => Int::mul(&[a, b]),
-                })
+                self.require(
+                    b.eq(Int::from_i64(0)).not(),
+                    ObligationKind::DivisionByZero,
+                    rhs.span,
+                );
+                let agreed = Bool::and(&[a.ge(Int::from_i64(0)), b.gt(Int::from_i64(0))]);
+                let w = self.decls.world;
+                let (exact, other) = if op == Div {
+                    (a.div(&b), &w.div_other)
+                } else {
+                    (a.modulo(&b), &w.mod_other)
+                };
+                let other = other
+                    .apply(&[&a as &dyn Ast, &b as &dyn Ast])
+                    .as_int()
+                    .expect("int function");
+                Value::int(agreed.ite(&exact, &other))
+            }
+            FracDiv => {
+                let (a, b) = (self.real(lhs)?, self.real(rhs)?);
+                self.require(
+                    b.eq(real(0)).not(),
+                    ObligationKind::DivisionByZero,
+                    rhs.span,
+                );
+                perm(a / b)
             }
             Lt | Le | Gt | Ge => {
-                let (a, b) = (self.int(lhs)?, self.int(rhs)?);
-                Term::Bool(match op {
-                    Lt => a.lt(&b),
-                    Le => a.le(&b),
-                    Gt => a.gt(&b),
-                    _ => a.ge(&b),
+                let (a, b) = (self.value(lhs)?, self.value(rhs)?);
+                Value::bool(match (a.term, b.term) {
+                    (Term::Int(x), Term::Int(y)) => compare(op, &x, &y),
+                    (x, y) => {
+                        let x = to_real(Value { term: x, ty: a.ty }, lhs.span)?;
+                        let y = to_real(Value { term: y, ty: b.ty }, rhs.span)?;
+                        compare_real(op, &x, &y)
+                    }
                 })
             }
             Eq | Neq => {
-                let eq = match (self.term(lhs)?, self.term(rhs)?) {
-                    (Term::Int(a), Term::Int(b)) => a.eq(&b),
-                    (Term::Bool(a), Term::Bool(b)) => a.iff(&b),
-                    (a, b) => return Err(ill_sorted(a.sort(), &b, rhs.span)),
+                let (a, b) = unify(self.value(lhs)?, self.value(rhs)?, rhs.span)?;
+                let eq = match (&a.term, &b.term) {
+                    (Term::Int(x), Term::Int(y)) => x.eq(y),
+                    (Term::Bool(x), Term::Bool(y)) => x.iff(y),
+                    (Term::Real(x), Term::Real(y)) => x.eq(y),
+                    (Term::Ref(x), Term::Ref(y)) => x.eq(y),
+                    _ => return Err(ill_sorted("equal sorts", &b.ty, span)),
                 };
-                Term::Bool(if op == Eq { eq } else { eq.not() })
+                Value::bool(if op == Eq { eq } else { eq.not() })
             }
-            And | Or | Implies => {
-                let (a, b) = (self.bool(lhs)?, self.bool(rhs)?);
-                Term::Bool(match op {
-                    And => Bool::and(&[a, b]),
-                    Or => Bool::or(&[a, b]),
-                    _ => a.implies(&b),
+            And | Star | Implies => {
+                let a = self.bool(lhs)?;
+                self.guards.push(a.clone());
+                let b = self.bool(rhs);
+                self.guards.pop();
+                let b = b?;
+                Value::bool(if op == Implies {
+                    a.implies(&b)
+                } else {
+                    Bool::and(&[a, b])
                 })
             }
-            // Integer division and remainder. Z3's `div`/`mod` are Euclidean (remainder ≥ 0),
-            // C and OpenCL truncate, and which of these PVL's `/` and `%` follow in VerCors
-            // (and what they say about a zero divisor) must be settled together with the
-            // definedness obligations (`b != 0`) they need. Until then: refused, not guessed.
-            Div | Mod => {
-                return Err(unsupported(
-                    format!(
-                        "integer `{}` (its semantics on negative operands and its \
-                         zero-divisor check are not encoded yet)",
-                        op.symbol()
-                    ),
-                    span,
-                ))
+            Or => {
+                let a = self.bool(lhs)?;
+                self.guards.push(a.not());
+                let b = self.bool(rhs);
+                self.guards.pop();
+                Value::bool(Bool::or(&[a, b?]))
             }
-            Star => return Err(unsupported("the separating conjunction `**`", span)),
-            FracDiv => return Err(unsupported("fraction division `\\`", span)),
             In => return Err(unsupported("membership `in`", span)),
             Concat => return Err(unsupported("sequence concatenation `++`", span)),
             Cons => return Err(unsupported("sequence cons `::`", span)),
         })
     }
 
-    /// `∀xs. guard ⇒ body` or `∃xs. guard ∧ body`, where the guard is the binders' ranges and
-    /// the condition. Binders are fresh Z3 constants, so they never capture a free variable of
-    /// the same name. The caller pops the binders' scopes.
+    /// `∀xs. guard ⇒ body` or `∃xs. guard ∧ body`; the caller restores the scopes.
     fn quantifier(
         &mut self,
         q: &crate::syntax::Quantifier,
         is_forall: bool,
-        what: &str,
     ) -> Result<Bool, EncodeError> {
-        let mut bound = Vec::with_capacity(q.binders.len());
-        let mut guard = Vec::new();
+        let mut xs = Vec::new();
+        let mut range = Vec::new();
         for b in &q.binders {
             if b.ty.kind != TypeKind::Int {
                 return Err(unsupported(
-                    format!("{what} over a binder that is not an `int`"),
+                    "a quantifier over a binder that is not an `int`",
                     b.ty.span,
                 ));
             }
             // As in the type checker: a binder's range sees the earlier binders, not itself.
-            let range = match &b.range {
+            let r = match &b.range {
                 Some((lo, hi)) => Some((self.int(lo)?, self.int(hi)?)),
                 None => None,
             };
-            let x = Int::fresh_const(&b.name.name);
-            if let Some((lo, hi)) = range {
-                guard.push(lo.le(&x));
-                guard.push(x.lt(&hi));
+            let x = self.bind_quantified(&b.name.name);
+            if let Some((lo, hi)) = r {
+                let g = Bool::and(&[lo.le(&x), x.lt(&hi)]);
+                self.guards.push(g.clone());
+                range.push(g);
             }
-            self.scopes
-                .push((b.name.name.clone(), Term::Int(x.clone())));
-            bound.push(x);
+            xs.push(x);
         }
         if let Some(c) = &q.cond {
-            guard.push(self.bool(c)?);
+            let c = self.bool(c)?;
+            self.guards.push(c.clone());
+            range.push(c);
         }
         let body = self.bool(&q.body)?;
-        let guard = Bool::and(&guard);
-        let bounds: Vec<&dyn Ast> = bound.iter().map(|x| x as &dyn Ast).collect();
+        let guard = Bool::and(&range);
+        let bounds: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
         Ok(if is_forall {
             ast::forall_const(&bounds, &[], &guard.implies(&body))
         } else {
@@ -400,19 +609,219 @@ impl<'e> Encoder<'e> {
         })
     }
 
-    fn binder_sort(&self, ty: &TypeKind, span: Span, what: &str) -> Result<Sort, EncodeError> {
-        match ty {
-            TypeKind::Int => Ok(Sort::Int),
-            TypeKind::Bool => Ok(Sort::Bool),
-            _ => Err(unsupported(what, span)),
+    /// The location `base[index]` or `base.f`, with the checks that it exists: reference not
+    /// null and, for cells, index within bounds. Returns (reference, index, value type).
+    pub fn location(&mut self, e: &Expr) -> Result<(Dynamic, Int, Ty), EncodeError> {
+        match &e.kind {
+            ExprKind::Index { base, index } => {
+                let (r, ty) = self.reference(base)?;
+                let Ty::Array(elem) = ty else {
+                    return Err(unsupported(
+                        "indexing something other than an array (sequences are not encoded yet)",
+                        e.span,
+                    ));
+                };
+                let i = self.int(index)?;
+                let w = self.decls.world;
+                self.require(
+                    r.eq(&w.null).not(),
+                    ObligationKind::NullDereference,
+                    base.span,
+                );
+                self.require(
+                    i.ge(Int::from_i64(0)),
+                    ObligationKind::IndexNegative,
+                    index.span,
+                );
+                self.require(
+                    i.lt(w.len_of(&r)),
+                    ObligationKind::IndexTooLarge,
+                    index.span,
+                );
+                Ok((r, i, *elem))
+            }
+            ExprKind::Field { base, name } => {
+                let (r, ty) = self.reference(base)?;
+                let Ty::Object(class) = &ty else {
+                    return Err(unsupported("this field access", e.span));
+                };
+                let info = self
+                    .decls
+                    .program
+                    .and_then(|p| p.field(class, &name.name))
+                    .ok_or_else(|| unsupported(format!("the field `{}`", name.name), e.span))?
+                    .clone();
+                let w = self.decls.world;
+                self.require(
+                    r.eq(&w.null).not(),
+                    ObligationKind::NullDereference,
+                    base.span,
+                );
+                Ok((r, Int::from_i64(info.index), info.ty))
+            }
+            _ => Err(unsupported(
+                "a permission to something other than an array cell or a field",
+                e.span,
+            )),
         }
+    }
+
+    fn read(&mut self, e: &Expr, span: Span) -> Result<Value, EncodeError> {
+        let Some(heap) = self.heap.clone() else {
+            return Err(unsupported("a heap read in a pure context", span));
+        };
+        let (r, i, ty) = self.location(e)?;
+        if let Some(mask) = &self.mask {
+            let held = mask.amount(&r, &i).gt(real(0));
+            self.require(held, ObligationKind::InsufficientPermission, span);
+        }
+        Ok(value_of(&ty, heap.read(ty.heap_kind(), &r, &i)))
+    }
+
+    fn field(
+        &mut self,
+        e: &Expr,
+        base: &Expr,
+        name: &str,
+        span: Span,
+    ) -> Result<Value, EncodeError> {
+        if name == "length" {
+            let (r, ty) = self.reference(base)?;
+            if matches!(ty, Ty::Array(_)) {
+                let w = self.decls.world;
+                self.require(
+                    r.eq(&w.null).not(),
+                    ObligationKind::NullDereference,
+                    base.span,
+                );
+                return Ok(Value::int(w.len_of(&r)));
+            }
+        }
+        self.read(e, span)
+    }
+
+    fn old(&mut self, inner: &Expr, span: Span) -> Result<Value, EncodeError> {
+        let Some(old) = self.old.clone() else {
+            return Err(unsupported("`\\old` outside a postcondition", span));
+        };
+        let saved = (
+            std::mem::replace(&mut self.store, old.store),
+            self.heap.replace(old.heap),
+            self.mask.replace(old.mask),
+        );
+        let r = self.value(inner);
+        self.store = saved.0;
+        self.heap = saved.1;
+        self.mask = saved.2;
+        r
+    }
+
+    fn apply(&mut self, name: &str, args: &[Expr], span: Span) -> Result<Value, EncodeError> {
+        let Some(functions) = self.decls.functions else {
+            return Err(unsupported("calls in a pure context", span));
+        };
+        let Some(f) = functions.get(name) else {
+            return Err(unsupported(
+                format!("a call of `{name}` inside an expression (only pure functions can be)"),
+                span,
+            ));
+        };
+        let mut vals = Vec::with_capacity(args.len());
+        for a in args {
+            vals.push(self.value(a)?);
+        }
+        let own = self.defining.as_deref() == Some(name);
+        if own {
+            self.recursive_calls.push((self.guard(), vals.clone()));
+        }
+        self.function_precondition(name, &vals, span)?;
+        let decl = if own { &f.limited } else { &f.full };
+        let dyns: Vec<Dynamic> = vals.iter().map(|v| v.term.as_dynamic()).collect();
+        let refs: Vec<&dyn Ast> = dyns.iter().map(|d| d as &dyn Ast).collect();
+        Ok(value_of(&f.ret, decl.apply(&refs)))
+    }
+
+    fn function_precondition(
+        &mut self,
+        name: &str,
+        args: &[Value],
+        span: Span,
+    ) -> Result<(), EncodeError> {
+        if !self.definedness {
+            return Ok(());
+        }
+        let Some(routine) = self.decls.program.and_then(|p| p.routine(name)).copied() else {
+            return Ok(());
+        };
+        let functions = self.decls.functions.expect("checked by the caller");
+        let f = &functions[name];
+        let store: Store = f
+            .params
+            .iter()
+            .zip(args)
+            .map(|(p, v)| (p.0.clone(), v.clone()))
+            .collect();
+        let mut inner = Eval::new(self.decls, store);
+        inner.defining = self.defining.clone();
+        for pre in routine.pre() {
+            let c = inner.bool(pre)?;
+            self.require(c, ObligationKind::FunctionPreconditionFailed, span);
+        }
+        Ok(())
     }
 }
 
-fn ill_sorted(expected: Sort, found: &Term, span: Span) -> EncodeError {
-    EncodeError::IllSorted {
-        expected,
-        found: found.sort(),
-        span,
+/// `∀ xs. body` (just `body` without binders).
+pub fn close(xs: &[Int], body: &Bool) -> Bool {
+    if xs.is_empty() {
+        return body.clone();
+    }
+    let bounds: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
+    ast::forall_const(&bounds, &[], body)
+}
+
+fn perm(r: Real) -> Value {
+    Value {
+        term: Term::Real(r),
+        ty: Ty::Perm,
+    }
+}
+
+fn to_real(v: Value, span: Span) -> Result<Real, EncodeError> {
+    match v.term {
+        Term::Int(i) => Ok(Real::from_int(&i)),
+        Term::Real(r) => Ok(r),
+        _ => Err(ill_sorted("a number", &v.ty, span)),
+    }
+}
+
+/// Brings two values to one sort for `==`/`?:`: an int meets a fraction as a real.
+fn unify(a: Value, b: Value, span: Span) -> Result<(Value, Value), EncodeError> {
+    match (&a.term, &b.term) {
+        (Term::Int(_), Term::Real(_)) => Ok((perm(to_real(a, span)?), b)),
+        (Term::Real(_), Term::Int(_)) => Ok((a, perm(to_real(b, span)?))),
+        (Term::Int(_), Term::Int(_))
+        | (Term::Bool(_), Term::Bool(_))
+        | (Term::Real(_), Term::Real(_))
+        | (Term::Ref(_), Term::Ref(_)) => Ok((a, b)),
+        _ => Err(ill_sorted("equal sorts", &b.ty, span)),
+    }
+}
+
+fn compare(op: BinaryOp, x: &Int, y: &Int) -> Bool {
+    match op {
+        BinaryOp::Lt => x.lt(y),
+        BinaryOp::Le => x.le(y),
+        BinaryOp::Gt => x.gt(y),
+        _ => x.ge(y),
+    }
+}
+
+fn compare_real(op: BinaryOp, x: &Real, y: &Real) -> Bool {
+    match op {
+        BinaryOp::Lt => x.lt(y),
+        BinaryOp::Le => x.le(y),
+        BinaryOp::Gt => x.gt(y),
+        _ => x.ge(y),
     }
 }

@@ -45,13 +45,28 @@
 //! blocks and barriers, definedness checks (bounds, null), the per-clause failure report and
 //! the CLI (`alpinist verify` still answers "not implemented yet").
 
+mod assertion;
+mod exec;
 mod expr;
+mod obligation;
+mod program;
 mod solver;
+mod state;
 
-pub use expr::{EncodeError, Encoder, Env, Sort, Term};
+pub use expr::{EncodeError, Env, Sort};
+pub use obligation::{Obligation, ObligationKind, Status, Trusted, Warning};
 pub use solver::{check_goal, in_fresh_context, Limits, Verdict};
+pub use state::Term;
 
-use crate::syntax::Expr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::syntax::{Expr, Program, Span};
+
+use expr::{Decls, Eval};
+use program::ProgramInfo;
+use state::World;
 
 /// Checks that `goal` follows from `assumptions`, all pure boolean PVL expressions whose free
 /// variables have sorts in `env`. Terms are built and checked in a fresh Z3 context on the
@@ -67,14 +82,108 @@ pub fn check_pure(
     limits: &Limits,
 ) -> Result<Verdict, EncodeError> {
     in_fresh_context(|| {
-        let mut encoder = Encoder::new(env);
+        let world = World::new();
+        let store = env.store();
+        let decls = Decls {
+            world: &world,
+            program: None,
+            functions: None,
+        };
+        let mut eval = Eval::new(decls, store.clone());
         let hyps = assumptions
             .iter()
-            .map(|a| encoder.bool(a))
+            .map(|a| eval.bool(a))
             .collect::<Result<Vec<_>, _>>()?;
-        let goal = encoder.bool(goal)?;
-        Ok(check_goal(&hyps, &goal, &encoder.free_vars(), limits))
+        let goal_term = eval.bool(goal)?;
+        // Counterexamples name the variables the expressions mention.
+        let mut mentioned = std::collections::BTreeSet::new();
+        for e in assumptions.iter().copied().chain([goal]) {
+            assertion::names(e, &mut mentioned);
+        }
+        let vars: Vec<(String, Term)> = store
+            .into_iter()
+            .filter(|(n, _)| mentioned.contains(n))
+            .map(|(n, v)| (n, v.term))
+            .collect();
+        let goal = goal_term;
+        Ok(check_goal(&hyps, &goal, &vars, limits))
     })
+}
+
+/// The outcome of one method (or pure function).
+#[derive(Clone, Debug)]
+pub struct MethodReport {
+    pub name: String,
+    pub span: Span,
+    pub obligations: Vec<Obligation>,
+    pub trusted: Vec<Trusted>,
+    pub warnings: Vec<Warning>,
+    /// A construct the checker does not encode: no verdict for this method.
+    pub error: Option<EncodeError>,
+    pub time: Duration,
+}
+
+/// The verdict over a set of methods, strongest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Outcome {
+    Verified,
+    Unknown,
+    Failed,
+    Unsupported,
+}
+
+impl MethodReport {
+    pub fn outcome(&self) -> Outcome {
+        if self.error.is_some() {
+            return Outcome::Unsupported;
+        }
+        let mut o = Outcome::Verified;
+        for ob in &self.obligations {
+            o = o.max(match ob.status {
+                Status::Verified => Outcome::Verified,
+                Status::Unknown { .. } => Outcome::Unknown,
+                Status::Failed { .. } => Outcome::Failed,
+            });
+        }
+        o
+    }
+}
+
+/// Verifies every method and pure function of a checked program, on `jobs` threads (each
+/// method in a Z3 context of its own). Reports come back in declaration order whatever `jobs`.
+pub fn verify_program(program: &Program, limits: &Limits, jobs: usize) -> Vec<MethodReport> {
+    let info = ProgramInfo::new(program);
+    let routines = info.order.clone();
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<MethodReport>>> = Mutex::new(vec![None; routines.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1).min(routines.len().max(1)) {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(routine) = routines.get(k) else {
+                    break;
+                };
+                let start = Instant::now();
+                let outcome = in_fresh_context(|| exec::check_routine(&info, routine, limits));
+                let report = MethodReport {
+                    name: routine.method.name.name.clone(),
+                    span: routine.span,
+                    obligations: outcome.obligations,
+                    trusted: outcome.trusted,
+                    warnings: outcome.warnings,
+                    error: outcome.error,
+                    time: start.elapsed(),
+                };
+                results.lock().expect("no worker panics while holding it")[k] = Some(report);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("no worker panics while holding it")
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 #[cfg(test)]

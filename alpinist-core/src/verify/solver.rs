@@ -10,7 +10,7 @@
 use z3::ast::Bool;
 use z3::{Config, Params, SatResult, Solver};
 
-use super::expr::Term;
+use super::state::Term;
 
 /// Z3's resource budget for one query. `rlimit` counts Z3's internal steps, so the same query
 /// gets the same verdict on a loaded machine as on an idle one — unlike a wall-clock timeout.
@@ -19,6 +19,10 @@ pub struct Limits {
     /// Z3's `rlimit` (resource units). Z3 reads 0 as "no limit", so 0 is raised to 1: a query
     /// is never unbounded.
     pub rlimit: u32,
+    /// A wall-clock limit per query in milliseconds (`--timeout`), on top of `rlimit`: a
+    /// safety net for users, never used by tests (a loaded machine would flip verdicts). A
+    /// query stopped by it is unknown, never verified.
+    pub timeout_ms: Option<u32>,
 }
 
 impl Limits {
@@ -31,10 +35,23 @@ impl Limits {
     pub const DEFAULT_RLIMIT: u32 = 4_000_000;
 }
 
+impl Limits {
+    /// The solver parameters for these limits.
+    pub fn params(&self) -> Params {
+        let mut params = Params::new();
+        params.set_u32("rlimit", self.rlimit.max(1));
+        if let Some(ms) = self.timeout_ms {
+            params.set_u32("timeout", ms.max(1));
+        }
+        params
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             rlimit: Self::DEFAULT_RLIMIT,
+            timeout_ms: None,
         }
     }
 }
@@ -83,9 +100,7 @@ pub fn check_goal(
     limits: &Limits,
 ) -> Verdict {
     let solver = Solver::new();
-    let mut params = Params::new();
-    params.set_u32("rlimit", limits.rlimit.max(1));
-    solver.set_params(&params);
+    solver.set_params(&limits.params());
     for a in assumptions {
         solver.assert(a);
     }
@@ -96,7 +111,7 @@ pub fn check_goal(
             Some(model) => Verdict::Failed {
                 model: vars
                     .iter()
-                    .map(|(name, term)| (name.clone(), model_value(&model, term)))
+                    .filter_map(|(name, term)| model_value(&model, term).map(|v| (name.clone(), v)))
                     .collect(),
             },
             // Sat without a model would be a Z3 misconfiguration; still a definite failure.
@@ -114,9 +129,9 @@ pub fn check_goal(
 }
 
 /// A variable's value in the model, completed (a variable the model leaves open gets a value
-/// too), written as PVL writes it (`-5`, not Z3's `(- 5)`).
-fn model_value(model: &z3::Model, term: &Term) -> String {
-    match term {
+/// too), written as PVL writes it (`-5`, not Z3's `(- 5)`). References have no printable value.
+pub fn model_value(model: &z3::Model, term: &Term) -> Option<String> {
+    Some(match term {
         Term::Int(i) => match model.eval(i, true) {
             Some(v) => match v.as_i64() {
                 Some(n) => n.to_string(),
@@ -128,7 +143,12 @@ fn model_value(model: &z3::Model, term: &Term) -> String {
             Some(v) => v.to_string(),
             None => "?".to_string(),
         },
-    }
+        Term::Real(r) => match model.eval(r, true) {
+            Some(v) => v.to_string(),
+            None => "?".to_string(),
+        },
+        Term::Ref(_) => return None,
+    })
 }
 
 /// `(- 123)` → `-123`; anything else unchanged.
@@ -150,7 +170,15 @@ mod tests {
     ) -> Verdict {
         in_fresh_context(|| {
             let (hyps, goal, vars) = build();
-            check_goal(&hyps, &goal, &vars, &Limits { rlimit })
+            check_goal(
+                &hyps,
+                &goal,
+                &vars,
+                &Limits {
+                    rlimit,
+                    timeout_ms: None,
+                },
+            )
         })
     }
 

@@ -1,0 +1,259 @@
+//! `alpinist verify FILE... [--json] [--timeout S] [--jobs N]`: the separation-logic checker.
+//!
+//! Human output: one line per method on standard output, every failed or unknown obligation as
+//! a diagnostic (file:line:column, the source line, a caret) on standard error, then what the
+//! verdict trusts and the warnings. `--json`: one document on standard output.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use alpinist_core::syntax::Span;
+use alpinist_core::verify::{self, EncodeError, Limits, MethodReport, Obligation, Outcome, Status};
+use serde_json::{json, Value};
+
+use crate::diagnostics::emit;
+use crate::exit::Exit;
+use crate::input::Source;
+
+pub struct Options {
+    pub json: bool,
+    pub timeout: Option<f64>,
+    pub jobs: Option<usize>,
+}
+
+/// A failed or unknown obligation as a diagnostic (its code depends on the obligation's kind,
+/// so `Diagnostic` is implemented by hand).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+struct ObligationDiagnostic {
+    message: String,
+    code: String,
+    span: Span,
+    label: String,
+    help: Option<String>,
+}
+
+impl miette::Diagnostic for ObligationDiagnostic {
+    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        Some(Box::new(&self.code))
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        Some(Box::new(std::iter::once(
+            miette::LabeledSpan::new_primary_with_span(Some(self.label.clone()), self.span),
+        )))
+    }
+}
+
+pub fn run(files: &[PathBuf], options: &Options) -> Exit {
+    let limits = Limits {
+        timeout_ms: options
+            .timeout
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(|s| (s * 1000.0).min(u32::MAX as f64) as u32),
+        ..Limits::default()
+    };
+    let jobs = options.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let mut worst = Exit::Success;
+    let mut documents = Vec::new();
+    for file in files {
+        let (source, parsed, _) = match super::front_end(file) {
+            Ok(x) => x,
+            Err(exit) => {
+                worst = combine(worst, exit);
+                documents
+                    .push(json!({ "file": file.display().to_string(), "outcome": "bad_input" }));
+                continue;
+            }
+        };
+        let start = Instant::now();
+        let reports = verify::verify_program(&parsed.program, &limits, jobs);
+        let elapsed = start.elapsed();
+        let exit = reports.iter().map(exit_of).fold(Exit::Success, combine);
+        worst = combine(worst, exit);
+        if options.json {
+            documents.push(file_json(&source, &reports, elapsed.as_secs_f64()));
+        } else {
+            human(&source, &reports, elapsed.as_secs_f64());
+        }
+    }
+    if options.json {
+        let doc = json!({ "schema_version": 1, "files": documents });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("JSON values always serialise")
+        );
+    }
+    worst
+}
+
+/// Exit codes in order of precedence: internal error, unsupported input, failure, unknown.
+fn combine(a: Exit, b: Exit) -> Exit {
+    let rank = |e: Exit| match e {
+        Exit::Success => 0,
+        Exit::Inconclusive => 1,
+        Exit::Negative => 2,
+        Exit::BadInput => 3,
+        Exit::Environment => 4,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+fn exit_of(report: &MethodReport) -> Exit {
+    match &report.error {
+        Some(e) if e.is_internal() => Exit::Environment,
+        Some(_) => Exit::BadInput,
+        None => match report.outcome() {
+            Outcome::Verified => Exit::Success,
+            Outcome::Unknown => Exit::Inconclusive,
+            Outcome::Failed => Exit::Negative,
+            Outcome::Unsupported => Exit::BadInput,
+        },
+    }
+}
+
+fn outcome_word(report: &MethodReport) -> &'static str {
+    match report.outcome() {
+        Outcome::Verified => "verified",
+        Outcome::Unknown => "unknown",
+        Outcome::Failed => "failed",
+        Outcome::Unsupported => "unsupported",
+    }
+}
+
+fn human(source: &Source, reports: &[MethodReport], seconds: f64) {
+    for r in reports {
+        println!(
+            "{}: {} `{}`: {} ({} obligations, {:.0} ms)",
+            source.name,
+            position(source, r.span),
+            r.name,
+            outcome_word(r),
+            r.obligations.len(),
+            r.time.as_secs_f64() * 1000.0
+        );
+        if let Some(e) = &r.error {
+            emit(source, e.clone());
+        }
+        for o in &r.obligations {
+            if let Some(d) = diagnostic(o) {
+                emit(source, d);
+            }
+        }
+        for t in &r.trusted {
+            println!("  trusted: {} (at {})", t.what, position(source, t.span));
+        }
+        for w in &r.warnings {
+            println!("  warning: {} (at {})", w.message, position(source, w.span));
+        }
+    }
+    let verified = reports
+        .iter()
+        .filter(|r| r.outcome() == Outcome::Verified)
+        .count();
+    println!(
+        "{}: {} of {} methods verified in {:.0} ms",
+        source.name,
+        verified,
+        reports.len(),
+        seconds * 1000.0
+    );
+}
+
+fn diagnostic(o: &Obligation) -> Option<ObligationDiagnostic> {
+    match &o.status {
+        Status::Verified => None,
+        Status::Failed { model } => Some(ObligationDiagnostic {
+            message: o.kind.describe().to_string(),
+            code: o.kind.code().to_string(),
+            span: o.span,
+            label: "here".into(),
+            help: (!model.is_empty()).then(|| {
+                let values: Vec<String> = model.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+                format!("a counterexample: {}", values.join(", "))
+            }),
+        }),
+        Status::Unknown { reason } => Some(ObligationDiagnostic {
+            message: format!("could not decide: {}", o.kind.describe()),
+            code: "E0620".into(),
+            span: o.span,
+            label: "unknown".into(),
+            help: Some(format!("Z3 gave up: {reason}; this is not verified")),
+        }),
+    }
+}
+
+/// `line:column`, 1-based, of the start of `span`.
+fn position(source: &Source, span: Span) -> String {
+    let (line, column) = line_column(&source.text, span);
+    format!("{line}:{column}")
+}
+
+fn line_column(text: &str, span: Span) -> (usize, usize) {
+    let start = (span.start as usize).min(text.len());
+    let before = &text[..start];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+fn span_json(source: &Source, span: Span) -> Value {
+    let (line, column) = line_column(&source.text, span);
+    json!({ "line": line, "column": column, "start": span.start, "end": span.end })
+}
+
+fn error_json(source: &Source, e: &EncodeError) -> Value {
+    json!({ "code": e.code_str(), "message": e.to_string(), "span": span_json(source, e.span()) })
+}
+
+fn file_json(source: &Source, reports: &[MethodReport], seconds: f64) -> Value {
+    let methods: Vec<Value> = reports
+        .iter()
+        .map(|r| {
+            json!({
+                "name": r.name,
+                "span": span_json(source, r.span),
+                "outcome": outcome_word(r),
+                "time_ms": r.time.as_secs_f64() * 1000.0,
+                "error": r.error.as_ref().map(|e| error_json(source, e)),
+                "obligations": r.obligations.iter().map(|o| {
+                    let mut v = serde_json::to_value(o).expect("obligations serialise");
+                    v["span"] = span_json(source, o.span);
+                    v["message"] = json!(o.kind.describe());
+                    v
+                }).collect::<Vec<_>>(),
+                "trusted": r.trusted.iter().map(|t| json!({
+                    "what": t.what, "span": span_json(source, t.span)
+                })).collect::<Vec<_>>(),
+                "warnings": r.warnings.iter().map(|w| json!({
+                    "message": w.message, "span": span_json(source, w.span)
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let outcome = reports
+        .iter()
+        .map(|r| r.outcome())
+        .max()
+        .unwrap_or(Outcome::Verified);
+    json!({
+        "file": source.name,
+        "outcome": format!("{outcome:?}").to_lowercase(),
+        "time_ms": seconds * 1000.0,
+        "methods": methods,
+    })
+}

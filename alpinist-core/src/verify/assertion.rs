@@ -1,0 +1,717 @@
+//! Inhale and exhale of assertions: permissions move between the mask and the assertion, pure
+//! parts are assumed or checked.
+//!
+//! An assertion is walked down to *atoms*: a permission `Perm(loc, p)` or a pure boolean, each
+//! under the guards (`c ==> A`, `c ? A : B`) and quantifier binders (`\forall* x; c; A`) above
+//! it. A permission atom with binders is a quantified permission: its location must be
+//! injective in the binders (checked), and the mask is updated through inverse functions
+//! (Viper's quantified permissions), never by enumeration, so symbolic sizes work.
+//!
+//! A *region* (the threads of a par block, or of a barrier's block) quantifies an assertion
+//! over iterators: each atom only over the iterators it mentions; a permission atom that does
+//! not mention an iterator is scaled by that iterator's number of values, and a pure atom that
+//! does not mention it is checked once (under "the range is not empty").
+//!
+//! Invariants: every amount is checked non-negative; inhale assumes the total per location
+//! stays ≤ 1 (which is what makes `Perm(x, 1) ** Perm(x, 1)` false); exhale checks the mask
+//! holds at least the amount before subtracting it; `read` is a wildcard — a fresh positive
+//! amount, on exhale smaller than what is held.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use z3::ast::{self, Ast, Bool, Dynamic, Int, Real};
+use z3::{FuncDecl, Sort as Z3Sort};
+
+use crate::syntax::{BinaryOp, Builtin, Expr, ExprKind, PermLit, QuantifierKind, TypeKind};
+
+use super::expr::{close, unsupported, EncodeError, Eval};
+use super::obligation::{Check, ObligationKind};
+use super::state::{curried_lambda, real, Mask};
+
+/// Where checks go and facts come from: the method's solver.
+pub trait Prover {
+    /// Proves `check` in the current state (and assumes it afterwards).
+    fn check(&mut self, check: Check);
+    fn assume(&mut self, fact: Bool);
+}
+
+/// One iterator of a region, with its range as terms of the caller's state.
+#[derive(Clone, Debug)]
+pub struct RegionIter {
+    pub name: String,
+    pub lo: Int,
+    pub hi: Int,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Inhale,
+    Exhale(ObligationKind),
+}
+
+enum Amount {
+    Exact(Real),
+    Wildcard,
+}
+
+/// Inhales `assertions` into `mask`, evaluated by `eval` (whose mask is kept equal to the
+/// growing mask, so a read is framed by the permissions inhaled before it: with
+/// `eval.definedness` set this is the self-framing check). Returns the new mask.
+pub fn inhale(
+    prover: &mut dyn Prover,
+    eval: &mut Eval<'_>,
+    mask: Mask,
+    assertions: &[&Expr],
+    region: &[RegionIter],
+) -> Result<Mask, EncodeError> {
+    let mut walker = Walker::new(prover, eval, mask, Mode::Inhale, region);
+    for a in assertions {
+        walker.walk(a)?;
+    }
+    walker.finish();
+    Ok(walker.mask)
+}
+
+/// Exhales `assertions` from `mask`; pure parts failing are reported as `kind`. Everything is
+/// evaluated in `eval`'s state (the state before the exhale). Returns the new mask and whether
+/// any permission was removed (then the caller forgets the heap where nothing is left).
+pub fn exhale(
+    prover: &mut dyn Prover,
+    eval: &mut Eval<'_>,
+    mask: Mask,
+    assertions: &[&Expr],
+    region: &[RegionIter],
+    kind: ObligationKind,
+) -> Result<(Mask, bool), EncodeError> {
+    let mut walker = Walker::new(prover, eval, mask, Mode::Exhale(kind), region);
+    for a in assertions {
+        walker.walk(a)?;
+    }
+    walker.finish();
+    Ok((walker.mask, walker.removed))
+}
+
+/// True when `e` holds no permission (no `Perm`, `PointsTo` or `\matrix`).
+pub fn is_pure(e: &Expr) -> bool {
+    let mut pure = true;
+    visit(e, &mut |x| {
+        if let ExprKind::Builtin {
+            op: Builtin::Perm | Builtin::PointsTo | Builtin::Matrix | Builtin::Value,
+            ..
+        } = x.kind
+        {
+            pure = false;
+        }
+    });
+    pure
+}
+
+/// The names occurring in `e` (an over-approximation of its free variables).
+pub fn names(e: &Expr, into: &mut BTreeSet<String>) {
+    visit(e, &mut |x| {
+        if let ExprKind::Name(id) = &x.kind {
+            into.insert(id.name.clone());
+        }
+    });
+}
+
+/// Calls `f` on `e` and every subexpression.
+pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
+    match &e.kind {
+        ExprKind::Unary { operand, .. } => visit(operand, f),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            visit(lhs, f);
+            visit(rhs, f);
+        }
+        ExprKind::Cond {
+            cond,
+            then_expr,
+            else_expr,
+        } => {
+            visit(cond, f);
+            visit(then_expr, f);
+            visit(else_expr, f);
+        }
+        ExprKind::Index { base, index } => {
+            visit(base, f);
+            visit(index, f);
+        }
+        ExprKind::Slice { base, from, to } => {
+            visit(base, f);
+            for x in [from, to].into_iter().flatten() {
+                visit(x, f);
+            }
+        }
+        ExprKind::Update { base, index, value } => {
+            visit(base, f);
+            visit(index, f);
+            visit(value, f);
+        }
+        ExprKind::Field { base, .. } => visit(base, f),
+        ExprKind::Call {
+            receiver,
+            args,
+            given,
+            yields,
+            ..
+        } => {
+            if let Some(r) = receiver {
+                visit(r, f);
+            }
+            for a in args {
+                visit(a, f);
+            }
+            for g in given.iter().chain(yields) {
+                visit(&g.value, f);
+            }
+        }
+        ExprKind::New { args, .. } | ExprKind::Builtin { args, .. } => {
+            for a in args {
+                visit(a, f);
+            }
+        }
+        ExprKind::NewArray { dims, .. } => {
+            for d in dims {
+                visit(d, f);
+            }
+        }
+        ExprKind::Old(x) | ExprKind::Length(x) | ExprKind::Trigger(x) => visit(x, f),
+        ExprKind::Quantifier(q) => {
+            for b in &q.binders {
+                if let Some((lo, hi)) = &b.range {
+                    visit(lo, f);
+                    visit(hi, f);
+                }
+            }
+            if let Some(c) = &q.cond {
+                visit(c, f);
+            }
+            visit(&q.body, f);
+        }
+        ExprKind::Let { value, body, .. } => {
+            visit(value, f);
+            visit(body, f);
+        }
+        ExprKind::Collection { elems, .. } => {
+            for x in elems {
+                visit(x, f);
+            }
+        }
+        ExprKind::MapLit { entries, .. } => {
+            for (k, v) in entries {
+                visit(k, f);
+                visit(v, f);
+            }
+        }
+        ExprKind::Unfolding { pred, body } => {
+            visit(pred, f);
+            visit(body, f);
+        }
+        ExprKind::IntLit(_)
+        | ExprKind::BoolLit(_)
+        | ExprKind::Null
+        | ExprKind::This
+        | ExprKind::Result
+        | ExprKind::PermLit(_)
+        | ExprKind::Name(_) => {}
+    }
+}
+
+static INVERSES: AtomicUsize = AtomicUsize::new(0);
+
+struct Walker<'w, 'a> {
+    prover: &'w mut dyn Prover,
+    eval: &'w mut Eval<'a>,
+    mask: Mask,
+    mode: Mode,
+    removed: bool,
+    /// The region's iterators: name, and number of values (≥ 0). They are the first binders
+    /// and the first guards of `eval` while walking.
+    region: Vec<(String, Int)>,
+    /// Names in the walker-level guards above the current atom.
+    guard_names: Vec<BTreeSet<String>>,
+    /// Names of the `\forall*` binders above the current atom, outermost first (the binders
+    /// of `eval` after the region's).
+    binder_names: Vec<String>,
+    mark: (usize, usize, usize),
+}
+
+impl<'w, 'a> Walker<'w, 'a> {
+    fn new(
+        prover: &'w mut dyn Prover,
+        eval: &'w mut Eval<'a>,
+        mask: Mask,
+        mode: Mode,
+        region: &[RegionIter],
+    ) -> Walker<'w, 'a> {
+        let mark = eval.mark();
+        assert_eq!(
+            mark,
+            (0, 0, 0),
+            "assertions are walked from the top of an expression"
+        );
+        if mode == Mode::Inhale {
+            eval.mask = Some(mask.clone());
+        }
+        let mut iters = Vec::new();
+        for it in region {
+            let t = eval.bind_quantified(&it.name);
+            eval.push_guard(Bool::and(&[it.lo.le(&t), t.lt(&it.hi)]));
+            let zero = Int::from_i64(0);
+            let size = Int::sub(&[it.hi.clone(), it.lo.clone()]);
+            iters.push((it.name.clone(), size.lt(&zero).ite(&zero, &size)));
+        }
+        Walker {
+            prover,
+            eval,
+            mask,
+            mode,
+            removed: false,
+            region: iters,
+            guard_names: Vec::new(),
+            binder_names: Vec::new(),
+            mark,
+        }
+    }
+
+    fn finish(&mut self) {
+        self.eval.restore(self.mark);
+    }
+
+    fn flush(&mut self) {
+        for c in std::mem::take(&mut self.eval.checks) {
+            self.prover.check(c);
+        }
+    }
+
+    fn walk(&mut self, e: &Expr) -> Result<(), EncodeError> {
+        if is_pure(e) {
+            return self.pure_atom(e);
+        }
+        match &e.kind {
+            ExprKind::Binary {
+                op: BinaryOp::And | BinaryOp::Star,
+                lhs,
+                rhs,
+            } => {
+                self.walk(lhs)?;
+                self.walk(rhs)
+            }
+            ExprKind::Binary {
+                op: BinaryOp::Implies,
+                lhs,
+                rhs,
+            } => {
+                let c = self.eval.bool(lhs)?;
+                self.flush();
+                self.guarded(c, lhs, |w| w.walk(rhs))
+            }
+            ExprKind::Cond {
+                cond,
+                then_expr,
+                else_expr,
+            } => {
+                let c = self.eval.bool(cond)?;
+                self.flush();
+                self.guarded(c.clone(), cond, |w| w.walk(then_expr))?;
+                self.guarded(c.not(), cond, |w| w.walk(else_expr))
+            }
+            ExprKind::Quantifier(q)
+                if matches!(q.kind, QuantifierKind::ForallStar | QuantifierKind::Forall) =>
+            {
+                let mark = self.eval.mark();
+                let depth = (self.guard_names.len(), self.binder_names.len());
+                let r = self.quantified(q);
+                self.eval.restore(mark);
+                self.guard_names.truncate(depth.0);
+                self.binder_names.truncate(depth.1);
+                r
+            }
+            ExprKind::Let {
+                ty,
+                name,
+                value,
+                body,
+            } if matches!(ty.kind, TypeKind::Int | TypeKind::Bool) => {
+                let v = self.eval.value(value)?;
+                self.flush();
+                let mark = self.eval.mark();
+                self.eval.bind(&name.name, v);
+                let r = self.walk(body);
+                self.eval.restore(mark);
+                r
+            }
+            ExprKind::Trigger(inner) => self.walk(inner),
+            ExprKind::Builtin {
+                op: Builtin::Perm,
+                args,
+            } if args.len() == 2 => self.acc(e, &args[0], Some(&args[1])),
+            ExprKind::Builtin {
+                op: Builtin::PointsTo,
+                args,
+            } if args.len() == 3 => {
+                self.acc(e, &args[0], Some(&args[1]))?;
+                let cell = self.eval.value(&args[0])?;
+                let v = self.eval.value(&args[2])?;
+                self.flush();
+                let eq = cell.term.as_dynamic().eq(v.term.as_dynamic());
+                self.pure_term(eq, e)
+            }
+            _ => Err(unsupported(
+                "this form of resource assertion (predicates, `\\matrix`, `Value` and \
+                 permissions under `||` or `\\exists` are not encoded yet)",
+                e.span,
+            )),
+        }
+    }
+
+    fn guarded(
+        &mut self,
+        c: Bool,
+        source: &Expr,
+        f: impl FnOnce(&mut Self) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        let mut ns = BTreeSet::new();
+        names(source, &mut ns);
+        self.eval.push_guard(c);
+        self.guard_names.push(ns);
+        let r = f(self);
+        self.guard_names.pop();
+        self.eval.pop_guard();
+        r
+    }
+
+    fn quantified(&mut self, q: &crate::syntax::Quantifier) -> Result<(), EncodeError> {
+        let mut ns = BTreeSet::new();
+        for b in &q.binders {
+            if b.ty.kind != TypeKind::Int {
+                return Err(unsupported(
+                    "a quantified permission over a binder that is not an `int`",
+                    b.ty.span,
+                ));
+            }
+            let range = match &b.range {
+                Some((lo, hi)) => {
+                    names(lo, &mut ns);
+                    names(hi, &mut ns);
+                    let r = (self.eval.int(lo)?, self.eval.int(hi)?);
+                    Some(r)
+                }
+                None => None,
+            };
+            self.flush();
+            let x = self.eval.bind_quantified(&b.name.name);
+            self.binder_names.push(b.name.name.clone());
+            if let Some((lo, hi)) = range {
+                self.eval.push_guard(Bool::and(&[lo.le(&x), x.lt(&hi)]));
+            }
+        }
+        if let Some(c) = &q.cond {
+            names(c, &mut ns);
+            let c = self.eval.bool(c)?;
+            self.flush();
+            self.eval.push_guard(c);
+        }
+        self.guard_names.push(ns);
+        self.walk(&q.body)
+    }
+
+    fn pure_atom(&mut self, e: &Expr) -> Result<(), EncodeError> {
+        let b = self.eval.bool(e)?;
+        self.flush();
+        self.pure_term(b, e)
+    }
+
+    fn pure_term(&mut self, b: Bool, e: &Expr) -> Result<(), EncodeError> {
+        let goal = self.eval.close(&b);
+        match self.mode {
+            Mode::Inhale => self.prover.assume(goal),
+            Mode::Exhale(kind) => self.prover.check(Check {
+                goal,
+                kind,
+                span: e.span,
+            }),
+        }
+        Ok(())
+    }
+
+    /// A permission atom `Perm(loc, amount)`.
+    fn acc(&mut self, atom: &Expr, loc: &Expr, amount: Option<&Expr>) -> Result<(), EncodeError> {
+        let (r, i, _) = self.eval.location(loc)?;
+        let is_cell = matches!(loc.kind, ExprKind::Index { .. });
+        let amount = match amount.map(|a| &a.kind) {
+            None | Some(ExprKind::PermLit(PermLit::Write)) => Amount::Exact(real(1)),
+            Some(ExprKind::PermLit(PermLit::Read)) => Amount::Wildcard,
+            Some(_) => Amount::Exact(self.eval.real(amount.expect("matched Some"))?),
+        };
+        self.flush();
+
+        // Binders and guards of this atom: the region iterators it mentions, then the
+        // walker's own.
+        let mut mentioned = BTreeSet::new();
+        names(atom, &mut mentioned);
+        for ns in &self.guard_names {
+            mentioned.extend(ns.iter().cloned());
+        }
+        let n = self.region.len();
+        let all_bound = self.eval.bound().to_vec();
+        let all_guards = self.eval_guards();
+        let mut binders = Vec::new();
+        let mut binder_names = Vec::new();
+        let mut guards = Vec::new();
+        let mut scale = Vec::new();
+        for (k, (name, size)) in self.region.iter().enumerate() {
+            if mentioned.contains(name) {
+                binders.push(all_bound[k].clone());
+                binder_names.push(name.clone());
+                guards.push(all_guards[k].clone());
+            } else {
+                scale.push(size.clone());
+            }
+        }
+        binders.extend(all_bound[n..].iter().cloned());
+        binder_names.extend(self.binder_names.iter().cloned());
+        guards.extend(all_guards[n..].iter().cloned());
+        let mut guard = Bool::and(&guards);
+        let scale = if scale.is_empty() {
+            None
+        } else {
+            Some(Int::mul(&scale))
+        };
+
+        let wildcard = matches!(amount, Amount::Wildcard);
+        let p = match amount {
+            Amount::Exact(p) => {
+                let p = match &scale {
+                    Some(s) => Real::mul(&[p, Real::from_int(s)]),
+                    None => p,
+                };
+                self.prover.check(Check {
+                    goal: close(&binders, &guard.implies(p.ge(real(0)))),
+                    kind: ObligationKind::NegativePermission,
+                    span: atom.span,
+                });
+                p
+            }
+            Amount::Wildcard => {
+                if let Some(s) = &scale {
+                    guard = Bool::and(&[guard, s.gt(Int::from_i64(0))]);
+                }
+                let w = Real::fresh_const("wildcard");
+                self.prover.assume(w.gt(real(0)));
+                if let Mode::Exhale(_) = self.mode {
+                    // Sufficient: something is held; the wildcard is less than that.
+                    let held = self.mask.amount(&r, &i);
+                    self.prover.check(Check {
+                        goal: close(&binders, &guard.implies(held.gt(real(0)))),
+                        kind: ObligationKind::InsufficientPermission,
+                        span: atom.span,
+                    });
+                    self.prover
+                        .assume(close(&binders, &guard.implies(w.lt(&held))));
+                }
+                w
+            }
+        };
+        let positive = Bool::and(&[guard.clone(), p.gt(real(0))]);
+        // A single binder with an index linear in it (`a[2 * t + 1]`) has an exact inverse:
+        // no inverse functions, and injective by construction.
+        let linear = match (&binder_names[..], &loc.kind) {
+            ([x], ExprKind::Index { base, index }) if !mentions(base, x) => {
+                linear_coefficient(index, x).filter(|c| *c != 0)
+            }
+            _ => None,
+        };
+        if !binders.is_empty() && linear.is_none() {
+            self.check_injective(&binders, &positive, &r, &i, atom);
+        }
+        let held = self.mask.amount(&r, &i);
+        match self.mode {
+            Mode::Exhale(_) => {
+                if !wildcard {
+                    self.prover.check(Check {
+                        goal: close(&binders, &guard.implies(held.ge(&p))),
+                        kind: ObligationKind::InsufficientPermission,
+                        span: atom.span,
+                    });
+                }
+                self.mask = self.update(&binders, linear, &positive, &r, &i, &p, false);
+                self.removed = true;
+            }
+            Mode::Inhale => {
+                // The location exists (its definedness was checked where it was written).
+                let w = self.eval.decls.world;
+                let mut exists = vec![r.eq(&w.null).not()];
+                if is_cell {
+                    exists.push(i.ge(Int::from_i64(0)));
+                    exists.push(i.lt(w.len_of(&r)));
+                }
+                self.prover
+                    .assume(close(&binders, &guard.implies(Bool::and(&exists))));
+                self.mask = self.update(&binders, linear, &positive, &r, &i, &p, true);
+                let now = self.mask.amount(&r, &i);
+                self.prover
+                    .assume(close(&binders, &positive.implies(now.le(real(1)))));
+                self.eval.mask = Some(self.mask.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn eval_guards(&self) -> Vec<Bool> {
+        self.eval.guards().to_vec()
+    }
+
+    /// Two different values of the binders, both with a positive amount, name two different
+    /// locations.
+    fn check_injective(&mut self, xs: &[Int], positive: &Bool, r: &Dynamic, i: &Int, atom: &Expr) {
+        let ys: Vec<Int> = xs.iter().map(|_| Int::fresh_const("other")).collect();
+        let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&ys).collect();
+        let positive2 = positive.substitute(&pairs);
+        let r2 = r.substitute(&pairs);
+        let i2 = i.substitute(&pairs);
+        let differ = Bool::or(
+            &xs.iter()
+                .zip(&ys)
+                .map(|(x, y)| x.eq(y).not())
+                .collect::<Vec<_>>(),
+        );
+        let same_location = Bool::and(&[r.eq(&r2), i.eq(&i2)]);
+        let all: Vec<Int> = xs.iter().chain(&ys).cloned().collect();
+        let body = Bool::and(&[positive.clone(), positive2, differ]).implies(same_location.not());
+        self.prover.check(Check {
+            goal: close(&all, &body),
+            kind: ObligationKind::NotInjective,
+            span: atom.span,
+        });
+    }
+
+    /// The mask with `p` added (or subtracted) at `(r, i)` for every value of `xs` where
+    /// `positive` holds.
+    #[allow(clippy::too_many_arguments)]
+    fn update(
+        &mut self,
+        xs: &[Int],
+        linear: Option<i64>,
+        positive: &Bool,
+        r: &Dynamic,
+        i: &Int,
+        p: &Real,
+        add: bool,
+    ) -> Mask {
+        let change = |old: Real, p: Real| {
+            if add {
+                Real::add(&[old, p])
+            } else {
+                Real::sub(&[old, p])
+            }
+        };
+        if xs.is_empty() {
+            let old = self.mask.amount(r, i);
+            let new = positive.ite(&change(old.clone(), p.clone()), &old);
+            return self.mask.set(r, i, &new);
+        }
+        if let (Some(a), [x]) = (linear, xs) {
+            let w = self.eval.decls.world;
+            let rr = Dynamic::fresh_const("R", &w.ref_sort);
+            let kk = Int::fresh_const("K");
+            let offset = i.substitute(&[(x, &Int::from_i64(0))]);
+            let a = Int::from_i64(a);
+            let diff = Int::sub(&[kk.clone(), offset]);
+            let inverse = diff.div(&a);
+            let divides = diff.modulo(&a).eq(Int::from_i64(0));
+            let at = [(x, &inverse)];
+            let hit = Bool::and(&[divides, r.eq(&rr), positive.substitute(&at)]);
+            let old = self.mask.amount(&rr, &kk);
+            let body = hit.ite(&change(old.clone(), p.substitute(&at)), &old);
+            return Mask {
+                array: curried_lambda(&rr, &kk, &Dynamic::from_ast(&body)),
+            };
+        }
+        // Inverse functions: inv(loc(xs)) = xs where the atom holds, and loc(inv(R, K)) =
+        // (R, K) wherever the atom holds for inv(R, K).
+        let w = self.eval.decls.world;
+        let id = INVERSES.fetch_add(1, Ordering::Relaxed);
+        let rr = Dynamic::fresh_const("R", &w.ref_sort);
+        let kk = Int::fresh_const("K");
+        let mut inv_at_loc = Vec::new();
+        let mut inv_at_rk = Vec::new();
+        for (k, x) in xs.iter().enumerate() {
+            let f = FuncDecl::new(
+                format!("inv{id}_{k}"),
+                &[&w.ref_sort, &Z3Sort::int()],
+                &Z3Sort::int(),
+            );
+            let at_loc = f
+                .apply(&[r as &dyn Ast, i as &dyn Ast])
+                .as_int()
+                .expect("int");
+            inv_at_loc.push(at_loc.eq(x));
+            inv_at_rk.push(
+                f.apply(&[&rr as &dyn Ast, &kk as &dyn Ast])
+                    .as_int()
+                    .expect("int"),
+            );
+        }
+        self.prover
+            .assume(close(xs, &positive.implies(Bool::and(&inv_at_loc))));
+        let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&inv_at_rk).collect();
+        let positive_inv = positive.substitute(&pairs);
+        let r_inv = r.substitute(&pairs);
+        let i_inv = i.substitute(&pairs);
+        let p_inv = p.substitute(&pairs);
+        let hits = Bool::and(&[r_inv.eq(&rr), i_inv.eq(&kk)]);
+        let bounds = [&rr as &dyn Ast, &kk as &dyn Ast];
+        self.prover.assume(ast::forall_const(
+            &bounds,
+            &[],
+            &positive_inv.implies(&hits),
+        ));
+        let old = self.mask.amount(&rr, &kk);
+        let body = positive_inv.ite(&change(old.clone(), p_inv), &old);
+        Mask {
+            array: curried_lambda(&rr, &kk, &Dynamic::from_ast(&body)),
+        }
+    }
+}
+
+fn mentions(e: &Expr, name: &str) -> bool {
+    let mut ns = BTreeSet::new();
+    names(e, &mut ns);
+    ns.contains(name)
+}
+
+/// The coefficient `a` when `e` is `a * x + (terms without x)` for a constant `a`, else `None`.
+pub fn linear_coefficient(e: &Expr, x: &str) -> Option<i64> {
+    if !mentions(e, x) {
+        return Some(0);
+    }
+    match &e.kind {
+        ExprKind::Name(id) if id.name == x => Some(1),
+        ExprKind::Unary {
+            op: crate::syntax::UnaryOp::Neg,
+            operand,
+        } => linear_coefficient(operand, x)?.checked_neg(),
+        ExprKind::Binary { op, lhs, rhs } => match op {
+            BinaryOp::Add => linear_coefficient(lhs, x)?.checked_add(linear_coefficient(rhs, x)?),
+            BinaryOp::Sub => linear_coefficient(lhs, x)?.checked_sub(linear_coefficient(rhs, x)?),
+            BinaryOp::Mul => {
+                let constant = |e: &Expr| match &e.kind {
+                    ExprKind::IntLit(n) => i64::try_from(n).ok(),
+                    _ => None,
+                };
+                if let Some(c) = constant(lhs) {
+                    c.checked_mul(linear_coefficient(rhs, x)?)
+                } else if let Some(c) = constant(rhs) {
+                    c.checked_mul(linear_coefficient(lhs, x)?)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}

@@ -1,0 +1,1266 @@
+//! Symbolic execution of one method on one Z3 solver: statements, calls, loops, par blocks and
+//! barriers, each reduced to inhale/exhale (`assertion.rs`) and checks.
+//!
+//! Paths: an `if` checks each branch under its condition and joins the two states with `ite`
+//! (heap, mask and locals), so the work stays linear in the number of statements; the facts
+//! assumed inside a branch are kept afterwards under the branch condition.
+//!
+//! Invariants:
+//! - A loop body is checked in a *fresh* state holding only the invariant (and the pure facts
+//!   about locals it does not assign); after the loop, the frame that was not in the invariant
+//!   is untouched, assigned locals are havocked, and the invariant and the negated condition
+//!   hold.
+//! - A par block is checked for one arbitrary thread from an empty heap; the caller exhales the
+//!   threads' preconditions quantified over the iterators and inhales their postconditions.
+//! - A barrier is checked globally (from all threads' preconditions, with no other permission,
+//!   every postcondition is justified) and locally (exhale pre, inhale post).
+//! - Every check is recorded with its verdict; nothing is skipped silently: what is not
+//!   encoded is an [`EncodeError`] for the whole method.
+
+use std::time::Instant;
+
+use z3::ast::{Ast, Bool, Dynamic, Int};
+use z3::{Params, SatResult, Solver};
+
+use crate::syntax::{
+    Barrier, Block, ClauseKind, Contract, Expr, ExprKind, MethodBody, ParGroup, Span, Stmt,
+    StmtKind,
+};
+
+use super::assertion::{self, Prover, RegionIter};
+use super::expr::{unsupported, Decls, EncodeError, Eval, FunctionDecl, Functions};
+use super::obligation::{Check, Obligation, ObligationKind, Status, Trusted, Warning};
+use super::program::{clauses, ty_of, ProgramInfo, Routine};
+use super::solver::{model_value, Limits};
+use super::state::{real, Heap, Mask, Snapshot, Store, Term, Ty, Value, World};
+
+/// The solver of one method, with everything it has checked.
+pub struct SolverProver {
+    solver: Solver,
+    /// Facts assumed since each open branch point, innermost last.
+    frames: Vec<Vec<Bool>>,
+    pub obligations: Vec<Obligation>,
+    /// The locals reported in counterexamples.
+    pub vars: Vec<(String, Term)>,
+}
+
+impl SolverProver {
+    fn new(limits: &Limits) -> SolverProver {
+        let solver = Solver::new();
+        solver.set_params(&limits.params());
+        SolverProver {
+            solver,
+            frames: vec![Vec::new()],
+            obligations: Vec::new(),
+            vars: Vec::new(),
+        }
+    }
+
+    fn push_scope(&mut self) {
+        self.solver.push();
+        self.frames.push(Vec::new());
+    }
+
+    fn pop_scope(&mut self) -> Vec<Bool> {
+        self.solver.pop(1);
+        self.frames.pop().unwrap_or_default()
+    }
+
+    /// Whether the current path is provably unreachable (its facts contradict each other).
+    fn unreachable(&self) -> bool {
+        self.solver.push();
+        let r = self.solver.check();
+        self.solver.pop(1);
+        r == SatResult::Unsat
+    }
+
+    fn prove(&self, goal: &Bool) -> Status {
+        self.solver.push();
+        self.solver.assert(goal.not());
+        let status = match self.solver.check() {
+            SatResult::Unsat => Status::Verified,
+            SatResult::Sat => Status::Failed {
+                model: match self.solver.get_model() {
+                    Some(m) => self
+                        .vars
+                        .iter()
+                        .filter_map(|(n, t)| model_value(&m, t).map(|v| (n.clone(), v)))
+                        .collect(),
+                    None => Vec::new(),
+                },
+            },
+            SatResult::Unknown => Status::Unknown {
+                reason: self
+                    .solver
+                    .get_reason_unknown()
+                    .map(|r| r.trim().to_string())
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or_else(|| "unknown (Z3 gave no reason)".to_string()),
+            },
+        };
+        self.solver.pop(1);
+        status
+    }
+}
+
+impl Prover for SolverProver {
+    fn check(&mut self, check: Check) {
+        let start = Instant::now();
+        let status = self.prove(&check.goal);
+        self.obligations.push(Obligation {
+            kind: check.kind,
+            span: check.span,
+            status,
+            time: start.elapsed(),
+        });
+        // Checked (or reported): later checks may rely on it, so one mistake is one failure.
+        self.assume(check.goal);
+    }
+
+    fn assume(&mut self, fact: Bool) {
+        self.solver.assert(&fact);
+        if let Some(f) = self.frames.last_mut() {
+            f.push(fact);
+        }
+    }
+}
+
+/// Everything about one method's check that does not change while it runs.
+pub struct Ctx<'p> {
+    pub world: World,
+    pub program: &'p ProgramInfo<'p>,
+    pub functions: Functions,
+}
+
+impl<'p> Ctx<'p> {
+    fn decls(&self) -> Decls<'_> {
+        Decls {
+            world: &self.world,
+            program: Some(self.program),
+            functions: Some(&self.functions),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct State {
+    store: Store,
+    heap: Heap,
+    mask: Mask,
+    old: Snapshot,
+}
+
+impl State {
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            store: self.store.clone(),
+            heap: self.heap.clone(),
+            mask: self.mask.clone(),
+        }
+    }
+}
+
+enum Flow {
+    Normal(State),
+    Returned,
+}
+
+struct ParFrame {
+    label: Option<String>,
+    iters: Vec<RegionIter>,
+}
+
+/// The result of checking one method (or pure function).
+pub struct MethodOutcome {
+    pub obligations: Vec<Obligation>,
+    pub trusted: Vec<Trusted>,
+    pub warnings: Vec<Warning>,
+    pub error: Option<EncodeError>,
+}
+
+/// Checks `routine` in the calling thread's current Z3 context.
+pub fn check_routine(
+    program: &ProgramInfo<'_>,
+    routine: &Routine<'_>,
+    limits: &Limits,
+) -> MethodOutcome {
+    let world = World::new();
+    let mut prover = SolverProver::new(limits);
+    for a in world.axioms() {
+        prover.assume(a);
+    }
+    let mut warnings = Vec::new();
+    let functions = declare_functions(&world, program, &mut prover, &mut warnings);
+    let ctx = Ctx {
+        world,
+        program,
+        functions,
+    };
+    let mut v = Verifier {
+        ctx: &ctx,
+        prover,
+        pars: Vec::new(),
+        everywhere: routine.everywhere(),
+        post: Vec::new(),
+        result_ty: None,
+        trusted: Vec::new(),
+        warnings,
+    };
+    let error = v.routine(routine).err();
+    MethodOutcome {
+        obligations: v.prover.obligations,
+        trusted: v.trusted,
+        warnings: v.warnings,
+        error,
+    }
+}
+
+struct Verifier<'c, 'p> {
+    ctx: &'c Ctx<'p>,
+    prover: SolverProver,
+    pars: Vec<ParFrame>,
+    everywhere: Vec<&'p Expr>,
+    post: Vec<&'p Expr>,
+    result_ty: Option<Ty>,
+    trusted: Vec<Trusted>,
+    warnings: Vec<Warning>,
+}
+
+fn eval<'c>(ctx: &'c Ctx<'_>, st: &State, definedness: bool) -> Eval<'c> {
+    let mut e = Eval::new(ctx.decls(), st.store.clone());
+    e.heap = Some(st.heap.clone());
+    e.mask = Some(st.mask.clone());
+    e.old = Some(st.old.clone());
+    e.definedness = definedness;
+    e
+}
+
+impl<'c, 'p> Verifier<'c, 'p> {
+    fn fresh_state(&self, store: Store) -> State {
+        let heap = Heap::fresh(&self.ctx.world);
+        let mask = Mask::empty(&self.ctx.world);
+        State {
+            old: Snapshot {
+                store: store.clone(),
+                heap: heap.clone(),
+                mask: mask.clone(),
+            },
+            store,
+            heap,
+            mask,
+        }
+    }
+
+    fn flush(&mut self, ev: &mut Eval<'_>) {
+        for c in std::mem::take(&mut ev.checks) {
+            self.prover.check(c);
+        }
+    }
+
+    fn set_vars(&mut self, store: &Store) {
+        self.prover.vars = store
+            .iter()
+            .filter(|(_, v)| !v.ty.is_ref())
+            .map(|(n, v)| (n.clone(), v.term.clone()))
+            .collect();
+    }
+
+    fn with_everywhere(&self, exprs: Vec<&'p Expr>) -> Vec<&'p Expr> {
+        let mut all = self.everywhere.clone();
+        all.extend(exprs);
+        all
+    }
+
+    // ----- methods -----
+
+    fn routine(&mut self, routine: &Routine<'p>) -> Result<(), EncodeError> {
+        let mut store = Store::new();
+        for p in &routine.method.params {
+            let ty = ty_of(&p.ty)?;
+            store.insert(p.name.name.clone(), self.ctx.world.fresh(&p.name.name, &ty));
+        }
+        for c in &routine.contract.clauses {
+            match &c.kind {
+                ClauseKind::Given(p) | ClauseKind::Yields(p) => {
+                    let ty = ty_of(&p.ty)?;
+                    store.insert(p.name.name.clone(), self.ctx.world.fresh(&p.name.name, &ty));
+                }
+                ClauseKind::LockInvariant(_) => {
+                    return Err(unsupported("lock invariants", c.span));
+                }
+                _ => {}
+            }
+        }
+        self.result_ty = match &routine.method.return_type {
+            Some(t) if t.kind != crate::syntax::TypeKind::Void => Some(ty_of(t)?),
+            _ => None,
+        };
+        self.set_vars(&store);
+        let pre = self.with_everywhere(routine.pre());
+        self.post = self.with_everywhere(routine.post());
+        let mut st = self.fresh_state(store);
+        let mut ev = eval(self.ctx, &st, true);
+        st.mask = assertion::inhale(&mut self.prover, &mut ev, st.mask, &pre, &[])?;
+        st.old = st.snapshot();
+        if self.prover.unreachable() {
+            self.trusted.push(Trusted {
+                what: format!(
+                    "`{}`: its precondition is unsatisfiable, so everything about its body holds vacuously",
+                    routine.method.name.name
+                ),
+                span: routine.span,
+            });
+        }
+        self.check_post_framing(&st)?;
+        match routine.body() {
+            MethodBody::Abstract => {
+                self.trusted.push(Trusted {
+                    what: format!(
+                        "`{}` has no body: its contract is assumed at every call",
+                        routine.method.name.name
+                    ),
+                    span: routine.span,
+                });
+            }
+            MethodBody::Expr(body) => {
+                let mut ev = eval(self.ctx, &st, true);
+                ev.defining = Some(routine.method.name.name.clone());
+                let v = ev.value(body)?;
+                self.flush(&mut ev);
+                self.exhale_post(st, Some(v))?;
+            }
+            MethodBody::Block(block) => {
+                if let Flow::Normal(st) = self.block(st, block)? {
+                    let failed = self
+                        .prover
+                        .obligations
+                        .iter()
+                        .any(|o| o.status != Status::Verified);
+                    // After a failure the checker assumes what failed: no vacuity claim then.
+                    if !failed && self.prover.unreachable() {
+                        self.warnings.push(Warning {
+                            message: format!(
+                                "the end of `{}` is unreachable: its postcondition holds vacuously",
+                                routine.method.name.name
+                            ),
+                            span: routine.span,
+                        });
+                    }
+                    self.exhale_post(st, None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The postcondition is self-framing: inhaled into an empty mask, every read is covered.
+    fn check_post_framing(&mut self, st: &State) -> Result<(), EncodeError> {
+        self.prover.push_scope();
+        let mut fresh = self.fresh_state(st.store.clone());
+        fresh.old = st.old.clone();
+        let mut ev = eval(self.ctx, &fresh, true);
+        ev.result = self
+            .result_ty
+            .as_ref()
+            .map(|t| self.ctx.world.fresh("result", t));
+        let r = assertion::inhale(
+            &mut self.prover,
+            &mut ev,
+            fresh.mask,
+            &self.post.clone(),
+            &[],
+        );
+        self.prover.pop_scope();
+        r.map(|_| ())
+    }
+
+    fn exhale_post(&mut self, st: State, result: Option<Value>) -> Result<(), EncodeError> {
+        let mut ev = eval(self.ctx, &st, false);
+        ev.result = result;
+        let post = self.post.clone();
+        assertion::exhale(
+            &mut self.prover,
+            &mut ev,
+            st.mask.clone(),
+            &post,
+            &[],
+            ObligationKind::PostconditionFailed,
+        )?;
+        Ok(())
+    }
+
+    /// Exhales `parts` (each an assertion list over a region) from `st`, all evaluated in `st`,
+    /// and forgets the heap where no permission is left.
+    fn exhale_state(
+        &mut self,
+        st: State,
+        parts: &[(Vec<&'p Expr>, Vec<RegionIter>)],
+        kind: ObligationKind,
+        ev_store: Option<Store>,
+    ) -> Result<State, EncodeError> {
+        let mut mask = st.mask.clone();
+        let mut removed = false;
+        for (exprs, region) in parts {
+            let mut ev = eval(self.ctx, &st, false);
+            if let Some(s) = &ev_store {
+                ev.store = s.clone();
+            }
+            let (m, r) = assertion::exhale(&mut self.prover, &mut ev, mask, exprs, region, kind)?;
+            mask = m;
+            removed |= r;
+        }
+        let heap = if removed {
+            st.heap.havoc_unowned(&self.ctx.world, &mask)
+        } else {
+            st.heap.clone()
+        };
+        Ok(State { heap, mask, ..st })
+    }
+
+    fn inhale_state(
+        &mut self,
+        mut st: State,
+        exprs: &[&'p Expr],
+        region: &[RegionIter],
+        definedness: bool,
+    ) -> Result<State, EncodeError> {
+        let mut ev = eval(self.ctx, &st, definedness);
+        st.mask = assertion::inhale(&mut self.prover, &mut ev, st.mask, exprs, region)?;
+        Ok(st)
+    }
+
+    // ----- statements -----
+
+    fn block(&mut self, mut st: State, block: &'p Block) -> Result<Flow, EncodeError> {
+        for s in &block.stmts {
+            match self.stmt(st, s)? {
+                Flow::Normal(n) => st = n,
+                Flow::Returned => return Ok(Flow::Returned),
+            }
+        }
+        Ok(Flow::Normal(st))
+    }
+
+    fn stmt(&mut self, mut st: State, s: &'p Stmt) -> Result<Flow, EncodeError> {
+        self.set_vars(&st.store);
+        match &s.kind {
+            StmtKind::LocalDecl { ty, vars } => {
+                let ty = ty_of(ty)?;
+                for v in vars {
+                    let value = match &v.init {
+                        Some(init) => {
+                            let (next, value) = self.rhs(st, init)?;
+                            st = next;
+                            value
+                        }
+                        None => self.ctx.world.fresh(&v.name.name, &ty),
+                    };
+                    st.store.insert(v.name.name.clone(), value);
+                }
+                Ok(Flow::Normal(st))
+            }
+            StmtKind::Assign { target, value } => {
+                let (st, v) = self.rhs(st, value)?;
+                Ok(Flow::Normal(self.assign(st, target, v)?))
+            }
+            StmtKind::Increment(target) | StmtKind::Decrement(target) => {
+                let mut ev = eval(self.ctx, &st, true);
+                let old = ev.int(target)?;
+                self.flush(&mut ev);
+                let one = Int::from_i64(1);
+                let new = if matches!(s.kind, StmtKind::Increment(_)) {
+                    Int::add(&[old, one])
+                } else {
+                    Int::sub(&[old, one])
+                };
+                Ok(Flow::Normal(self.assign(st, target, Value::int(new))?))
+            }
+            StmtKind::Expr(e) => {
+                let (st, _) = self.rhs(st, e)?;
+                Ok(Flow::Normal(st))
+            }
+            StmtKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => self.branch(st, cond, then_branch, else_branch.as_deref()),
+            StmtKind::While {
+                contract,
+                cond,
+                body,
+            } => self.exec_loop(st, contract, Some(cond), body, None),
+            StmtKind::For {
+                contract,
+                init,
+                cond,
+                update,
+                body,
+            } => {
+                if let Some(init) = init {
+                    match self.stmt(st, init)? {
+                        Flow::Normal(n) => st = n,
+                        Flow::Returned => return Ok(Flow::Returned),
+                    }
+                }
+                self.exec_loop(st, contract, cond.as_ref(), body, update.as_deref())
+            }
+            StmtKind::Block(b) => self.block(st, b),
+            StmtKind::Return(value) => {
+                if !self.pars.is_empty() {
+                    return Err(unsupported("`return` inside a par block", s.span));
+                }
+                let result = match value {
+                    Some(e) => {
+                        let (next, v) = self.rhs(st, e)?;
+                        st = next;
+                        Some(v)
+                    }
+                    None => None,
+                };
+                self.exhale_post(st, result)?;
+                Ok(Flow::Returned)
+            }
+            StmtKind::Par(group) => self.par(st, group),
+            StmtKind::Barrier(b) => self.barrier(st, b, s.span),
+            StmtKind::Assert(e) => {
+                // An asserted permission is checked, not taken away.
+                let mut ev = eval(self.ctx, &st, true);
+                assertion::exhale(
+                    &mut self.prover,
+                    &mut ev,
+                    st.mask.clone(),
+                    &[e],
+                    &[],
+                    ObligationKind::AssertFailed,
+                )?;
+                Ok(Flow::Normal(st))
+            }
+            StmtKind::Assume(e) => {
+                self.trusted.push(Trusted {
+                    what: "`assume`".to_string(),
+                    span: s.span,
+                });
+                Ok(Flow::Normal(self.inhale_state(st, &[e], &[], true)?))
+            }
+            StmtKind::Ghost(inner) => self.stmt(st, inner),
+            StmtKind::GpuOpt(_) => Ok(Flow::Normal(st)),
+            StmtKind::Invariant { .. }
+            | StmtKind::Atomic { .. }
+            | StmtKind::Lock(_)
+            | StmtKind::Unlock(_)
+            | StmtKind::Fold(_)
+            | StmtKind::Unfold(_) => Err(unsupported(
+                "this statement (invariants, atomics, locks and predicates are not encoded)",
+                s.span,
+            )),
+        }
+    }
+
+    /// Evaluates a right-hand side: a method call, an array allocation or an expression.
+    fn rhs(&mut self, st: State, e: &'p Expr) -> Result<(State, Value), EncodeError> {
+        match &e.kind {
+            ExprKind::Call {
+                receiver: None,
+                name,
+                args,
+                given,
+                yields,
+            } if self
+                .ctx
+                .program
+                .routine(&name.name)
+                .is_some_and(|r| !r.is_pure()) =>
+            {
+                if !yields.is_empty() {
+                    return Err(unsupported("`yields` arguments", e.span));
+                }
+                self.call(st, &name.name, args, given, e.span)
+            }
+            ExprKind::NewArray { elem, dims } if dims.len() == 1 => {
+                let elem = ty_of(elem)?;
+                let mut ev = eval(self.ctx, &st, true);
+                let n = ev.int(&dims[0])?;
+                self.flush(&mut ev);
+                self.prover.check(Check {
+                    goal: n.ge(Int::from_i64(0)),
+                    kind: ObligationKind::IndexNegative,
+                    span: dims[0].span,
+                });
+                self.allocate(st, elem, n)
+            }
+            _ => {
+                let mut ev = eval(self.ctx, &st, true);
+                let v = ev.value(e)?;
+                self.flush(&mut ev);
+                Ok((st, v))
+            }
+        }
+    }
+
+    /// A new array of `n` cells: a reference nobody holds anything of, with full permission to
+    /// its cells, which are zero (or false, or null).
+    fn allocate(&mut self, mut st: State, elem: Ty, n: Int) -> Result<(State, Value), EncodeError> {
+        let w = &self.ctx.world;
+        let r = Dynamic::fresh_const("new", &w.ref_sort);
+        let ty = Ty::Array(Box::new(elem.clone()));
+        let k = Int::fresh_const("k");
+        let nothing = super::expr::close(
+            std::slice::from_ref(&k),
+            &st.mask.amount(&r, &k).eq(real(0)),
+        );
+        self.prover.assume(r.eq(&w.null).not());
+        self.prover.assume(w.len_of(&r).eq(&n));
+        self.prover.assume(nothing);
+        let (rr, kk) = (r.clone(), n.clone());
+        let mask = st.mask.clone();
+        st.mask = Mask::from_fn(w, |r2, k2| {
+            let inside = Bool::and(&[r2.eq(&rr), k2.ge(Int::from_i64(0)), k2.lt(&kk)]);
+            inside.ite(&real(1), &mask.amount(r2, k2))
+        });
+        let zero: Dynamic = match &elem {
+            Ty::Int => Dynamic::from_ast(&Int::from_i64(0)),
+            Ty::Bool => Dynamic::from_ast(&Bool::from_bool(false)),
+            Ty::Perm => Dynamic::from_ast(&real(0)),
+            _ => w.null.clone(),
+        };
+        let kind = elem.heap_kind();
+        let k3 = Int::fresh_const("k");
+        let cell = st.heap.read(kind, &r, &k3);
+        let inside = Bool::and(&[k3.ge(Int::from_i64(0)), k3.lt(&n)]);
+        self.prover.assume(super::expr::close(
+            std::slice::from_ref(&k3),
+            &inside.implies(cell.eq(&zero)),
+        ));
+        Ok((
+            st,
+            Value {
+                term: Term::Ref(r),
+                ty,
+            },
+        ))
+    }
+
+    fn assign(&mut self, mut st: State, target: &'p Expr, v: Value) -> Result<State, EncodeError> {
+        match &target.kind {
+            ExprKind::Name(id) => {
+                let Some(old) = st.store.get(&id.name) else {
+                    return Err(EncodeError::UnboundName {
+                        name: id.name.clone(),
+                        span: target.span,
+                    });
+                };
+                let v = coerce(v, &old.ty, target.span)?;
+                st.store.insert(id.name.clone(), v);
+                Ok(st)
+            }
+            ExprKind::Index { .. } | ExprKind::Field { .. } => {
+                let mut ev = eval(self.ctx, &st, true);
+                let (r, i, ty) = ev.location(target)?;
+                self.flush(&mut ev);
+                self.prover.check(Check {
+                    goal: st.mask.amount(&r, &i).eq(real(1)),
+                    kind: ObligationKind::InsufficientWritePermission,
+                    span: target.span,
+                });
+                let v = coerce(v, &ty, target.span)?;
+                st.heap = st.heap.write(ty.heap_kind(), &r, &i, &v.term.as_dynamic());
+                Ok(st)
+            }
+            _ => Err(unsupported("assignment to this target", target.span)),
+        }
+    }
+
+    fn call(
+        &mut self,
+        st: State,
+        name: &str,
+        args: &'p [Expr],
+        given: &'p [crate::syntax::GhostArg],
+        span: Span,
+    ) -> Result<(State, Value), EncodeError> {
+        let callee = *self
+            .ctx
+            .program
+            .routine(name)
+            .expect("checked by the caller");
+        let mut ev = eval(self.ctx, &st, true);
+        let mut store = Store::new();
+        for (p, a) in callee.method.params.iter().zip(args) {
+            let ty = ty_of(&p.ty)?;
+            let v = coerce(ev.value(a)?, &ty, a.span)?;
+            store.insert(p.name.name.clone(), v);
+        }
+        for g in given {
+            store.insert(g.name.name.clone(), ev.value(&g.value)?);
+        }
+        self.flush(&mut ev);
+        for c in &callee.contract.clauses {
+            if let ClauseKind::Given(p) = &c.kind {
+                if !store.contains_key(&p.name.name) {
+                    // A ghost argument not passed: any value.
+                    let ty = ty_of(&p.ty)?;
+                    store.insert(p.name.name.clone(), self.ctx.world.fresh(&p.name.name, &ty));
+                }
+            }
+        }
+        let mut pre = callee.everywhere();
+        pre.extend(callee.pre());
+        let mut post = callee.everywhere();
+        post.extend(callee.post());
+        let before = st.snapshot();
+        let mut after = self.exhale_at(st, &pre, store.clone(), span)?;
+        let result = match &callee.method.return_type {
+            Some(t) if t.kind != crate::syntax::TypeKind::Void => {
+                self.ctx.world.fresh("result", &ty_of(t)?)
+            }
+            _ => Value::bool(Bool::from_bool(true)),
+        };
+        let mut ev = eval(self.ctx, &after, false);
+        ev.store = store.clone();
+        ev.old = Some(Snapshot { store, ..before });
+        ev.result = Some(result.clone());
+        after.mask = assertion::inhale(&mut self.prover, &mut ev, after.mask, &post, &[])?;
+        Ok((after, result))
+    }
+
+    /// Exhales a callee's precondition; failures are reported at the call.
+    fn exhale_at(
+        &mut self,
+        st: State,
+        pre: &[&'p Expr],
+        store: Store,
+        span: Span,
+    ) -> Result<State, EncodeError> {
+        let first = self.prover.obligations.len();
+        let st = self.exhale_state(
+            st,
+            &[(pre.to_vec(), Vec::new())],
+            ObligationKind::PreconditionFailed,
+            Some(store),
+        )?;
+        for o in &mut self.prover.obligations[first..] {
+            if o.kind == ObligationKind::PreconditionFailed
+                || o.kind == ObligationKind::InsufficientPermission
+            {
+                o.span = span;
+            }
+        }
+        Ok(st)
+    }
+
+    fn branch(
+        &mut self,
+        st: State,
+        cond: &'p Expr,
+        then_branch: &'p Stmt,
+        else_branch: Option<&'p Stmt>,
+    ) -> Result<Flow, EncodeError> {
+        let mut ev = eval(self.ctx, &st, true);
+        let c = ev.bool(cond)?;
+        self.flush(&mut ev);
+
+        self.prover.push_scope();
+        self.prover.assume(c.clone());
+        let a = self.stmt(st.clone(), then_branch)?;
+        let facts_a = Bool::and(&self.prover.pop_scope());
+
+        self.prover.push_scope();
+        self.prover.assume(c.not());
+        let b = match else_branch {
+            Some(e) => self.stmt(st.clone(), e)?,
+            None => Flow::Normal(st.clone()),
+        };
+        let facts_b = Bool::and(&self.prover.pop_scope());
+
+        Ok(match (a, b) {
+            (Flow::Normal(x), Flow::Normal(y)) => {
+                self.prover.assume(c.implies(&facts_a));
+                self.prover.assume(c.not().implies(&facts_b));
+                Flow::Normal(join(&c, x, y))
+            }
+            (Flow::Normal(x), Flow::Returned) => {
+                self.prover.assume(c);
+                self.prover.assume(facts_a);
+                Flow::Normal(x)
+            }
+            (Flow::Returned, Flow::Normal(y)) => {
+                self.prover.assume(c.not());
+                self.prover.assume(facts_b);
+                Flow::Normal(y)
+            }
+            (Flow::Returned, Flow::Returned) => Flow::Returned,
+        })
+    }
+
+    fn exec_loop(
+        &mut self,
+        st: State,
+        contract: &'p Contract,
+        cond: Option<&'p Expr>,
+        body: &'p Stmt,
+        update: Option<&'p Stmt>,
+    ) -> Result<Flow, EncodeError> {
+        for c in &contract.clauses {
+            if !matches!(
+                c.kind,
+                ClauseKind::LoopInvariant(_) | ClauseKind::Context(_)
+            ) {
+                return Err(unsupported(
+                    "this clause on a loop (only loop_invariant and context are encoded)",
+                    c.span,
+                ));
+            }
+        }
+        let invs = self.with_everywhere(clauses(contract, |k| match k {
+            ClauseKind::LoopInvariant(e) | ClauseKind::Context(e) => Some(e),
+            _ => None,
+        }));
+        let mut assigned = Vec::new();
+        assigned_locals(body, &mut assigned);
+        if let Some(u) = update {
+            assigned_locals(u, &mut assigned);
+        }
+        let havoc = |w: &World, st: &mut State| {
+            for name in &assigned {
+                if let Some(v) = st.store.get(name) {
+                    let fresh = w.fresh(name, &v.ty.clone());
+                    st.store.insert(name.clone(), fresh);
+                }
+            }
+        };
+
+        let st = self.exhale_state(
+            st,
+            &[(invs.clone(), Vec::new())],
+            ObligationKind::LoopInvariantNotEstablished,
+            None,
+        )?;
+
+        // The body, from the invariant alone.
+        self.prover.push_scope();
+        let mut inner = self.fresh_state(st.store.clone());
+        inner.old = st.old.clone();
+        havoc(&self.ctx.world, &mut inner);
+        self.set_vars(&inner.store);
+        let inner = self.inhale_state(inner, &invs, &[], true)?;
+        let c = self.condition(&inner, cond)?;
+        self.prover.assume(c);
+        let mut flow = self.stmt(inner, body)?;
+        if let (Flow::Normal(s), Some(u)) = (&flow, update) {
+            flow = self.stmt(s.clone(), u)?;
+        }
+        if let Flow::Normal(s) = flow {
+            self.exhale_state(
+                s,
+                &[(invs.clone(), Vec::new())],
+                ObligationKind::LoopInvariantNotMaintained,
+                None,
+            )?;
+        }
+        self.prover.pop_scope();
+
+        // After the loop: the frame, the invariant and the negated condition.
+        let mut after = st;
+        havoc(&self.ctx.world, &mut after);
+        let after = self.inhale_state(after, &invs, &[], false)?;
+        let c = self.condition(&after, cond)?;
+        self.prover.assume(c.not());
+        Ok(Flow::Normal(after))
+    }
+
+    fn condition(&mut self, st: &State, cond: Option<&'p Expr>) -> Result<Bool, EncodeError> {
+        match cond {
+            Some(c) => {
+                let mut ev = eval(self.ctx, st, true);
+                let b = ev.bool(c)?;
+                self.flush(&mut ev);
+                Ok(b)
+            }
+            None => Ok(Bool::from_bool(true)),
+        }
+    }
+
+    fn par(&mut self, st: State, group: &'p ParGroup) -> Result<Flow, EncodeError> {
+        let mut blocks = Vec::new();
+        for block in &group.blocks {
+            let mut ev = eval(self.ctx, &st, true);
+            let mut iters = Vec::new();
+            for it in &block.iters {
+                if !matches!(it.ty.kind, crate::syntax::TypeKind::Int) {
+                    return Err(unsupported(
+                        "a par iterator that is not an `int`",
+                        it.ty.span,
+                    ));
+                }
+                let lo = ev.int(&it.lo)?;
+                let hi = ev.int(&it.hi)?;
+                iters.push(RegionIter {
+                    name: it.name.name.clone(),
+                    lo,
+                    hi,
+                });
+            }
+            self.flush(&mut ev);
+            let pre = self.with_everywhere(clauses(&block.contract, |k| match k {
+                ClauseKind::Requires(e) | ClauseKind::Context(e) => Some(e),
+                _ => None,
+            }));
+            let post = self.with_everywhere(clauses(&block.contract, |k| match k {
+                ClauseKind::Ensures(e) | ClauseKind::Context(e) => Some(e),
+                _ => None,
+            }));
+            for c in &block.contract.clauses {
+                if !matches!(
+                    c.kind,
+                    ClauseKind::Requires(_) | ClauseKind::Ensures(_) | ClauseKind::Context(_)
+                ) {
+                    return Err(unsupported("this clause on a par block", c.span));
+                }
+            }
+            blocks.push((block, iters, pre, post));
+        }
+
+        // One arbitrary thread of each block, from an empty heap.
+        for (block, iters, pre, post) in &blocks {
+            self.prover.push_scope();
+            let mut store = st.store.clone();
+            for it in iters {
+                let t = Int::fresh_const(&it.name);
+                self.prover.assume(Bool::and(&[it.lo.le(&t), t.lt(&it.hi)]));
+                store.insert(it.name.clone(), Value::int(t));
+            }
+            let thread = self.fresh_state(store);
+            self.set_vars(&thread.store);
+            let mut thread = self.inhale_state(thread, pre, &[], true)?;
+            thread.old = thread.snapshot();
+            self.pars.push(ParFrame {
+                label: block.label.as_ref().map(|l| l.name.clone()),
+                iters: iters.clone(),
+            });
+            let flow = self.block(thread, &block.body);
+            self.pars.pop();
+            if let Flow::Normal(end) = flow? {
+                self.exhale_state(
+                    end,
+                    &[(post.clone(), Vec::new())],
+                    ObligationKind::ParPostconditionFailed,
+                    None,
+                )?;
+            }
+            self.prover.pop_scope();
+        }
+
+        // The caller: all threads' preconditions out, all postconditions in.
+        let before = st.snapshot();
+        let parts: Vec<_> = blocks
+            .iter()
+            .map(|(_, iters, pre, _)| (pre.clone(), iters.clone()))
+            .collect();
+        let mut after =
+            self.exhale_state(st, &parts, ObligationKind::ParPreconditionFailed, None)?;
+        for (_, iters, _, post) in &blocks {
+            let mut ev = eval(self.ctx, &after, false);
+            ev.old = Some(before.clone());
+            after.mask = assertion::inhale(&mut self.prover, &mut ev, after.mask, post, iters)?;
+        }
+        Ok(Flow::Normal(after))
+    }
+
+    fn barrier(&mut self, st: State, b: &'p Barrier, span: Span) -> Result<Flow, EncodeError> {
+        let Some(frame) = self
+            .pars
+            .iter()
+            .rev()
+            .find(|f| f.label.as_deref() == Some(b.label.name.as_str()))
+        else {
+            return Err(unsupported(
+                "a barrier outside the par block it names",
+                b.label.span,
+            ));
+        };
+        let iters = frame.iters.clone();
+        if !b.body.stmts.is_empty() || !b.invariants.is_empty() {
+            return Err(unsupported("a barrier with a body or invariants", span));
+        }
+        let pre = self.with_everywhere(clauses(&b.contract, |k| match k {
+            ClauseKind::Requires(e) | ClauseKind::Context(e) => Some(e),
+            _ => None,
+        }));
+        let post = self.with_everywhere(clauses(&b.contract, |k| match k {
+            ClauseKind::Ensures(e) | ClauseKind::Context(e) => Some(e),
+            _ => None,
+        }));
+
+        // Each side is self-framing.
+        for side in [&pre, &post] {
+            self.prover.push_scope();
+            let fresh = self.fresh_state(st.store.clone());
+            let r = self.inhale_state(fresh, side, &[], true);
+            self.prover.pop_scope();
+            r?;
+        }
+
+        // Global: all threads' preconditions justify all postconditions, with nothing else.
+        self.prover.push_scope();
+        let fresh = self.fresh_state(st.store.clone());
+        let global = self.inhale_state(fresh, &pre, &iters, false)?;
+        let r = self.exhale_state(
+            global,
+            &[(post.clone(), iters.clone())],
+            ObligationKind::BarrierNotJustified,
+            None,
+        );
+        self.prover.pop_scope();
+        r?;
+
+        // Local: this thread gives up the precondition and receives the postcondition.
+        let st = self.exhale_state(
+            st,
+            &[(pre, Vec::new())],
+            ObligationKind::BarrierPreconditionFailed,
+            None,
+        )?;
+        Ok(Flow::Normal(self.inhale_state(st, &post, &[], false)?))
+    }
+}
+
+/// The join of two states after an `if`: `c ? a : b` everywhere.
+fn join(c: &Bool, a: State, b: State) -> State {
+    let mut store = Store::new();
+    for (name, va) in &a.store {
+        if let Some(vb) = b.store.get(name) {
+            store.insert(
+                name.clone(),
+                Value {
+                    term: Term::ite(c, &va.term, &vb.term),
+                    ty: va.ty.clone(),
+                },
+            );
+        }
+    }
+    State {
+        store,
+        heap: Heap::ite(c, &a.heap, &b.heap),
+        mask: Mask::ite(c, &a.mask, &b.mask),
+        old: a.old,
+    }
+}
+
+/// Converts an int to a fraction where a fraction is expected; otherwise the value as is.
+fn coerce(v: Value, ty: &Ty, span: Span) -> Result<Value, EncodeError> {
+    match (&v.term, ty) {
+        (Term::Int(i), Ty::Perm) => Ok(Value {
+            term: Term::Real(z3::ast::Real::from_int(i)),
+            ty: Ty::Perm,
+        }),
+        (Term::Int(_), Ty::Int)
+        | (Term::Bool(_), Ty::Bool)
+        | (Term::Real(_), Ty::Perm)
+        | (Term::Ref(_), Ty::Array(_) | Ty::Object(_) | Ty::Null) => Ok(Value {
+            term: v.term,
+            ty: if v.ty == Ty::Null { ty.clone() } else { v.ty },
+        }),
+        _ => Err(EncodeError::IllSorted {
+            expected: format!("{ty:?}"),
+            found: format!("{:?}", v.ty),
+            span,
+        }),
+    }
+}
+
+/// Locals a statement may assign (syntactically; declarations inside it are its own).
+fn assigned_locals(s: &Stmt, out: &mut Vec<String>) {
+    let mut add = |e: &Expr| {
+        if let ExprKind::Name(id) = &e.kind {
+            if !out.contains(&id.name) {
+                out.push(id.name.clone());
+            }
+        }
+    };
+    match &s.kind {
+        StmtKind::Assign { target, .. } => add(target),
+        StmtKind::Increment(t) | StmtKind::Decrement(t) => add(t),
+        StmtKind::If {
+            then_branch,
+            else_branch,
+            ..
+        } => {
+            assigned_locals(then_branch, out);
+            if let Some(e) = else_branch {
+                assigned_locals(e, out);
+            }
+        }
+        StmtKind::While { body, .. } => assigned_locals(body, out),
+        StmtKind::For {
+            init, update, body, ..
+        } => {
+            for x in [init, update].into_iter().flatten() {
+                assigned_locals(x, out);
+            }
+            assigned_locals(body, out);
+        }
+        StmtKind::Block(b) => {
+            for x in &b.stmts {
+                assigned_locals(x, out);
+            }
+        }
+        StmtKind::Ghost(x) => assigned_locals(x, out),
+        StmtKind::Par(g) => {
+            for b in &g.blocks {
+                for x in &b.body.stmts {
+                    assigned_locals(x, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Declares every pure function and assumes its definition where that is sound: the body has
+/// an encoding and every recursive call decreases a non-negative integer parameter.
+fn declare_functions(
+    world: &World,
+    program: &ProgramInfo<'_>,
+    prover: &mut SolverProver,
+    warnings: &mut Vec<Warning>,
+) -> Functions {
+    let mut functions = Functions::new();
+    for f in program.functions() {
+        let params: Result<Vec<(String, Ty)>, _> = f
+            .method
+            .params
+            .iter()
+            .map(|p| ty_of(&p.ty).map(|t| (p.name.name.clone(), t)))
+            .collect();
+        let ret = f.method.return_type.as_ref().map(ty_of);
+        let (Ok(params), Some(Ok(ret))) = (params, ret) else {
+            continue;
+        };
+        let sorts: Vec<z3::Sort> = params
+            .iter()
+            .map(|(_, t)| world.fresh("s", t).term.as_dynamic().get_sort())
+            .collect();
+        let sort_refs: Vec<&z3::Sort> = sorts.iter().collect();
+        let ret_sort = world.fresh("s", &ret).term.as_dynamic().get_sort();
+        let name = &f.method.name.name;
+        functions.insert(
+            name.clone(),
+            FunctionDecl {
+                full: z3::FuncDecl::new(format!("fn_{name}"), &sort_refs, &ret_sort),
+                limited: z3::FuncDecl::new(format!("fn_{name}_limited"), &sort_refs, &ret_sort),
+                params,
+                ret,
+            },
+        );
+    }
+    for f in program.functions() {
+        let name = &f.method.name.name;
+        let MethodBody::Expr(body) = &f.method.body else {
+            continue;
+        };
+        let Some(decl) = functions.get(name) else {
+            continue;
+        };
+        match definition(world, program, &functions, decl, f, body) {
+            Ok((axioms, terminates)) => {
+                prover.assume(axioms.0);
+                if terminates {
+                    prover.assume(axioms.1);
+                } else {
+                    warnings.push(Warning {
+                        message: format!(
+                            "the definition of `{name}` is not used: its recursion is not proved to terminate (no non-negative integer parameter decreases at every recursive call)"
+                        ),
+                        span: f.span,
+                    });
+                }
+            }
+            Err(e) => warnings.push(Warning {
+                message: format!("the definition of `{name}` is not used: {e}"),
+                span: f.span,
+            }),
+        }
+    }
+    functions
+}
+
+type Axioms = (Bool, Bool);
+
+fn definition(
+    world: &World,
+    program: &ProgramInfo<'_>,
+    functions: &Functions,
+    decl: &FunctionDecl,
+    f: &Routine<'_>,
+    body: &Expr,
+) -> Result<(Axioms, bool), EncodeError> {
+    let name = &f.method.name.name;
+    let mut store = Store::new();
+    let mut xs = Vec::new();
+    for (p, t) in &decl.params {
+        let v = world.fresh(p, t);
+        xs.push(v.term.as_dynamic());
+        store.insert(p.clone(), v);
+    }
+    let decls = Decls {
+        world,
+        program: Some(program),
+        functions: Some(functions),
+    };
+    let mut ev = Eval::new(decls, store.clone());
+    ev.defining = Some(name.clone());
+    let mut pre = Vec::new();
+    for p in f.pre() {
+        pre.push(ev.bool(p)?);
+    }
+    ev.recursive_calls.clear();
+    let value = ev.value(body)?;
+    let calls = std::mem::take(&mut ev.recursive_calls);
+    let args: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
+    let full = decl.full.apply(&args);
+    let limited = decl.limited.apply(&args);
+    let pattern = z3::Pattern::new(&[&full as &dyn Ast]);
+    let ax1 = z3::ast::forall_const(&args, &[&pattern], &full.eq(&limited));
+    let pre = Bool::and(&pre);
+    let ax2 = z3::ast::forall_const(
+        &args,
+        &[&pattern],
+        &pre.implies(full.eq(value.term.as_dynamic())),
+    );
+    let terminates = calls.is_empty() || decreases(&decl.params, &store, &pre, &calls);
+    Ok(((ax1, ax2), terminates))
+}
+
+/// Some integer parameter is non-negative and strictly larger than its argument at every
+/// recursive call (under the call's path condition and the precondition).
+fn decreases(
+    params: &[(String, Ty)],
+    store: &Store,
+    pre: &Bool,
+    calls: &[(Bool, Vec<Value>)],
+) -> bool {
+    let solver = Solver::new();
+    let mut p = Params::new();
+    p.set_u32("rlimit", 2_000_000);
+    solver.set_params(&p);
+    params.iter().enumerate().any(|(k, (name, ty))| {
+        if *ty != Ty::Int {
+            return false;
+        }
+        let Some(Term::Int(x)) = store.get(name).map(|v| v.term.clone()) else {
+            return false;
+        };
+        calls.iter().all(|(guard, args)| {
+            let Some(Term::Int(a)) = args.get(k).map(|v| v.term.clone()) else {
+                return false;
+            };
+            let goal = Bool::and(&[pre.clone(), guard.clone()])
+                .implies(Bool::and(&[x.ge(Int::from_i64(0)), a.lt(&x)]));
+            solver.push();
+            solver.assert(goal.not());
+            let ok = solver.check() == SatResult::Unsat;
+            solver.pop(1);
+            ok
+        })
+    })
+}

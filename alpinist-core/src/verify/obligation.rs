@@ -1,0 +1,150 @@
+//! What the checker proves and reports: obligation kinds (in VerCors' words), statuses, and the
+//! per-method and per-file results.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+use z3::ast::Bool;
+
+use crate::syntax::Span;
+
+/// The kind of a proof obligation; its text is how VerCors words the failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObligationKind {
+    AssertFailed,
+    PostconditionFailed,
+    PreconditionFailed,
+    FunctionPreconditionFailed,
+    LoopInvariantNotEstablished,
+    LoopInvariantNotMaintained,
+    ParPreconditionFailed,
+    ParPostconditionFailed,
+    BarrierPreconditionFailed,
+    BarrierNotJustified,
+    InsufficientPermission,
+    InsufficientWritePermission,
+    NullDereference,
+    IndexNegative,
+    IndexTooLarge,
+    DivisionByZero,
+    NegativePermission,
+    NotInjective,
+}
+
+impl ObligationKind {
+    /// The stable diagnostic code of a failure of this kind (E06xx).
+    pub fn code(self) -> &'static str {
+        use ObligationKind::*;
+        match self {
+            AssertFailed => "E0601",
+            PostconditionFailed => "E0602",
+            PreconditionFailed => "E0603",
+            FunctionPreconditionFailed => "E0604",
+            LoopInvariantNotEstablished => "E0605",
+            LoopInvariantNotMaintained => "E0606",
+            ParPreconditionFailed => "E0607",
+            ParPostconditionFailed => "E0608",
+            BarrierPreconditionFailed => "E0609",
+            BarrierNotJustified => "E0610",
+            InsufficientPermission => "E0611",
+            InsufficientWritePermission => "E0612",
+            NullDereference => "E0613",
+            IndexNegative => "E0614",
+            IndexTooLarge => "E0615",
+            DivisionByZero => "E0616",
+            NegativePermission => "E0617",
+            NotInjective => "E0618",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        use ObligationKind::*;
+        match self {
+            AssertFailed => "assertion may not hold",
+            PostconditionFailed => "postcondition may not hold",
+            PreconditionFailed => "precondition of the call may not hold",
+            FunctionPreconditionFailed => "precondition of the function application may not hold",
+            LoopInvariantNotEstablished => "loop invariant may not hold on entry",
+            LoopInvariantNotMaintained => "loop invariant may not be maintained",
+            ParPreconditionFailed => "precondition of the par block may not hold",
+            ParPostconditionFailed => "postcondition of the par block may not hold",
+            BarrierPreconditionFailed => "barrier precondition may not hold",
+            BarrierNotJustified => {
+                "barrier postcondition is not justified by the preconditions of all threads"
+            }
+            InsufficientPermission => "there may be insufficient permission to access this",
+            InsufficientWritePermission => {
+                "there may be insufficient permission to write this (write permission needed)"
+            }
+            NullDereference => "the reference may be null",
+            IndexNegative => "the index may be negative",
+            IndexTooLarge => "the index may exceed the length of the array",
+            DivisionByZero => "the divisor may be zero",
+            NegativePermission => "the permission amount may be negative",
+            NotInjective => {
+                "the quantified permission may not be injective: two values of the bound \
+                 variables may name the same location"
+            }
+        }
+    }
+}
+
+impl fmt::Display for ObligationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+/// One goal to prove in the current state, closed over its quantifier binders.
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub goal: Bool,
+    pub kind: ObligationKind,
+    pub span: Span,
+}
+
+/// How an obligation ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Status {
+    Verified,
+    /// Z3's counterexample: values of the locals involved, as (name, value).
+    Failed {
+        model: Vec<(String, String)>,
+    },
+    /// Z3 gave up (never counted as verified).
+    Unknown {
+        reason: String,
+    },
+}
+
+/// A checked obligation.
+#[derive(Clone, Debug, Serialize)]
+pub struct Obligation {
+    pub kind: ObligationKind,
+    pub span: Span,
+    #[serde(flatten)]
+    pub status: Status,
+    #[serde(serialize_with = "millis")]
+    pub time: Duration,
+}
+
+fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
+/// Something the verdict takes on trust.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Trusted {
+    pub what: String,
+    pub span: Span,
+}
+
+/// A warning that does not change the verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    pub message: String,
+    pub span: Span,
+}

@@ -1,0 +1,341 @@
+//! The symbolic state of the checker: values and their types, the heap and the permission mask
+//! as Z3 arrays, and the per-context declarations every state shares ([`World`]).
+//!
+//! Encoding (design.md, "The checker"): a location is a pair (reference, integer). Array cell
+//! `a[i]` is `(a, i)`; field `f` of an object is `(o, -1 - id(f))`, a negative index no array
+//! cell can have (every cell access is bounds-checked). The heap is one curried Z3 array per
+//! value sort, `Ref → (Int → T)`, and the mask one `Ref → (Int → Real)`: keyed by the
+//! *reference*, never by a variable name, so two parameters that alias share their cells.
+
+use std::collections::BTreeMap;
+
+use z3::ast::{self, Array, Ast, Bool, Dynamic, Int, Real};
+use z3::{FuncDecl, Sort as Z3Sort};
+
+/// A value type of the checker (what a PVL type means here).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ty {
+    Int,
+    Bool,
+    /// `frac`, `zfrac`, `rational` and permission amounts: Z3 reals.
+    Perm,
+    /// An array reference with its element type.
+    Array(Box<Ty>),
+    /// An object reference of the named class.
+    Object(String),
+    /// The type of `null`: compatible with every reference type.
+    Null,
+}
+
+impl Ty {
+    pub fn is_ref(&self) -> bool {
+        matches!(self, Ty::Array(_) | Ty::Object(_) | Ty::Null)
+    }
+
+    /// The heap a location holding this type lives in.
+    pub fn heap_kind(&self) -> HeapKind {
+        match self {
+            Ty::Int => HeapKind::Int,
+            Ty::Bool => HeapKind::Bool,
+            Ty::Perm => HeapKind::Perm,
+            Ty::Array(_) | Ty::Object(_) | Ty::Null => HeapKind::Ref,
+        }
+    }
+}
+
+/// A Z3 term of one of the checker's sorts. Belongs to the Z3 context of the thread that built
+/// it.
+#[derive(Clone, Debug)]
+pub enum Term {
+    Int(Int),
+    Bool(Bool),
+    Real(Real),
+    Ref(Dynamic),
+}
+
+impl Term {
+    pub fn as_dynamic(&self) -> Dynamic {
+        match self {
+            Term::Int(t) => Dynamic::from_ast(t),
+            Term::Bool(t) => Dynamic::from_ast(t),
+            Term::Real(t) => Dynamic::from_ast(t),
+            Term::Ref(t) => t.clone(),
+        }
+    }
+
+    /// `cond ? self : other`, both of the same sort (callers pair values of one type).
+    pub fn ite(cond: &Bool, a: &Term, b: &Term) -> Term {
+        match (a, b) {
+            (Term::Int(x), Term::Int(y)) => Term::Int(cond.ite(x, y)),
+            (Term::Bool(x), Term::Bool(y)) => Term::Bool(cond.ite(x, y)),
+            (Term::Real(x), Term::Real(y)) => Term::Real(cond.ite(x, y)),
+            _ => Term::Ref(cond.ite(&a.as_dynamic(), &b.as_dynamic())),
+        }
+    }
+}
+
+/// A typed value.
+#[derive(Clone, Debug)]
+pub struct Value {
+    pub term: Term,
+    pub ty: Ty,
+}
+
+impl Value {
+    pub fn int(t: Int) -> Value {
+        Value {
+            term: Term::Int(t),
+            ty: Ty::Int,
+        }
+    }
+
+    pub fn bool(t: Bool) -> Value {
+        Value {
+            term: Term::Bool(t),
+            ty: Ty::Bool,
+        }
+    }
+}
+
+/// Local variables (and parameters) → their current values.
+pub type Store = BTreeMap<String, Value>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HeapKind {
+    Int,
+    Bool,
+    Perm,
+    Ref,
+}
+
+const HEAP_KINDS: [HeapKind; 4] = [HeapKind::Int, HeapKind::Bool, HeapKind::Perm, HeapKind::Ref];
+
+/// One curried array per value sort.
+#[derive(Clone, Debug)]
+pub struct Heap {
+    arrays: Vec<Array>,
+}
+
+impl Heap {
+    /// A heap about which nothing is known.
+    pub fn fresh(world: &World) -> Heap {
+        Heap {
+            arrays: HEAP_KINDS
+                .iter()
+                .map(|&k| {
+                    Array::fresh_const(
+                        "heap",
+                        &world.ref_sort,
+                        &Z3Sort::array(&Z3Sort::int(), &world.value_sort(k)),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    pub fn read(&self, kind: HeapKind, r: &Dynamic, i: &Int) -> Dynamic {
+        cell(&self.arrays[kind as usize], r, i)
+    }
+
+    pub fn write(&self, kind: HeapKind, r: &Dynamic, i: &Int, v: &Dynamic) -> Heap {
+        let mut h = self.clone();
+        h.arrays[kind as usize] = store_cell(&self.arrays[kind as usize], r, i, v);
+        h
+    }
+
+    /// `cond ? self : other`, array by array.
+    pub fn ite(cond: &Bool, a: &Heap, b: &Heap) -> Heap {
+        Heap {
+            arrays: a
+                .arrays
+                .iter()
+                .zip(&b.arrays)
+                .map(|(x, y)| cond.ite(x, y))
+                .collect(),
+        }
+    }
+
+    /// Keeps the value of every location where `mask` holds a positive amount and forgets the
+    /// others (after an exhale: what nobody here has permission to may change).
+    pub fn havoc_unowned(&self, world: &World, mask: &Mask) -> Heap {
+        let fresh = Heap::fresh(world);
+        let r = Dynamic::fresh_const("r", &world.ref_sort);
+        let k = Int::fresh_const("k");
+        let owned = mask.amount(&r, &k).gt(Real::from_int(&Int::from_i64(0)));
+        Heap {
+            arrays: self
+                .arrays
+                .iter()
+                .zip(&fresh.arrays)
+                .map(|(old, new)| {
+                    let body = owned.ite(&cell(old, &r, &k), &cell(new, &r, &k));
+                    curried_lambda(&r, &k, &body)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The permission mask: an amount (a real) per location.
+#[derive(Clone, Debug)]
+pub struct Mask {
+    pub array: Array,
+}
+
+impl Mask {
+    /// No permission anywhere.
+    pub fn empty(world: &World) -> Mask {
+        let zero = Real::from_int(&Int::from_i64(0));
+        let row = Array::const_array(&Z3Sort::int(), &zero);
+        Mask {
+            array: Array::const_array(&world.ref_sort, &row),
+        }
+    }
+
+    pub fn amount(&self, r: &Dynamic, i: &Int) -> Real {
+        cell(&self.array, r, i)
+            .as_real()
+            .expect("mask cells are reals")
+    }
+
+    pub fn set(&self, r: &Dynamic, i: &Int, v: &Real) -> Mask {
+        Mask {
+            array: store_cell(&self.array, r, i, &Dynamic::from_ast(v)),
+        }
+    }
+
+    /// The mask `λ(r, k). f(r, k)` for fresh bound constants `r`, `k` given to `f`.
+    pub fn from_fn(world: &World, f: impl FnOnce(&Dynamic, &Int) -> Real) -> Mask {
+        let r = Dynamic::fresh_const("r", &world.ref_sort);
+        let k = Int::fresh_const("k");
+        let body = Dynamic::from_ast(&f(&r, &k));
+        Mask {
+            array: curried_lambda(&r, &k, &body),
+        }
+    }
+
+    pub fn ite(cond: &Bool, a: &Mask, b: &Mask) -> Mask {
+        Mask {
+            array: cond.ite(&a.array, &b.array),
+        }
+    }
+}
+
+fn cell(array: &Array, r: &Dynamic, i: &Int) -> Dynamic {
+    array
+        .select(r)
+        .as_array()
+        .expect("heap rows are arrays")
+        .select(i)
+}
+
+fn store_cell(array: &Array, r: &Dynamic, i: &Int, v: &Dynamic) -> Array {
+    let row = array.select(r).as_array().expect("heap rows are arrays");
+    array.store(r, &row.store(i, v))
+}
+
+pub fn curried_lambda(r: &Dynamic, k: &Int, body: &Dynamic) -> Array {
+    let inner = ast::lambda_const(&[k as &dyn Ast], body);
+    ast::lambda_const(&[r as &dyn Ast], &Dynamic::from_ast(&inner))
+}
+
+/// Heap, mask and store at one point: what `\old` refers to.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub store: Store,
+    pub heap: Heap,
+    pub mask: Mask,
+}
+
+/// Declarations shared by every state of one obligation context (one method's check).
+pub struct World {
+    pub ref_sort: Z3Sort,
+    pub null: Dynamic,
+    /// `len(r)`: the length of the array `r`.
+    pub len: FuncDecl,
+    /// Integer `/` and `%` outside the case every semantics agrees on (see `expr.rs`).
+    pub div_other: FuncDecl,
+    pub mod_other: FuncDecl,
+}
+
+impl World {
+    pub fn new() -> World {
+        let ref_sort = Z3Sort::uninterpreted("Ref".into());
+        let int = Z3Sort::int();
+        World {
+            null: Dynamic::new_const("null", &ref_sort),
+            len: FuncDecl::new("len", &[&ref_sort], &int),
+            div_other: FuncDecl::new("div_unspecified", &[&int, &int], &int),
+            mod_other: FuncDecl::new("mod_unspecified", &[&int, &int], &int),
+            ref_sort,
+        }
+    }
+
+    pub fn value_sort(&self, kind: HeapKind) -> Z3Sort {
+        match kind {
+            HeapKind::Int => Z3Sort::int(),
+            HeapKind::Bool => Z3Sort::bool(),
+            HeapKind::Perm => Z3Sort::real(),
+            HeapKind::Ref => self.ref_sort.clone(),
+        }
+    }
+
+    pub fn len_of(&self, r: &Dynamic) -> Int {
+        self.len
+            .apply(&[r as &dyn Ast])
+            .as_int()
+            .expect("len is an int")
+    }
+
+    /// Facts true in every state: lengths are non-negative.
+    pub fn axioms(&self) -> Vec<Bool> {
+        let r = Dynamic::fresh_const("r", &self.ref_sort);
+        let len = self.len_of(&r);
+        let pattern = z3::Pattern::new(&[&len as &dyn Ast]);
+        vec![ast::forall_const(
+            &[&r as &dyn Ast],
+            &[&pattern],
+            &len.ge(Int::from_i64(0)),
+        )]
+    }
+
+    /// A fresh constant of the sort of `ty`.
+    pub fn fresh(&self, name: &str, ty: &Ty) -> Value {
+        let term = match ty {
+            Ty::Int => Term::Int(Int::fresh_const(name)),
+            Ty::Bool => Term::Bool(Bool::fresh_const(name)),
+            Ty::Perm => Term::Real(Real::fresh_const(name)),
+            Ty::Array(_) | Ty::Object(_) | Ty::Null => {
+                Term::Ref(Dynamic::fresh_const(name, &self.ref_sort))
+            }
+        };
+        Value {
+            term,
+            ty: ty.clone(),
+        }
+    }
+}
+
+impl Default for World {
+    fn default() -> Self {
+        World::new()
+    }
+}
+
+/// The term of a heap cell as a value of `ty`.
+pub fn value_of(ty: &Ty, d: Dynamic) -> Value {
+    let term = match ty {
+        Ty::Int => Term::Int(d.as_int().expect("int cell")),
+        Ty::Bool => Term::Bool(d.as_bool().expect("bool cell")),
+        Ty::Perm => Term::Real(d.as_real().expect("real cell")),
+        Ty::Array(_) | Ty::Object(_) | Ty::Null => Term::Ref(d),
+    };
+    Value {
+        term,
+        ty: ty.clone(),
+    }
+}
+
+pub fn real(n: i64) -> Real {
+    Real::from_int(&Int::from_i64(n))
+}
