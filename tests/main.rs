@@ -5,3 +5,4 @@ mod common;
 mod diagnostics;
 mod properties;
 mod roundtrip;
+mod verify;

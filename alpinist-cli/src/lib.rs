@@ -49,6 +49,9 @@ enum Command {
         /// Obligations checked in parallel.
         #[arg(long, value_name = "N")]
         jobs: Option<usize>,
+        /// Z3's deterministic resource budget per obligation (same verdict on any machine).
+        #[arg(long, value_name = "UNITS")]
+        rlimit: Option<u32>,
     },
     /// Apply the file's `gpuopt` annotations and/or the flags, then reverify.
     #[command(alias = "optimize")]
@@ -134,12 +137,14 @@ pub fn main() -> ExitCode {
             json,
             timeout,
             jobs,
+            rlimit,
         } => commands::verify::run(
             &files,
             &commands::verify::Options {
                 json,
                 timeout,
                 jobs,
+                rlimit,
             },
         ),
         Command::Optimise { file, .. } => {

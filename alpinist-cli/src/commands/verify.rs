@@ -19,6 +19,7 @@ pub struct Options {
     pub json: bool,
     pub timeout: Option<f64>,
     pub jobs: Option<usize>,
+    pub rlimit: Option<u32>,
 }
 
 /// A failed or unknown obligation as a diagnostic (its code depends on the obligation's kind,
@@ -57,7 +58,7 @@ pub fn run(files: &[PathBuf], options: &Options) -> Exit {
             .timeout
             .filter(|s| s.is_finite() && *s > 0.0)
             .map(|s| (s * 1000.0).min(u32::MAX as f64) as u32),
-        ..Limits::default()
+        rlimit: options.rlimit.unwrap_or(Limits::DEFAULT_RLIMIT),
     };
     let jobs = options.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()

@@ -34,9 +34,13 @@ use super::program::{clauses, ty_of, ProgramInfo, Routine};
 use super::solver::{model_value, Limits};
 use super::state::{real, Heap, Mask, Snapshot, Store, Term, Ty, Value, World};
 
+/// Z3's budget for the reachability checks behind vacuity warnings.
+const REACHABILITY_RLIMIT: u32 = 50_000;
+
 /// The solver of one method, with everything it has checked.
 pub struct SolverProver {
     solver: Solver,
+    limits: Limits,
     /// Facts assumed since each open branch point, innermost last.
     frames: Vec<Vec<Bool>>,
     pub obligations: Vec<Obligation>,
@@ -50,6 +54,7 @@ impl SolverProver {
         solver.set_params(&limits.params());
         SolverProver {
             solver,
+            limits: *limits,
             frames: vec![Vec::new()],
             obligations: Vec::new(),
             vars: Vec::new(),
@@ -67,10 +72,16 @@ impl SolverProver {
     }
 
     /// Whether the current path is provably unreachable (its facts contradict each other).
+    /// Best effort, for warnings: a small budget, and "don't know" counts as reachable
+    /// (satisfiability with quantified axioms is where Z3 is slowest).
     fn unreachable(&self) -> bool {
+        let mut small = Params::new();
+        small.set_u32("rlimit", REACHABILITY_RLIMIT);
+        self.solver.set_params(&small);
         self.solver.push();
         let r = self.solver.check();
         self.solver.pop(1);
+        self.solver.set_params(&self.limits.params());
         r == SatResult::Unsat
     }
 
@@ -355,6 +366,13 @@ impl<'c, 'p> Verifier<'c, 'p> {
 
     /// The postcondition is self-framing: inhaled into an empty mask, every read is covered.
     fn check_post_framing(&mut self, st: &State) -> Result<(), EncodeError> {
+        let post = self.post.clone();
+        self.check_framing(st, &post)
+    }
+
+    /// `assertions` are self-framing: inhaled into an empty mask and a heap about which nothing
+    /// is known (with `\old` meaning `st`'s old state), every read is covered.
+    fn check_framing(&mut self, st: &State, assertions: &[&'p Expr]) -> Result<(), EncodeError> {
         self.prover.push_scope();
         let mut fresh = self.fresh_state(st.store.clone());
         fresh.old = st.old.clone();
@@ -363,13 +381,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             .result_ty
             .as_ref()
             .map(|t| self.ctx.world.fresh("result", t));
-        let r = assertion::inhale(
-            &mut self.prover,
-            &mut ev,
-            fresh.mask,
-            &self.post.clone(),
-            &[],
-        );
+        let r = assertion::inhale(&mut self.prover, &mut ev, fresh.mask, assertions, &[]);
         self.prover.pop_scope();
         r.map(|_| ())
     }
@@ -933,6 +945,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             self.set_vars(&thread.store);
             let mut thread = self.inhale_state(thread, pre, &[], true)?;
             thread.old = thread.snapshot();
+            self.check_framing(&thread, post)?;
             self.pars.push(ParFrame {
                 label: block.label.as_ref().map(|l| l.name.clone()),
                 iters: iters.clone(),
