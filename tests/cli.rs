@@ -104,7 +104,6 @@ fn usage_errors_exit_2() {
 fn subcommands_not_landed_yet_say_so_with_exit_2() {
     let example = relative(&pvl_files("examples")[0]);
     for args in [
-        vec!["verify", example.as_str()],
         vec!["optimise", example.as_str(), "--unroll", "2"],
         vec!["report", "examples"],
     ] {

@@ -12,3 +12,16 @@ pub enum Exit {
     /// Environment or internal error.
     Environment = 4,
 }
+
+impl Exit {
+    /// The exit code of a child `alpinist` process.
+    pub fn from_code(code: i32) -> Exit {
+        match code {
+            0 => Exit::Success,
+            1 => Exit::Negative,
+            2 => Exit::BadInput,
+            3 => Exit::Inconclusive,
+            _ => Exit::Environment,
+        }
+    }
+}

@@ -52,6 +52,9 @@ enum Command {
         /// Z3's deterministic resource budget per obligation (same verdict on any machine).
         #[arg(long, value_name = "UNITS")]
         rlimit: Option<u32>,
+        /// Without Z3's model-based quantifier instantiation (the fallback after a libz3 crash).
+        #[arg(long, hide = true)]
+        no_mbqi: bool,
     },
     /// Apply the file's `gpuopt` annotations and/or the flags, then reverify.
     #[command(alias = "optimize")]
@@ -138,6 +141,7 @@ pub fn main() -> ExitCode {
             timeout,
             jobs,
             rlimit,
+            no_mbqi,
         } => commands::verify::run(
             &files,
             &commands::verify::Options {
@@ -145,6 +149,7 @@ pub fn main() -> ExitCode {
                 timeout,
                 jobs,
                 rlimit,
+                mbqi: !no_mbqi,
             },
         ),
         Command::Optimise { file, .. } => {

@@ -11,7 +11,7 @@ use alpinist_core::syntax::Span;
 use alpinist_core::verify::{self, EncodeError, Limits, MethodReport, Obligation, Outcome, Status};
 use serde_json::{json, Value};
 
-use crate::diagnostics::emit;
+use crate::diagnostics::{emit, emit_plain};
 use crate::exit::Exit;
 use crate::input::Source;
 
@@ -20,6 +20,60 @@ pub struct Options {
     pub timeout: Option<f64>,
     pub jobs: Option<usize>,
     pub rlimit: Option<u32>,
+    pub mbqi: bool,
+}
+
+/// Set in the environment of the worker process that does the verification.
+const WORKER_ENV: &str = "ALPINIST_VERIFY_WORKER";
+
+/// Runs the verification in a worker process (this same binary) and relays its output, so a
+/// crash inside libz3 (4.8.12 segfaults while building some models) cannot take the report
+/// with it: after a crash the worker is run again without model-based quantifier
+/// instantiation, and only if that crashes too is it an internal error (exit 4).
+pub fn run(files: &[PathBuf], options: &Options) -> Exit {
+    let reads_stdin = files.iter().any(|f| f.as_os_str() == "-");
+    let exe = std::env::current_exe();
+    match exe {
+        Ok(exe) if std::env::var_os(WORKER_ENV).is_none() && !reads_stdin && options.mbqi => {
+            supervise(&exe)
+        }
+        _ => run_here(files, options),
+    }
+}
+
+fn supervise(exe: &std::path::Path) -> Exit {
+    use std::io::Write;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    for fallback in [false, true] {
+        let mut command = std::process::Command::new(exe);
+        command.args(&args).env(WORKER_ENV, "1");
+        if fallback {
+            command.arg("--no-mbqi");
+        }
+        let output = match command.output() {
+            Ok(o) => o,
+            Err(e) => {
+                emit_plain(format_args!("cannot start the verification worker: {e}"));
+                return Exit::Environment;
+            }
+        };
+        if let Some(code) = output.status.code() {
+            if fallback {
+                eprintln!(
+                    "note: libz3 crashed; verified again without model-based quantifier \
+                     instantiation (failing quantified obligations show as unknown)"
+                );
+            }
+            let _ = std::io::stdout().write_all(&output.stdout);
+            let _ = std::io::stderr().write_all(&output.stderr);
+            return Exit::from_code(code);
+        }
+    }
+    emit_plain(
+        "internal error: the Z3 library crashed while verifying, twice (libz3 4.8.12); \
+         please report this input",
+    );
+    Exit::Environment
 }
 
 /// A failed or unknown obligation as a diagnostic (its code depends on the obligation's kind,
@@ -52,13 +106,14 @@ impl miette::Diagnostic for ObligationDiagnostic {
     }
 }
 
-pub fn run(files: &[PathBuf], options: &Options) -> Exit {
+fn run_here(files: &[PathBuf], options: &Options) -> Exit {
     let limits = Limits {
         timeout_ms: options
             .timeout
             .filter(|s| s.is_finite() && *s > 0.0)
             .map(|s| (s * 1000.0).min(u32::MAX as f64) as u32),
         rlimit: options.rlimit.unwrap_or(Limits::DEFAULT_RLIMIT),
+        mbqi: options.mbqi,
     };
     let jobs = options.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()

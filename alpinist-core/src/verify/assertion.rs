@@ -27,7 +27,7 @@ use crate::syntax::{BinaryOp, Builtin, Expr, ExprKind, PermLit, QuantifierKind, 
 
 use super::expr::{close, unsupported, EncodeError, Eval};
 use super::obligation::{Check, ObligationKind};
-use super::state::{curried_lambda, real, Mask};
+use super::state::{define_array, real, Mask};
 
 /// Where checks go and facts come from: the method's solver.
 pub trait Prover {
@@ -626,9 +626,10 @@ impl<'w, 'a> Walker<'w, 'a> {
             let hit = Bool::and(&[divides, r.eq(&rr), positive.substitute(&at)]);
             let old = self.mask.amount(&rr, &kk);
             let body = hit.ite(&change(old.clone(), p.substitute(&at)), &old);
-            return Mask {
-                array: curried_lambda(&rr, &kk, &Dynamic::from_ast(&body)),
-            };
+            let (array, fact) =
+                define_array(self.eval.decls.world, &rr, &kk, &Dynamic::from_ast(&body));
+            self.prover.assume(fact);
+            return Mask { array };
         }
         // Inverse functions: inv(loc(xs)) = xs where the atom holds, and loc(inv(R, K)) =
         // (R, K) wherever the atom holds for inv(R, K).
@@ -671,9 +672,9 @@ impl<'w, 'a> Walker<'w, 'a> {
         ));
         let old = self.mask.amount(&rr, &kk);
         let body = positive_inv.ite(&change(old.clone(), p_inv), &old);
-        Mask {
-            array: curried_lambda(&rr, &kk, &Dynamic::from_ast(&body)),
-        }
+        let (array, fact) = define_array(w, &rr, &kk, &Dynamic::from_ast(&body));
+        self.prover.assume(fact);
+        Mask { array }
     }
 }
 

@@ -78,17 +78,18 @@ impl SolverProver {
         let mut small = Params::new();
         small.set_u32("rlimit", REACHABILITY_RLIMIT);
         self.solver.set_params(&small);
-        self.solver.push();
         let r = self.solver.check();
-        self.solver.pop(1);
         self.solver.set_params(&self.limits.params());
         r == SatResult::Unsat
     }
 
     fn prove(&self, goal: &Bool) -> Status {
-        self.solver.push();
-        self.solver.assert(goal.not());
-        let status = match self.solver.check() {
+        // `trigger ⇒ ¬goal` checked under the assumption `trigger`, instead of push / assert /
+        // pop: libz3 4.8.12 crashed in `pop` after some queries mixing sequences and
+        // quantifiers. With `trigger` false the implication constrains nothing later.
+        let trigger = Bool::fresh_const("obligation");
+        self.solver.assert(trigger.implies(goal.not()));
+        let status = match self.solver.check_assumptions(&[trigger]) {
             SatResult::Unsat => Status::Verified,
             SatResult::Sat => Status::Failed {
                 model: match self.solver.get_model() {
@@ -109,7 +110,6 @@ impl SolverProver {
                     .unwrap_or_else(|| "unknown (Z3 gave no reason)".to_string()),
             },
         };
-        self.solver.pop(1);
         status
     }
 }
@@ -422,7 +422,11 @@ impl<'c, 'p> Verifier<'c, 'p> {
             removed |= r;
         }
         let heap = if removed {
-            st.heap.havoc_unowned(&self.ctx.world, &mask)
+            let (heap, facts) = st.heap.havoc_unowned(&self.ctx.world, &mask);
+            for f in facts {
+                self.prover.assume(f);
+            }
+            heap
         } else {
             st.heap.clone()
         };
@@ -625,10 +629,12 @@ impl<'c, 'p> Verifier<'c, 'p> {
         self.prover.assume(nothing);
         let (rr, kk) = (r.clone(), n.clone());
         let mask = st.mask.clone();
-        st.mask = Mask::from_fn(w, |r2, k2| {
+        let (new_mask, fact) = Mask::from_fn(w, |r2, k2| {
             let inside = Bool::and(&[r2.eq(&rr), k2.ge(Int::from_i64(0)), k2.lt(&kk)]);
             inside.ite(&real(1), &mask.amount(r2, k2))
         });
+        self.prover.assume(fact);
+        st.mask = new_mask;
         let zero: Dynamic = match &elem {
             Ty::Int => Dynamic::from_ast(&Int::from_i64(0)),
             Ty::Bool => Dynamic::from_ast(&Bool::from_bool(false)),
@@ -932,7 +938,25 @@ impl<'c, 'p> Verifier<'c, 'p> {
             blocks.push((block, iters, pre, post));
         }
 
-        // One arbitrary thread of each block, from an empty heap.
+        // The caller: all threads' preconditions out, all postconditions in.
+        let before = st.snapshot();
+        let parts: Vec<_> = blocks
+            .iter()
+            .map(|(_, iters, pre, _)| (pre.clone(), iters.clone()))
+            .collect();
+        let mut after = self.exhale_state(
+            st.clone(),
+            &parts,
+            ObligationKind::ParPreconditionFailed,
+            None,
+        )?;
+        for (_, iters, _, post) in &blocks {
+            let mut ev = eval(self.ctx, &after, false);
+            ev.old = Some(before.clone());
+            after.mask = assertion::inhale(&mut self.prover, &mut ev, after.mask, post, iters)?;
+        }
+        // One arbitrary thread of each block, from an empty heap. (After the caller's side:
+        // Z3's incremental search proved the caller's side less reliably after the threads'.)
         for (block, iters, pre, post) in &blocks {
             self.prover.push_scope();
             let mut store = st.store.clone();
@@ -963,19 +987,6 @@ impl<'c, 'p> Verifier<'c, 'p> {
             self.prover.pop_scope();
         }
 
-        // The caller: all threads' preconditions out, all postconditions in.
-        let before = st.snapshot();
-        let parts: Vec<_> = blocks
-            .iter()
-            .map(|(_, iters, pre, _)| (pre.clone(), iters.clone()))
-            .collect();
-        let mut after =
-            self.exhale_state(st, &parts, ObligationKind::ParPreconditionFailed, None)?;
-        for (_, iters, _, post) in &blocks {
-            let mut ev = eval(self.ctx, &after, false);
-            ev.old = Some(before.clone());
-            after.mask = assertion::inhale(&mut self.prover, &mut ev, after.mask, post, iters)?;
-        }
         Ok(Flow::Normal(after))
     }
 
@@ -1069,6 +1080,7 @@ fn coerce(v: Value, ty: &Ty, span: Span) -> Result<Value, EncodeError> {
         (Term::Int(_), Ty::Int)
         | (Term::Bool(_), Ty::Bool)
         | (Term::Real(_), Ty::Perm)
+        | (Term::Seq(_), Ty::Seq(_))
         | (Term::Ref(_), Ty::Array(_) | Ty::Object(_) | Ty::Null) => Ok(Value {
             term: v.term,
             ty: if v.ty == Ty::Null { ty.clone() } else { v.ty },
@@ -1182,7 +1194,7 @@ fn declare_functions(
                 } else {
                     warnings.push(Warning {
                         message: format!(
-                            "the definition of `{name}` is not used: its recursion is not proved to terminate (no non-negative integer parameter decreases at every recursive call)"
+                            "the definition of `{name}` is not used: its recursion is not proved to terminate (no integer parameter, difference of two, or sequence length decreases at every recursive call while staying non-negative)"
                         ),
                         span: f.span,
                     });
@@ -1244,8 +1256,9 @@ fn definition(
     Ok(((ax1, ax2), terminates))
 }
 
-/// Some integer parameter is non-negative and strictly larger than its argument at every
-/// recursive call (under the call's path condition and the precondition).
+/// Some measure decreases at every recursive call (under the call's path condition and the
+/// precondition) and is bounded below: an integer parameter `x` (`x >= 0`, `x' < x`), the
+/// difference of two integer parameters, or the length of a sequence parameter.
 fn decreases(
     params: &[(String, Ty)],
     store: &Store,
@@ -1256,15 +1269,45 @@ fn decreases(
     let mut p = Params::new();
     p.set_u32("rlimit", 2_000_000);
     solver.set_params(&p);
-    params.iter().enumerate().any(|(k, (name, ty))| {
-        if *ty != Ty::Int {
-            return false;
+    // A measure: the parameters' value of it, and its value on a call's arguments.
+    type Measure<'m> = Box<dyn Fn(&[Term]) -> Option<Int> + 'm>;
+    let mut measures: Vec<Measure> = Vec::new();
+    for (k, (_, ty)) in params.iter().enumerate() {
+        match ty {
+            Ty::Int => {
+                measures.push(Box::new(move |ts: &[Term]| match ts.get(k) {
+                    Some(Term::Int(x)) => Some(x.clone()),
+                    _ => None,
+                }));
+                for (j, (_, other)) in params.iter().enumerate() {
+                    if j != k && *other == Ty::Int {
+                        measures.push(Box::new(move |ts: &[Term]| match (ts.get(k), ts.get(j)) {
+                            (Some(Term::Int(a)), Some(Term::Int(b))) => {
+                                Some(Int::sub(&[a.clone(), b.clone()]))
+                            }
+                            _ => None,
+                        }));
+                    }
+                }
+            }
+            Ty::Seq(_) => measures.push(Box::new(move |ts: &[Term]| match ts.get(k) {
+                Some(Term::Seq(s)) => Some(s.length()),
+                _ => None,
+            })),
+            _ => {}
         }
-        let Some(Term::Int(x)) = store.get(name).map(|v| v.term.clone()) else {
+    }
+    let own: Vec<Term> = params
+        .iter()
+        .filter_map(|(n, _)| store.get(n).map(|v| v.term.clone()))
+        .collect();
+    measures.iter().any(|m| {
+        let Some(x) = m(&own) else {
             return false;
         };
         calls.iter().all(|(guard, args)| {
-            let Some(Term::Int(a)) = args.get(k).map(|v| v.term.clone()) else {
+            let args: Vec<Term> = args.iter().map(|v| v.term.clone()).collect();
+            let Some(a) = m(&args) else {
                 return false;
             };
             let goal = Bool::and(&[pre.clone(), guard.clone()])

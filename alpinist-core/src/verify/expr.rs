@@ -21,16 +21,19 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use z3::ast::{self, Ast, Bool, Dynamic, Int, Real};
+use z3::ast::{self, Ast, Bool, Dynamic, Int, Real, Seq};
 use z3::FuncDecl;
 
 use crate::syntax::{
-    BinaryOp, Builtin, Expr, ExprKind, PermLit, QuantifierKind, Span, TypeKind, UnaryOp,
+    BinaryOp, Builtin, CollectionKind, Expr, ExprKind, PermLit, QuantifierKind, Span, TypeKind,
+    UnaryOp,
 };
 
 use super::obligation::{Check, ObligationKind};
-use super::program::ProgramInfo;
-use super::state::{real, value_of, Heap, Mask, Snapshot, Store, Term, Ty, Value, World};
+use super::program::{ty_of, ProgramInfo};
+use super::state::{
+    elem_sort, real, seq_extract, value_of, Heap, Mask, Snapshot, Store, Term, Ty, Value, World,
+};
 
 /// The sorts of [`Env`] (the pure-expression entry point, [`super::check_pure`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -399,7 +402,13 @@ impl<'a> Eval<'a> {
                 Value::bool(r?)
             }
             ExprKind::Trigger(inner) => self.value(inner)?,
-            ExprKind::Index { .. } => self.read(e, span)?,
+            ExprKind::Index { base, index } => {
+                let b = self.value(base)?;
+                match b.term {
+                    Term::Seq(seq) => self.seq_index(&seq, &b.ty, index)?,
+                    _ => self.read_at(e, Some(b), span)?,
+                }
+            }
             ExprKind::Field { base, name } => self.field(e, base, &name.name, span)?,
             ExprKind::Old(inner) => self.old(inner, span)?,
             ExprKind::Call {
@@ -432,13 +441,77 @@ impl<'a> Eval<'a> {
                     span,
                 ))
             }
-            ExprKind::Slice { .. }
-            | ExprKind::Update { .. }
-            | ExprKind::Length(_)
-            | ExprKind::Collection { .. }
-            | ExprKind::MapLit { .. } => {
+            ExprKind::Length(inner) => {
+                let (s, _) = self.seq(inner)?;
+                Value::int(s.length())
+            }
+            ExprKind::Slice { base, from, to } => {
+                let (s, ty) = self.seq(base)?;
+                let len = s.length();
+                let lo = match from {
+                    Some(f) => self.int(f)?,
+                    None => Int::from_i64(0),
+                };
+                let hi = match to {
+                    Some(t) => self.int(t)?,
+                    None => len.clone(),
+                };
+                let zero = Int::from_i64(0);
+                self.require(lo.ge(&zero), ObligationKind::IndexNegative, span);
+                self.require(lo.le(&hi), ObligationKind::IndexNegative, span);
+                self.require(hi.le(&len), ObligationKind::IndexTooLarge, span);
+                let length = Int::sub(&[hi, lo.clone()]);
+                Value {
+                    term: Term::Seq(seq_extract(&s, &lo, &length)),
+                    ty,
+                }
+            }
+            ExprKind::Update { base, index, value } => {
+                let (s, ty) = self.seq(base)?;
+                let i = self.int(index)?;
+                let v = self.value(value)?;
+                let len = s.length();
+                self.require(
+                    i.ge(Int::from_i64(0)),
+                    ObligationKind::IndexNegative,
+                    index.span,
+                );
+                self.require(i.lt(&len), ObligationKind::IndexTooLarge, index.span);
+                let one = Int::from_i64(1);
+                let after = Int::add(&[i.clone(), one.clone()]);
+                let rest = Int::sub(&[len, after.clone()]);
+                let term = Seq::concat(&[
+                    seq_extract(&s, &Int::from_i64(0), &i),
+                    Seq::unit(&v.term.as_dynamic()),
+                    seq_extract(&s, &after, &rest),
+                ]);
+                Value {
+                    term: Term::Seq(term),
+                    ty,
+                }
+            }
+            ExprKind::Collection {
+                kind: CollectionKind::Seq,
+                elem,
+                elems,
+            } => {
+                let elem_ty = ty_of(elem)?;
+                if !matches!(elem_ty, Ty::Int | Ty::Bool) {
+                    return Err(unsupported("a sequence of this element type", elem.span));
+                }
+                let mut parts = vec![Seq::empty(&elem_sort(&elem_ty))];
+                for x in elems {
+                    let v = self.value(x)?;
+                    parts.push(Seq::unit(&v.term.as_dynamic()));
+                }
+                Value {
+                    term: Term::Seq(Seq::concat(&parts)),
+                    ty: Ty::Seq(Box::new(elem_ty)),
+                }
+            }
+            ExprKind::Collection { .. } | ExprKind::MapLit { .. } => {
                 return Err(unsupported(
-                    "sequence, set, bag and map values (not encoded yet)",
+                    "set, bag and map values (not encoded yet)",
                     span,
                 ))
             }
@@ -537,6 +610,7 @@ impl<'a> Eval<'a> {
                     (Term::Bool(x), Term::Bool(y)) => x.iff(y),
                     (Term::Real(x), Term::Real(y)) => x.eq(y),
                     (Term::Ref(x), Term::Ref(y)) => x.eq(y),
+                    (Term::Seq(x), Term::Seq(y)) => x.eq(y),
                     _ => return Err(ill_sorted("equal sorts", &b.ty, span)),
                 };
                 Value::bool(if op == Eq { eq } else { eq.not() })
@@ -560,9 +634,27 @@ impl<'a> Eval<'a> {
                 self.guards.pop();
                 Value::bool(Bool::or(&[a, b?]))
             }
-            In => return Err(unsupported("membership `in`", span)),
-            Concat => return Err(unsupported("sequence concatenation `++`", span)),
-            Cons => return Err(unsupported("sequence cons `::`", span)),
+            In => {
+                let x = self.value(lhs)?;
+                let (s, _) = self.seq(rhs)?;
+                Value::bool(s.contains(Seq::unit(&x.term.as_dynamic())))
+            }
+            Concat => {
+                let (a, ty) = self.seq(lhs)?;
+                let (b, _) = self.seq(rhs)?;
+                Value {
+                    term: Term::Seq(Seq::concat(&[a, b])),
+                    ty,
+                }
+            }
+            Cons => {
+                let x = self.value(lhs)?;
+                let (s, ty) = self.seq(rhs)?;
+                Value {
+                    term: Term::Seq(Seq::concat(&[Seq::unit(&x.term.as_dynamic()), s])),
+                    ty,
+                }
+            }
         })
     }
 
@@ -612,9 +704,25 @@ impl<'a> Eval<'a> {
     /// The location `base[index]` or `base.f`, with the checks that it exists: reference not
     /// null and, for cells, index within bounds. Returns (reference, index, value type).
     pub fn location(&mut self, e: &Expr) -> Result<(Dynamic, Int, Ty), EncodeError> {
+        self.location_with(e, None)
+    }
+
+    /// [`Eval::location`] where the base of `e` may already be evaluated.
+    fn location_with(
+        &mut self,
+        e: &Expr,
+        base_value: Option<Value>,
+    ) -> Result<(Dynamic, Int, Ty), EncodeError> {
         match &e.kind {
             ExprKind::Index { base, index } => {
-                let (r, ty) = self.reference(base)?;
+                let b = match base_value {
+                    Some(b) => b,
+                    None => self.value(base)?,
+                };
+                let (r, ty) = match b.term {
+                    Term::Ref(r) => (r, b.ty),
+                    _ => return Err(ill_sorted("an array", &b.ty, base.span)),
+                };
                 let Ty::Array(elem) = ty else {
                     return Err(unsupported(
                         "indexing something other than an array (sequences are not encoded yet)",
@@ -666,11 +774,16 @@ impl<'a> Eval<'a> {
         }
     }
 
-    fn read(&mut self, e: &Expr, span: Span) -> Result<Value, EncodeError> {
+    fn read_at(
+        &mut self,
+        e: &Expr,
+        base_value: Option<Value>,
+        span: Span,
+    ) -> Result<Value, EncodeError> {
         let Some(heap) = self.heap.clone() else {
             return Err(unsupported("a heap read in a pure context", span));
         };
-        let (r, i, ty) = self.location(e)?;
+        let (r, i, ty) = self.location_with(e, base_value)?;
         if let Some(mask) = &self.mask {
             let held = mask.amount(&r, &i).gt(real(0));
             self.require(held, ObligationKind::InsufficientPermission, span);
@@ -697,7 +810,35 @@ impl<'a> Eval<'a> {
                 return Ok(Value::int(w.len_of(&r)));
             }
         }
-        self.read(e, span)
+        self.read_at(e, None, span)
+    }
+
+    /// `s[i]`, with `0 <= i < |s|` checked.
+    fn seq_index(&mut self, s: &Seq, ty: &Ty, index: &Expr) -> Result<Value, EncodeError> {
+        let Ty::Seq(elem) = ty else {
+            return Err(ill_sorted("a sequence", ty, index.span));
+        };
+        let i = self.int(index)?;
+        self.require(
+            i.ge(Int::from_i64(0)),
+            ObligationKind::IndexNegative,
+            index.span,
+        );
+        self.require(i.lt(s.length()), ObligationKind::IndexTooLarge, index.span);
+        Ok(value_of(elem, s.nth(i)))
+    }
+
+    /// A sequence-valued expression.
+    fn seq(&mut self, e: &Expr) -> Result<(Seq, Ty), EncodeError> {
+        let v = self.value(e)?;
+        match v.term {
+            Term::Seq(s) => Ok((s, v.ty)),
+            _ => Err(unsupported(
+                "this operation on something other than a sequence (sets and bags are not \
+                 encoded yet)",
+                e.span,
+            )),
+        }
     }
 
     fn old(&mut self, inner: &Expr, span: Span) -> Result<Value, EncodeError> {
@@ -803,7 +944,8 @@ fn unify(a: Value, b: Value, span: Span) -> Result<(Value, Value), EncodeError> 
         (Term::Int(_), Term::Int(_))
         | (Term::Bool(_), Term::Bool(_))
         | (Term::Real(_), Term::Real(_))
-        | (Term::Ref(_), Term::Ref(_)) => Ok((a, b)),
+        | (Term::Ref(_), Term::Ref(_))
+        | (Term::Seq(_), Term::Seq(_)) => Ok((a, b)),
         _ => Err(ill_sorted("equal sorts", &b.ty, span)),
     }
 }

@@ -149,6 +149,9 @@ impl MethodReport {
     }
 }
 
+/// The stack of a verification worker thread.
+const WORKER_STACK: usize = 512 << 20;
+
 /// Verifies every method and pure function of a checked program, on `jobs` threads (each
 /// method in a Z3 context of its own). Reports come back in declaration order whatever `jobs`.
 pub fn verify_program(program: &Program, limits: &Limits, jobs: usize) -> Vec<MethodReport> {
@@ -158,7 +161,10 @@ pub fn verify_program(program: &Program, limits: &Limits, jobs: usize) -> Vec<Me
     let results: Mutex<Vec<Option<MethodReport>>> = Mutex::new(vec![None; routines.len()]);
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1).min(routines.len().max(1)) {
-            scope.spawn(|| loop {
+            // Z3 recurses over terms; deep heaps (nested updates) need more than the default
+            // 2 MiB of a spawned thread. Only touched pages cost memory.
+            let worker = std::thread::Builder::new().stack_size(WORKER_STACK);
+            let spawned = worker.spawn_scoped(scope, || loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let Some(routine) = routines.get(k) else {
                     break;
@@ -176,6 +182,9 @@ pub fn verify_program(program: &Program, limits: &Limits, jobs: usize) -> Vec<Me
                 };
                 results.lock().expect("no worker panics while holding it")[k] = Some(report);
             });
+            if spawned.is_err() {
+                break;
+            }
         }
     });
     results

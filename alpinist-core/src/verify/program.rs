@@ -144,6 +144,9 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
         TypeKind::Frac | TypeKind::ZFrac | TypeKind::Rational => Ty::Perm,
         TypeKind::Array { elem, .. } => Ty::Array(Box::new(ty_of(elem)?)),
         TypeKind::Class(c) => Ty::Object(c.name.clone()),
+        TypeKind::Seq(elem) if matches!(elem.kind, TypeKind::Int | TypeKind::Bool) => {
+            Ty::Seq(Box::new(ty_of(elem)?))
+        }
         TypeKind::Void
         | TypeKind::Resource
         | TypeKind::Seq(_)
@@ -152,8 +155,8 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
         | TypeKind::Option(_)
         | TypeKind::Map(..) => {
             return Err(EncodeError::Unsupported {
-                what: "values of this type (sequences, sets, bags, options, maps and \
-                       resources are not encoded yet)"
+                what: "values of this type (sequences of other than int or boolean, \
+                       sets, bags, options, maps and resources are not encoded yet)"
                     .into(),
                 span: ty.span,
             })

@@ -23,6 +23,10 @@ pub struct Limits {
     /// safety net for users, never used by tests (a loaded machine would flip verdicts). A
     /// query stopped by it is unknown, never verified.
     pub timeout_ms: Option<u32>,
+    /// Z3's model-based quantifier instantiation. On by default (several proofs need it);
+    /// off only as the CLI's fallback after libz3 4.8.12 crashed building a model. Off, a
+    /// failing quantified obligation is `unknown` rather than `failed`.
+    pub mbqi: bool,
 }
 
 impl Limits {
@@ -43,6 +47,7 @@ impl Limits {
         if let Some(ms) = self.timeout_ms {
             params.set_u32("timeout", ms.max(1));
         }
+        params.set_bool("mbqi", self.mbqi);
         params
     }
 }
@@ -52,6 +57,7 @@ impl Default for Limits {
         Limits {
             rlimit: Self::DEFAULT_RLIMIT,
             timeout_ms: None,
+            mbqi: true,
         }
     }
 }
@@ -147,7 +153,7 @@ pub fn model_value(model: &z3::Model, term: &Term) -> Option<String> {
             Some(v) => v.to_string(),
             None => "?".to_string(),
         },
-        Term::Ref(_) => return None,
+        Term::Ref(_) | Term::Seq(_) => return None,
     })
 }
 
@@ -176,7 +182,7 @@ mod tests {
                 &vars,
                 &Limits {
                     rlimit,
-                    timeout_ms: None,
+                    ..Limits::default()
                 },
             )
         })

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use z3::ast::{self, Array, Ast, Bool, Dynamic, Int, Real};
+use z3::ast::{self, Array, Ast, Bool, Dynamic, Int, Real, Seq};
 use z3::{FuncDecl, Sort as Z3Sort};
 
 /// A value type of the checker (what a PVL type means here).
@@ -23,6 +23,8 @@ pub enum Ty {
     Array(Box<Ty>),
     /// An object reference of the named class.
     Object(String),
+    /// `seq<int>` or `seq<boolean>` (Z3 sequences).
+    Seq(Box<Ty>),
     /// The type of `null`: compatible with every reference type.
     Null,
 }
@@ -39,6 +41,8 @@ impl Ty {
             Ty::Bool => HeapKind::Bool,
             Ty::Perm => HeapKind::Perm,
             Ty::Array(_) | Ty::Object(_) | Ty::Null => HeapKind::Ref,
+            Ty::Seq(e) if **e == Ty::Bool => HeapKind::SeqBool,
+            Ty::Seq(_) => HeapKind::SeqInt,
         }
     }
 }
@@ -51,6 +55,7 @@ pub enum Term {
     Bool(Bool),
     Real(Real),
     Ref(Dynamic),
+    Seq(Seq),
 }
 
 impl Term {
@@ -60,6 +65,7 @@ impl Term {
             Term::Bool(t) => Dynamic::from_ast(t),
             Term::Real(t) => Dynamic::from_ast(t),
             Term::Ref(t) => t.clone(),
+            Term::Seq(t) => Dynamic::from_ast(t),
         }
     }
 
@@ -69,6 +75,7 @@ impl Term {
             (Term::Int(x), Term::Int(y)) => Term::Int(cond.ite(x, y)),
             (Term::Bool(x), Term::Bool(y)) => Term::Bool(cond.ite(x, y)),
             (Term::Real(x), Term::Real(y)) => Term::Real(cond.ite(x, y)),
+            (Term::Seq(x), Term::Seq(y)) => Term::Seq(cond.ite(x, y)),
             _ => Term::Ref(cond.ite(&a.as_dynamic(), &b.as_dynamic())),
         }
     }
@@ -106,9 +113,18 @@ pub enum HeapKind {
     Bool,
     Perm,
     Ref,
+    SeqInt,
+    SeqBool,
 }
 
-const HEAP_KINDS: [HeapKind; 4] = [HeapKind::Int, HeapKind::Bool, HeapKind::Perm, HeapKind::Ref];
+const HEAP_KINDS: [HeapKind; 6] = [
+    HeapKind::Int,
+    HeapKind::Bool,
+    HeapKind::Perm,
+    HeapKind::Ref,
+    HeapKind::SeqInt,
+    HeapKind::SeqBool,
+];
 
 /// One curried array per value sort.
 #[derive(Clone, Debug)]
@@ -156,23 +172,26 @@ impl Heap {
     }
 
     /// Keeps the value of every location where `mask` holds a positive amount and forgets the
-    /// others (after an exhale: what nobody here has permission to may change).
-    pub fn havoc_unowned(&self, world: &World, mask: &Mask) -> Heap {
+    /// others (after an exhale: what nobody here has permission to may change). Returns the
+    /// new heap and the facts defining it.
+    pub fn havoc_unowned(&self, world: &World, mask: &Mask) -> (Heap, Vec<Bool>) {
         let fresh = Heap::fresh(world);
         let r = Dynamic::fresh_const("r", &world.ref_sort);
         let k = Int::fresh_const("k");
         let owned = mask.amount(&r, &k).gt(Real::from_int(&Int::from_i64(0)));
-        Heap {
-            arrays: self
-                .arrays
-                .iter()
-                .zip(&fresh.arrays)
-                .map(|(old, new)| {
-                    let body = owned.ite(&cell(old, &r, &k), &cell(new, &r, &k));
-                    curried_lambda(&r, &k, &body)
-                })
-                .collect(),
-        }
+        let mut facts = Vec::new();
+        let arrays = self
+            .arrays
+            .iter()
+            .zip(&fresh.arrays)
+            .map(|(old, new)| {
+                let body = owned.ite(&cell(old, &r, &k), &cell(new, &r, &k));
+                let (array, fact) = define_array(world, &r, &k, &body);
+                facts.push(fact);
+                array
+            })
+            .collect();
+        (Heap { arrays }, facts)
     }
 }
 
@@ -204,14 +223,14 @@ impl Mask {
         }
     }
 
-    /// The mask `λ(r, k). f(r, k)` for fresh bound constants `r`, `k` given to `f`.
-    pub fn from_fn(world: &World, f: impl FnOnce(&Dynamic, &Int) -> Real) -> Mask {
+    /// The mask `λ(r, k). f(r, k)` for fresh bound constants `r`, `k` given to `f`, and the
+    /// fact defining it.
+    pub fn from_fn(world: &World, f: impl FnOnce(&Dynamic, &Int) -> Real) -> (Mask, Bool) {
         let r = Dynamic::fresh_const("r", &world.ref_sort);
         let k = Int::fresh_const("k");
         let body = Dynamic::from_ast(&f(&r, &k));
-        Mask {
-            array: curried_lambda(&r, &k, &body),
-        }
+        let (array, fact) = define_array(world, &r, &k, &body);
+        (Mask { array }, fact)
     }
 
     pub fn ite(cond: &Bool, a: &Mask, b: &Mask) -> Mask {
@@ -234,9 +253,16 @@ fn store_cell(array: &Array, r: &Dynamic, i: &Int, v: &Dynamic) -> Array {
     array.store(r, &row.store(i, v))
 }
 
-pub fn curried_lambda(r: &Dynamic, k: &Int, body: &Dynamic) -> Array {
+/// The curried array `λ r. λ k. body(r, k)` for bound constants `r`, `k` occurring in `body`,
+/// and a fact about it (today `true`: the lambda defines it exactly). Callers assume the fact,
+/// so the representation can change without touching them.
+///
+/// Measured alternative: a fresh array constant with a quantified definition (Boogie's style)
+/// made the prefix-sum examples unknown and ten times slower with libz3 4.8.12.
+pub fn define_array(_world: &World, r: &Dynamic, k: &Int, body: &Dynamic) -> (Array, Bool) {
     let inner = ast::lambda_const(&[k as &dyn Ast], body);
-    ast::lambda_const(&[r as &dyn Ast], &Dynamic::from_ast(&inner))
+    let array = ast::lambda_const(&[r as &dyn Ast], &Dynamic::from_ast(&inner));
+    (array, Bool::from_bool(true))
 }
 
 /// Heap, mask and store at one point: what `\old` refers to.
@@ -277,6 +303,8 @@ impl World {
             HeapKind::Bool => Z3Sort::bool(),
             HeapKind::Perm => Z3Sort::real(),
             HeapKind::Ref => self.ref_sort.clone(),
+            HeapKind::SeqInt => Z3Sort::seq(&Z3Sort::int()),
+            HeapKind::SeqBool => Z3Sort::seq(&Z3Sort::bool()),
         }
     }
 
@@ -308,6 +336,7 @@ impl World {
             Ty::Array(_) | Ty::Object(_) | Ty::Null => {
                 Term::Ref(Dynamic::fresh_const(name, &self.ref_sort))
             }
+            Ty::Seq(e) => Term::Seq(Seq::fresh_const(name, &elem_sort(e))),
         };
         Value {
             term,
@@ -329,6 +358,7 @@ pub fn value_of(ty: &Ty, d: Dynamic) -> Value {
         Ty::Bool => Term::Bool(d.as_bool().expect("bool cell")),
         Ty::Perm => Term::Real(d.as_real().expect("real cell")),
         Ty::Array(_) | Ty::Object(_) | Ty::Null => Term::Ref(d),
+        Ty::Seq(_) => Term::Seq(d.as_seq().expect("seq cell")),
     };
     Value {
         term,
@@ -338,4 +368,31 @@ pub fn value_of(ty: &Ty, d: Dynamic) -> Value {
 
 pub fn real(n: i64) -> Real {
     Real::from_int(&Int::from_i64(n))
+}
+
+/// The Z3 sort of a sequence element (`int` or `boolean`).
+pub fn elem_sort(elem: &Ty) -> Z3Sort {
+    if *elem == Ty::Bool {
+        Z3Sort::bool()
+    } else {
+        Z3Sort::int()
+    }
+}
+
+/// `s[offset .. offset + length]` — the one sequence operation z3 0.22 does not wrap.
+pub fn seq_extract(s: &Seq, offset: &Int, length: &Int) -> Seq {
+    let ctx = s.get_ctx();
+    // SAFETY: the three ASTs are live terms of `ctx` (the calling thread's context, which
+    // every term here belongs to); Z3_mk_seq_extract returns a new term of that context, or
+    // null on a sort error, which the sorts above rule out. `wrap` takes a reference to it.
+    unsafe {
+        let raw = z3_sys::Z3_mk_seq_extract(
+            ctx.get_z3_context(),
+            s.get_z3_ast(),
+            offset.get_z3_ast(),
+            length.get_z3_ast(),
+        )
+        .expect("Z3_mk_seq_extract on well-sorted terms");
+        Seq::wrap(ctx, raw)
+    }
 }

@@ -154,7 +154,7 @@ fn nonlinear_goal_under_a_tiny_rlimit_is_unknown() {
         "assume x > 0 && y > 0 && z > 0;\n assert x * x * x + y * y * y != z * z * z;",
         &Limits {
             rlimit: 1000,
-            timeout_ms: None,
+            ..Limits::default()
         },
     );
     match &v[..] {
