@@ -31,8 +31,12 @@ use super::assertion::{self, Prover, RegionIter};
 use super::expr::{unsupported, Decls, EncodeError, Eval, FunctionDecl, Functions};
 use super::obligation::{Check, Obligation, ObligationKind, Status, Trusted, Warning};
 use super::program::{clauses, ty_of, ProgramInfo, Routine};
+use super::recursion;
 use super::solver::{model_value, Limits};
 use super::state::{real, Heap, Mask, Snapshot, Store, Term, Ty, Value, World};
+
+/// Z3's budget for each candidate termination measure at a recursive call.
+const PROBE_RLIMIT: u32 = 100_000;
 
 /// Z3's budget for the reachability checks behind vacuity warnings.
 const REACHABILITY_RLIMIT: u32 = 50_000;
@@ -81,6 +85,16 @@ impl SolverProver {
         let r = self.solver.check();
         self.solver.set_params(&self.limits.params());
         r == SatResult::Unsat
+    }
+
+    /// Whether `goal` is provable within a small budget (nothing recorded).
+    fn probe(&self, goal: &Bool) -> bool {
+        let mut small = Params::new();
+        small.set_u32("rlimit", PROBE_RLIMIT);
+        self.solver.set_params(&small);
+        let proved = self.prove(goal) == Status::Verified;
+        self.solver.set_params(&self.limits.params());
+        proved
     }
 
     fn prove(&self, goal: &Bool) -> Status {
@@ -216,8 +230,20 @@ pub fn check_routine(
         result_ty: None,
         trusted: Vec::new(),
         warnings,
+        own: None,
+        self_calls: Vec::new(),
     };
-    let error = v.routine(routine).err();
+    let error = if !routine.is_pure()
+        && recursion::mutually_recursive(program).contains(&routine.method.name.name)
+    {
+        Some(unsupported(
+            "a method in a cycle of calls through other methods (mutual recursion is not \
+             proved to terminate)",
+            routine.method.name.span,
+        ))
+    } else {
+        v.routine(routine).err()
+    };
     MethodOutcome {
         obligations: v.prover.obligations,
         trusted: v.trusted,
@@ -235,6 +261,10 @@ struct Verifier<'c, 'p> {
     result_ty: Option<Ty>,
     trusted: Vec<Trusted>,
     warnings: Vec<Warning>,
+    /// The routine being checked: its name, parameter types and parameter values.
+    own: Option<(String, Vec<Ty>, Vec<Term>)>,
+    /// Its calls of itself: where, and which measures decrease there.
+    self_calls: Vec<(Span, Vec<bool>)>,
 }
 
 fn eval<'c>(ctx: &'c Ctx<'_>, st: &State, definedness: bool) -> Eval<'c> {
@@ -307,6 +337,14 @@ impl<'c, 'p> Verifier<'c, 'p> {
             _ => None,
         };
         self.set_vars(&store);
+        let mut tys = Vec::new();
+        let mut terms = Vec::new();
+        for p in &routine.method.params {
+            let v = &store[&p.name.name];
+            tys.push(v.ty.clone());
+            terms.push(v.term.clone());
+        }
+        self.own = Some((routine.method.name.name.clone(), tys, terms));
         let pre = self.with_everywhere(routine.pre());
         self.post = self.with_everywhere(routine.post());
         let mut st = self.fresh_state(store);
@@ -361,7 +399,31 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 }
             }
         }
+        self.check_self_calls();
         Ok(())
+    }
+
+    /// A recursive method's own calls use its postcondition: sound only if some measure
+    /// decreases at every one of them.
+    fn check_self_calls(&mut self) {
+        let Some(first) = self.self_calls.first() else {
+            return;
+        };
+        let n = first.1.len();
+        let common = (0..n).any(|m| self.self_calls.iter().all(|(_, ok)| ok[m]));
+        let status = if common {
+            Status::Verified
+        } else {
+            Status::Failed { model: Vec::new() }
+        };
+        for (span, _) in std::mem::take(&mut self.self_calls) {
+            self.prover.obligations.push(Obligation {
+                kind: ObligationKind::RecursionMayNotTerminate,
+                span,
+                status: status.clone(),
+                time: std::time::Duration::ZERO,
+            });
+        }
     }
 
     /// The postcondition is self-framing: inhaled into an empty mask, every read is covered.
@@ -719,6 +781,38 @@ impl<'c, 'p> Verifier<'c, 'p> {
                     let ty = ty_of(&p.ty)?;
                     store.insert(p.name.name.clone(), self.ctx.world.fresh(&p.name.name, &ty));
                 }
+            }
+        }
+        if let Some((own, tys, terms)) = &self.own {
+            if own == name {
+                let args: Vec<Term> = callee
+                    .method
+                    .params
+                    .iter()
+                    .filter_map(|p| store.get(&p.name.name).map(|v| v.term.clone()))
+                    .collect();
+                // The first site picks the first measure that decreases there (cheap
+                // probes: these are small linear facts); later sites must agree with it.
+                let measures = recursion::measures(tys);
+                let chosen = self
+                    .self_calls
+                    .first()
+                    .and_then(|(_, ok)| ok.iter().position(|b| *b));
+                let mut ok = vec![false; measures.len()];
+                for (m, measure) in measures.iter().enumerate() {
+                    if chosen.is_some_and(|c| c != m)
+                        || (!self.self_calls.is_empty() && chosen.is_none())
+                    {
+                        continue;
+                    }
+                    if let Some(goal) = recursion::decrease(measure, terms, &args) {
+                        if self.prover.probe(&goal) {
+                            ok[m] = true;
+                            break;
+                        }
+                    }
+                }
+                self.self_calls.push((span, ok));
             }
         }
         let mut pre = callee.everywhere();
@@ -1178,11 +1272,22 @@ fn declare_functions(
             },
         );
     }
+    let cyclic = recursion::mutually_recursive(program);
     for f in program.functions() {
         let name = &f.method.name.name;
         let MethodBody::Expr(body) = &f.method.body else {
             continue;
         };
+        if cyclic.contains(name) {
+            warnings.push(Warning {
+                message: format!(
+                    "the definition of `{name}` is not used: it is mutually recursive with \
+                     another routine, and such recursion is not proved to terminate"
+                ),
+                span: f.span,
+            });
+            continue;
+        }
         let Some(decl) = functions.get(name) else {
             continue;
         };
@@ -1256,9 +1361,8 @@ fn definition(
     Ok(((ax1, ax2), terminates))
 }
 
-/// Some measure decreases at every recursive call (under the call's path condition and the
-/// precondition) and is bounded below: an integer parameter `x` (`x >= 0`, `x' < x`), the
-/// difference of two integer parameters, or the length of a sequence parameter.
+/// Some measure of `recursion.rs` decreases at every recursive call (under the call's path
+/// condition and the precondition) and is bounded below.
 fn decreases(
     params: &[(String, Ty)],
     store: &Store,
@@ -1269,49 +1373,18 @@ fn decreases(
     let mut p = Params::new();
     p.set_u32("rlimit", 2_000_000);
     solver.set_params(&p);
-    // A measure: the parameters' value of it, and its value on a call's arguments.
-    type Measure<'m> = Box<dyn Fn(&[Term]) -> Option<Int> + 'm>;
-    let mut measures: Vec<Measure> = Vec::new();
-    for (k, (_, ty)) in params.iter().enumerate() {
-        match ty {
-            Ty::Int => {
-                measures.push(Box::new(move |ts: &[Term]| match ts.get(k) {
-                    Some(Term::Int(x)) => Some(x.clone()),
-                    _ => None,
-                }));
-                for (j, (_, other)) in params.iter().enumerate() {
-                    if j != k && *other == Ty::Int {
-                        measures.push(Box::new(move |ts: &[Term]| match (ts.get(k), ts.get(j)) {
-                            (Some(Term::Int(a)), Some(Term::Int(b))) => {
-                                Some(Int::sub(&[a.clone(), b.clone()]))
-                            }
-                            _ => None,
-                        }));
-                    }
-                }
-            }
-            Ty::Seq(_) => measures.push(Box::new(move |ts: &[Term]| match ts.get(k) {
-                Some(Term::Seq(s)) => Some(s.length()),
-                _ => None,
-            })),
-            _ => {}
-        }
-    }
+    let tys: Vec<Ty> = params.iter().map(|(_, t)| t.clone()).collect();
     let own: Vec<Term> = params
         .iter()
         .filter_map(|(n, _)| store.get(n).map(|v| v.term.clone()))
         .collect();
-    measures.iter().any(|m| {
-        let Some(x) = m(&own) else {
-            return false;
-        };
+    recursion::measures(&tys).iter().any(|m| {
         calls.iter().all(|(guard, args)| {
             let args: Vec<Term> = args.iter().map(|v| v.term.clone()).collect();
-            let Some(a) = m(&args) else {
+            let Some(goal) = recursion::decrease(m, &own, &args) else {
                 return false;
             };
-            let goal = Bool::and(&[pre.clone(), guard.clone()])
-                .implies(Bool::and(&[x.ge(Int::from_i64(0)), a.lt(&x)]));
+            let goal = Bool::and(&[pre.clone(), guard.clone()]).implies(&goal);
             solver.push();
             solver.assert(goal.not());
             let ok = solver.check() == SatResult::Unsat;

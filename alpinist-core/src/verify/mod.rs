@@ -50,6 +50,7 @@ mod exec;
 mod expr;
 mod obligation;
 mod program;
+mod recursion;
 mod solver;
 mod state;
 

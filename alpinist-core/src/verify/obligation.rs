@@ -31,6 +31,7 @@ pub enum ObligationKind {
     DivisionByZero,
     NegativePermission,
     NotInjective,
+    RecursionMayNotTerminate,
 }
 
 impl ObligationKind {
@@ -56,6 +57,7 @@ impl ObligationKind {
             DivisionByZero => "E0616",
             NegativePermission => "E0617",
             NotInjective => "E0618",
+            RecursionMayNotTerminate => "E0619",
         }
     }
 
@@ -86,6 +88,10 @@ impl ObligationKind {
             NotInjective => {
                 "the quantified permission may not be injective: two values of the bound \
                  variables may name the same location"
+            }
+            RecursionMayNotTerminate => {
+                "the recursion may not terminate: no integer parameter, difference of two, or \
+                 sequence length decreases at every recursive call while staying non-negative"
             }
         }
     }

@@ -1,0 +1,237 @@
+//! Recursion: which routines call each other, and the termination measures that make a
+//! recursive definition or lemma sound.
+//!
+//! A pure function's definition is assumed only when its recursion terminates, and a
+//! recursive method's postcondition is used at its own calls only under the same condition —
+//! otherwise `pure int f(int x) = f(x) + 1;` or `ensures false; void bad() { bad(); }` would
+//! prove `false`. The measures tried: an integer parameter (non-negative, strictly smaller at
+//! the call), the difference of two integer parameters, the length of a sequence parameter.
+//! Mutual recursion (a cycle through two or more routines) is not analysed: a function in such
+//! a cycle gets no definition, a method in one is refused as unsupported.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use z3::ast::{Bool, Int};
+
+use crate::syntax::{Expr, ExprKind, MethodBody, Stmt, StmtKind};
+
+use super::assertion::visit;
+use super::program::{ProgramInfo, Routine};
+use super::state::{Term, Ty};
+
+/// A measure: its value for a list of parameter (or argument) terms.
+pub type Measure = Box<dyn Fn(&[Term]) -> Option<Int>>;
+
+/// The candidate measures for parameters of these types.
+pub fn measures(params: &[Ty]) -> Vec<Measure> {
+    let mut out: Vec<Measure> = Vec::new();
+    for (k, ty) in params.iter().enumerate() {
+        match ty {
+            Ty::Int => {
+                out.push(Box::new(move |ts: &[Term]| match ts.get(k) {
+                    Some(Term::Int(x)) => Some(x.clone()),
+                    _ => None,
+                }));
+                for (j, other) in params.iter().enumerate() {
+                    if j != k && *other == Ty::Int {
+                        out.push(Box::new(move |ts: &[Term]| match (ts.get(k), ts.get(j)) {
+                            (Some(Term::Int(a)), Some(Term::Int(b))) => {
+                                Some(Int::sub(&[a.clone(), b.clone()]))
+                            }
+                            _ => None,
+                        }));
+                    }
+                }
+            }
+            Ty::Seq(_) => out.push(Box::new(move |ts: &[Term]| match ts.get(k) {
+                Some(Term::Seq(s)) => Some(s.length()),
+                _ => None,
+            })),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `measure(own) >= 0 && measure(args) < measure(own)`, or `None` when the measure does not
+/// apply to these terms.
+pub fn decrease(measure: &Measure, own: &[Term], args: &[Term]) -> Option<Bool> {
+    let x = measure(own)?;
+    let a = measure(args)?;
+    Some(Bool::and(&[x.ge(Int::from_i64(0)), a.lt(&x)]))
+}
+
+/// Routines that are part of a call cycle through at least one *other* routine.
+pub fn mutually_recursive(program: &ProgramInfo<'_>) -> BTreeSet<String> {
+    let mut calls: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for r in &program.order {
+        let mut callees = BTreeSet::new();
+        routine_calls(r, &mut callees);
+        callees.retain(|c| program.routine(c).is_some());
+        calls
+            .entry(r.method.name.name.clone())
+            .or_default()
+            .extend(callees);
+    }
+    let mut out = BTreeSet::new();
+    for start in calls.keys() {
+        // Can `start` reach itself through another routine?
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<&String> = calls[start].iter().filter(|c| *c != start).collect();
+        while let Some(n) = stack.pop() {
+            if n == start {
+                out.insert(start.clone());
+                break;
+            }
+            if seen.insert(n.clone()) {
+                if let Some(next) = calls.get(n) {
+                    stack.extend(next.iter());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn routine_calls(r: &Routine<'_>, out: &mut BTreeSet<String>) {
+    let mut on_expr = |e: &Expr| {
+        visit(e, &mut |x| {
+            if let ExprKind::Call { name, .. } = &x.kind {
+                out.insert(name.name.clone());
+            }
+        })
+    };
+    for c in &r.contract.clauses {
+        if let crate::syntax::ClauseKind::Requires(e)
+        | crate::syntax::ClauseKind::Ensures(e)
+        | crate::syntax::ClauseKind::Context(e)
+        | crate::syntax::ClauseKind::ContextEverywhere(e) = &c.kind
+        {
+            on_expr(e);
+        }
+    }
+    match &r.method.body {
+        MethodBody::Abstract => {}
+        MethodBody::Expr(e) => on_expr(e),
+        MethodBody::Block(b) => {
+            for s in &b.stmts {
+                stmt_exprs(s, &mut on_expr);
+            }
+        }
+    }
+}
+
+/// Calls `f` on every expression of a statement, contracts included.
+fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
+    let contract = |c: &crate::syntax::Contract, f: &mut dyn FnMut(&Expr)| {
+        for clause in &c.clauses {
+            if let crate::syntax::ClauseKind::Requires(e)
+            | crate::syntax::ClauseKind::Ensures(e)
+            | crate::syntax::ClauseKind::Context(e)
+            | crate::syntax::ClauseKind::ContextEverywhere(e)
+            | crate::syntax::ClauseKind::LoopInvariant(e) = &clause.kind
+            {
+                f(e);
+            }
+        }
+    };
+    match &s.kind {
+        StmtKind::LocalDecl { vars, .. } => {
+            for v in vars {
+                if let Some(e) = &v.init {
+                    f(e);
+                }
+            }
+        }
+        StmtKind::Assign { target, value } => {
+            f(target);
+            f(value);
+        }
+        StmtKind::Increment(e)
+        | StmtKind::Decrement(e)
+        | StmtKind::Expr(e)
+        | StmtKind::Assert(e)
+        | StmtKind::Assume(e)
+        | StmtKind::Lock(e)
+        | StmtKind::Unlock(e)
+        | StmtKind::Fold(e)
+        | StmtKind::Unfold(e) => f(e),
+        StmtKind::Return(e) => {
+            if let Some(e) = e {
+                f(e);
+            }
+        }
+        StmtKind::If {
+            cond,
+            then_branch,
+            else_branch,
+        } => {
+            f(cond);
+            stmt_exprs(then_branch, f);
+            if let Some(e) = else_branch {
+                stmt_exprs(e, f);
+            }
+        }
+        StmtKind::While {
+            contract: c,
+            cond,
+            body,
+        } => {
+            contract(c, f);
+            f(cond);
+            stmt_exprs(body, f);
+        }
+        StmtKind::For {
+            contract: c,
+            init,
+            cond,
+            update,
+            body,
+        } => {
+            contract(c, f);
+            for x in [init, update].into_iter().flatten() {
+                stmt_exprs(x, f);
+            }
+            if let Some(c) = cond {
+                f(c);
+            }
+            stmt_exprs(body, f);
+        }
+        StmtKind::Block(b) => {
+            for x in &b.stmts {
+                stmt_exprs(x, f);
+            }
+        }
+        StmtKind::Par(g) => {
+            for b in &g.blocks {
+                contract(&b.contract, f);
+                for it in &b.iters {
+                    f(&it.lo);
+                    f(&it.hi);
+                }
+                for x in &b.body.stmts {
+                    stmt_exprs(x, f);
+                }
+            }
+        }
+        StmtKind::Barrier(b) => {
+            contract(&b.contract, f);
+            for x in &b.body.stmts {
+                stmt_exprs(x, f);
+            }
+        }
+        StmtKind::Ghost(x) => stmt_exprs(x, f),
+        StmtKind::Invariant { inv, body, .. } => {
+            f(inv);
+            for x in &body.stmts {
+                stmt_exprs(x, f);
+            }
+        }
+        StmtKind::Atomic { body, .. } => {
+            for x in &body.stmts {
+                stmt_exprs(x, f);
+            }
+        }
+        StmtKind::GpuOpt(_) => {}
+    }
+}
