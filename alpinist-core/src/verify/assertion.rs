@@ -20,7 +20,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use z3::ast::{self, Ast, Bool, Dynamic, Int, Real};
+use z3::ast::{Ast, Bool, Dynamic, Int, Real};
 use z3::{FuncDecl, Sort as Z3Sort};
 
 use crate::syntax::{BinaryOp, Builtin, Expr, ExprKind, PermLit, QuantifierKind, TypeKind};
@@ -518,13 +518,24 @@ impl<'w, 'a> Walker<'w, 'a> {
         let positive = Bool::and(&[guard.clone(), p.gt(real(0))]);
         // A single binder with an index linear in it (`a[2 * t + 1]`) has an exact inverse:
         // no inverse functions, and injective by construction.
-        let linear = match (&binder_names[..], &loc.kind) {
-            ([x], ExprKind::Index { base, index }) if !mentions(base, x) => {
-                linear_coefficient(index, x).filter(|c| *c != 0)
+        // One binder whose value the index determines linearly (`a[2 * t + 1]`, `m[i][j]` for
+        // `j`): it is solved exactly; only the others need inverse functions. With no other
+        // binder the location is injective by construction.
+        let linear = match &loc.kind {
+            ExprKind::Index { base, index } => {
+                binder_names.iter().enumerate().find_map(|(k, x)| {
+                    let others_in_index = binder_names.iter().any(|y| y != x && mentions(index, y));
+                    if mentions(base, x) || others_in_index {
+                        return None;
+                    }
+                    linear_coefficient(index, x)
+                        .filter(|c| *c != 0)
+                        .map(|c| (k, c))
+                })
             }
             _ => None,
         };
-        if !binders.is_empty() && linear.is_none() {
+        if !binders.is_empty() && !(linear.is_some() && binders.len() == 1) {
             self.check_injective(&binders, &positive, &r, &i, atom);
         }
         let held = self.mask.amount(&r, &i);
@@ -590,11 +601,19 @@ impl<'w, 'a> Walker<'w, 'a> {
 
     /// The mask with `p` added (or subtracted) at `(r, i)` for every value of `xs` where
     /// `positive` holds.
+    /// The mask with `p` added (or subtracted) at `(r, i)` for every value of `xs` where
+    /// `positive` holds.
+    ///
+    /// Quantified: the new mask at `(R, K)` is computed from the binder values that name
+    /// `(R, K)` — the linear binder solved from `K`, every other binder by an inverse function
+    /// `inv(R, K)` with `inv(loc(xs)) = x` assumed where the atom holds. The update applies
+    /// only where those values really name `(R, K)` (checked in the update itself), so the
+    /// inverse functions are never trusted beyond that one axiom.
     #[allow(clippy::too_many_arguments)]
     fn update(
         &mut self,
         xs: &[Int],
-        linear: Option<i64>,
+        linear: Option<(usize, i64)>,
         positive: &Bool,
         r: &Dynamic,
         i: &Int,
@@ -613,7 +632,7 @@ impl<'w, 'a> Walker<'w, 'a> {
             let new = positive.ite(&change(old.clone(), p.clone()), &old);
             return self.mask.set(r, i, &new);
         }
-        if let (Some(a), [x]) = (linear, xs) {
+        if let (Some((_, a)), [x]) = (linear, xs) {
             let w = self.eval.decls.world;
             let rr = Dynamic::fresh_const("R", &w.ref_sort);
             let kk = Int::fresh_const("K");
@@ -626,20 +645,28 @@ impl<'w, 'a> Walker<'w, 'a> {
             let hit = Bool::and(&[divides, r.eq(&rr), positive.substitute(&at)]);
             let old = self.mask.amount(&rr, &kk);
             let body = hit.ite(&change(old.clone(), p.substitute(&at)), &old);
-            let (array, fact) =
-                define_array(self.eval.decls.world, &rr, &kk, &Dynamic::from_ast(&body));
+            let (array, fact) = define_array(w, &rr, &kk, &Dynamic::from_ast(&body));
             self.prover.assume(fact);
             return Mask { array };
         }
-        // Inverse functions: inv(loc(xs)) = xs where the atom holds, and loc(inv(R, K)) =
-        // (R, K) wherever the atom holds for inv(R, K).
         let w = self.eval.decls.world;
         let id = INVERSES.fetch_add(1, Ordering::Relaxed);
         let rr = Dynamic::fresh_const("R", &w.ref_sort);
         let kk = Int::fresh_const("K");
+        let mut solved: Vec<Int> = Vec::new();
         let mut inv_at_loc = Vec::new();
-        let mut inv_at_rk = Vec::new();
+        let mut conditions = Vec::new();
         for (k, x) in xs.iter().enumerate() {
+            if let Some((lk, a)) = linear {
+                if lk == k {
+                    let offset = i.substitute(&[(x, &Int::from_i64(0))]);
+                    let a = Int::from_i64(a);
+                    let diff = Int::sub(&[kk.clone(), offset]);
+                    conditions.push(diff.modulo(&a).eq(Int::from_i64(0)));
+                    solved.push(diff.div(&a));
+                    continue;
+                }
+            }
             let f = FuncDecl::new(
                 format!("inv{id}_{k}"),
                 &[&w.ref_sort, &Z3Sort::int()],
@@ -650,28 +677,26 @@ impl<'w, 'a> Walker<'w, 'a> {
                 .as_int()
                 .expect("int");
             inv_at_loc.push(at_loc.eq(x));
-            inv_at_rk.push(
+            solved.push(
                 f.apply(&[&rr as &dyn Ast, &kk as &dyn Ast])
                     .as_int()
                     .expect("int"),
             );
         }
-        self.prover
-            .assume(close(xs, &positive.implies(Bool::and(&inv_at_loc))));
-        let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&inv_at_rk).collect();
-        let positive_inv = positive.substitute(&pairs);
-        let r_inv = r.substitute(&pairs);
-        let i_inv = i.substitute(&pairs);
-        let p_inv = p.substitute(&pairs);
-        let hits = Bool::and(&[r_inv.eq(&rr), i_inv.eq(&kk)]);
-        let bounds = [&rr as &dyn Ast, &kk as &dyn Ast];
-        self.prover.assume(ast::forall_const(
-            &bounds,
-            &[],
-            &positive_inv.implies(&hits),
-        ));
+        if !inv_at_loc.is_empty() {
+            self.prover
+                .assume(close(xs, &positive.implies(Bool::and(&inv_at_loc))));
+        }
+        let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&solved).collect();
+        conditions.push(r.substitute(&pairs).eq(&rr));
+        conditions.push(positive.substitute(&pairs));
+        if !inv_at_loc.is_empty() {
+            // With only the linear binder, the index is `K` by construction.
+            conditions.push(i.substitute(&pairs).eq(&kk));
+        }
+        let hit = Bool::and(&conditions);
         let old = self.mask.amount(&rr, &kk);
-        let body = positive_inv.ite(&change(old.clone(), p_inv), &old);
+        let body = hit.ite(&change(old.clone(), p.substitute(&pairs)), &old);
         let (array, fact) = define_array(w, &rr, &kk, &Dynamic::from_ast(&body));
         self.prover.assume(fact);
         Mask { array }
