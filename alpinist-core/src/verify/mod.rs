@@ -47,9 +47,11 @@
 
 mod expr;
 mod solver;
+mod uniformity;
 
 pub use expr::{EncodeError, Encoder, Env, Sort, Term};
 pub use solver::{check_goal, in_fresh_context, Limits, Verdict};
+pub use uniformity::{check_barrier_uniformity, check_program_uniformity, UniformityError};
 
 use crate::syntax::Expr;
 
