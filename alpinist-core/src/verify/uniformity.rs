@@ -22,8 +22,8 @@
 //! - Calls are tainted unless the callee is known to be a pure function without heap reads
 //!   (only [`check_program_uniformity`] knows the callees; [`check_barrier_uniformity`] sees
 //!   one method and taints every call).
-//! - A `return` under a tainted condition does not taint the code after it (PVL has no
-//!   `return` inside a par block, so no barrier can follow one there).
+//! - A `return` under a tainted condition inside a par block taints all that follows it to
+//!   the end of the outermost par block, not only what the returning threads skip.
 //! - Names are not resolved through scopes: a local shadowing another is the same variable
 //!   here (which can only add taint).
 
@@ -316,6 +316,10 @@ struct Analysis<'a> {
     frames: Vec<Frame>,
     /// Enclosing conditions (span, taint), outermost first.
     conds: Vec<(Span, Taint)>,
+    /// Set by a `return` under a tainted condition inside a par block: (the condition, its
+    /// taint). Everything after it, to the end of the outermost par block, runs only in the
+    /// threads that did not return.
+    returned: Option<(Span, Span)>,
     errors: Vec<UniformityError>,
     seen: HashSet<(Span, Span, String)>,
 }
@@ -354,6 +358,7 @@ impl<'a> Analysis<'a> {
             pure,
             frames: Vec::new(),
             conds: Vec::new(),
+            returned: None,
             errors: Vec::new(),
             seen: HashSet::new(),
         }
@@ -366,14 +371,28 @@ impl<'a> Analysis<'a> {
                 self.stmt(s, &mut state);
             }
         }
-        self.errors.sort_by_key(|e| (e.span(), e.origin()));
+        self.errors.sort_by_key(|e| {
+            let at = match e {
+                UniformityError::ThreadDependentGuard { guard, .. } => *guard,
+                UniformityError::ThreadDependentLocal { usage, .. } => *usage,
+            };
+            (e.span(), at, e.origin())
+        });
         self.errors
     }
 
     /// The taint of the control flow at this point: the span of the first tainted enclosing
     /// condition. Conditions outside the outermost par block count too (conservative).
     fn pc(&self) -> Taint {
-        self.conds.iter().find_map(|(span, t)| t.map(|_| *span))
+        let cond = self.conds.iter().find_map(|(span, t)| t.map(|_| *span));
+        join(cond, self.returned.map(|(guard, _)| guard))
+    }
+
+    /// The first tainted enclosing condition: (its span, its taint).
+    fn tainted_cond(&self) -> Option<(Span, Span)> {
+        self.conds
+            .iter()
+            .find_map(|(span, t)| t.map(|origin| (*span, origin)))
     }
 
     fn is_thread_id(&self, name: &str) -> bool {
@@ -608,8 +627,12 @@ impl<'a> Analysis<'a> {
                     self.stmt(x, state);
                 }
             }
-            StmtKind::Return(_)
-            | StmtKind::Assert(_)
+            StmtKind::Return(_) => {
+                if !self.frames.is_empty() && self.returned.is_none() {
+                    self.returned = self.tainted_cond();
+                }
+            }
+            StmtKind::Assert(_)
             | StmtKind::Assume(_)
             | StmtKind::Lock(_)
             | StmtKind::Unlock(_)
@@ -674,6 +697,9 @@ impl<'a> Analysis<'a> {
                 self.stmt(s, &mut inner);
             }
             self.frames.pop();
+            if self.frames.is_empty() {
+                self.returned = None;
+            }
             // Outer locals are read-only in a par block; should one be written anyway, keep
             // its taint (conservative). Locals of the block go out of scope but staying in the
             // map is harmless.
@@ -691,8 +717,8 @@ impl<'a> Analysis<'a> {
             return; // `check` reports an unknown label (E0205).
         };
         let depth = self.frames[pos].cond_depth;
-        for i in depth..self.conds.len() {
-            let (guard, taint) = self.conds[i];
+        let guards = self.conds[depth..].iter().copied();
+        for (guard, taint) in guards.chain(self.returned.map(|(g, o)| (g, Some(o)))) {
             if let Some(origin) = taint {
                 if self.seen.insert((at, guard, String::new())) {
                     self.errors.push(UniformityError::ThreadDependentGuard {

@@ -130,6 +130,26 @@ fn allocation_before_the_par_is_uniform_inside_it_is_not() {
 }
 
 #[test]
+fn barrier_after_a_thread_dependent_return() {
+    let body = format!(
+        "int i = 0;\nwhile (i < n) {{ {BARRIER}\n if (tid == 1) {{ return; }}\n i = i + 1; }}"
+    );
+    let src = kernel(&body);
+    // `check` may refuse a return in a par block; analyse anyway.
+    let parsed = syntax::parse(&src).unwrap_or_else(|e| panic!("{e:?}"));
+    let errs = check_program_uniformity(&parsed.program);
+    // The return guard, and the loop condition: `i` is now only updated by some threads.
+    let guards: Vec<&str> = errs
+        .iter()
+        .map(|e| match e {
+            UniformityError::ThreadDependentGuard { guard, .. } => text(&src, *guard),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(guards, ["i < n", "tid == 1"], "{errs:?}");
+}
+
+#[test]
 fn contract_local_set_under_thread_condition_implicit_flow() {
     let (msg, code, origin) = single_error(
         "int k = 0;\nif (tid == 0) { k = 1; }\n\
