@@ -184,37 +184,14 @@ fn heap_free_functions(members: &[&Member]) -> HashSet<String> {
 }
 
 /// Whether `e` (over value-typed `params`) reads no heap and calls only functions in `pure`.
-fn reads_no_heap<'a>(
-    e: &'a Expr,
+fn reads_no_heap(
+    e: &Expr,
     params: &HashSet<&str>,
-    bound: &mut Vec<&'a str>,
+    bound: &mut Vec<String>,
     pure: &HashSet<String>,
 ) -> bool {
-    let rec = |x: &'a Expr, bound: &mut Vec<&'a str>| reads_no_heap(x, params, bound, pure);
     match &e.kind {
-        ExprKind::IntLit(_) | ExprKind::BoolLit(_) | ExprKind::Null | ExprKind::PermLit(_) => true,
-        ExprKind::Result => true,
-        ExprKind::Name(id) => {
-            params.contains(id.name.as_str()) || bound.contains(&id.name.as_str())
-        }
-        ExprKind::Unary { operand, .. } => rec(operand, bound),
-        ExprKind::Binary { lhs, rhs, .. } => rec(lhs, bound) && rec(rhs, bound),
-        ExprKind::Cond {
-            cond,
-            then_expr,
-            else_expr,
-        } => rec(cond, bound) && rec(then_expr, bound) && rec(else_expr, bound),
-        // Only value parameters: indexing is on sequences and maps.
-        ExprKind::Index { base, index } => rec(base, bound) && rec(index, bound),
-        ExprKind::Slice { base, from, to } => {
-            rec(base, bound)
-                && from.as_deref().is_none_or(|f| rec(f, bound))
-                && to.as_deref().is_none_or(|t| rec(t, bound))
-        }
-        ExprKind::Update { base, index, value } => {
-            rec(base, bound) && rec(index, bound) && rec(value, bound)
-        }
-        ExprKind::Length(x) | ExprKind::Trigger(x) => rec(x, bound),
+        ExprKind::Name(id) => params.contains(id.name.as_str()) || bound.contains(&id.name),
         ExprKind::Call {
             receiver,
             name,
@@ -226,20 +203,16 @@ fn reads_no_heap<'a>(
                 && given.is_empty()
                 && yields.is_empty()
                 && pure.contains(&name.name)
-                && args.iter().all(|a| rec(a, bound))
-        }
-        ExprKind::Collection { elems, .. } => elems.iter().all(|x| rec(x, bound)),
-        ExprKind::MapLit { entries, .. } => {
-            entries.iter().all(|(k, v)| rec(k, bound) && rec(v, bound))
+                && args.iter().all(|a| reads_no_heap(a, params, bound, pure))
         }
         ExprKind::Let {
             name, value, body, ..
         } => {
-            if !rec(value, bound) {
+            if !reads_no_heap(value, params, bound, pure) {
                 return false;
             }
-            bound.push(&name.name);
-            let ok = rec(body, bound);
+            bound.push(name.name.clone());
+            let ok = reads_no_heap(body, params, bound, pure);
             bound.pop();
             ok
         }
@@ -248,11 +221,17 @@ fn reads_no_heap<'a>(
             let mut ok = true;
             for b in &q.binders {
                 if let Some((lo, hi)) = &b.range {
-                    ok = ok && rec(lo, bound) && rec(hi, bound);
+                    ok = ok
+                        && reads_no_heap(lo, params, bound, pure)
+                        && reads_no_heap(hi, params, bound, pure);
                 }
-                bound.push(&b.name.name);
+                bound.push(b.name.name.clone());
             }
-            ok = ok && q.cond.as_ref().is_none_or(|c| rec(c, bound)) && rec(&q.body, bound);
+            ok = ok
+                && q.cond
+                    .as_ref()
+                    .is_none_or(|c| reads_no_heap(c, params, bound, pure))
+                && reads_no_heap(&q.body, params, bound, pure);
             bound.truncate(depth);
             ok
         }
@@ -263,6 +242,13 @@ fn reads_no_heap<'a>(
         | ExprKind::Old(_)
         | ExprKind::Builtin { .. }
         | ExprKind::Unfolding { .. } => false,
+        // Literals, operators, collections, and indexing: with only value parameters, indexing
+        // is on sequences and maps.
+        _ => {
+            let mut ok = true;
+            children(e, &mut |c| ok = ok && reads_no_heap(c, params, bound, pure));
+            ok
+        }
     }
 }
 
@@ -403,12 +389,6 @@ impl<'a> Analysis<'a> {
 
     fn expr(&self, e: &Expr, state: &State, bound: &mut Vec<(String, Taint)>) -> Taint {
         match &e.kind {
-            ExprKind::IntLit(_)
-            | ExprKind::BoolLit(_)
-            | ExprKind::Null
-            | ExprKind::This
-            | ExprKind::Result
-            | ExprKind::PermLit(_) => None,
             ExprKind::Name(id) => {
                 let name = id.name.as_str();
                 if let Some((_, t)) = bound.iter().rev().find(|(n, _)| n == name) {
@@ -424,79 +404,30 @@ impl<'a> Analysis<'a> {
                     Some(e.span)
                 }
             }
-            ExprKind::Unary { operand, .. } => self.expr(operand, state, bound),
-            ExprKind::Binary { lhs, rhs, .. } => {
-                let l = self.expr(lhs, state, bound);
-                join(l, self.expr(rhs, state, bound))
-            }
-            ExprKind::Cond {
-                cond,
-                then_expr,
-                else_expr,
-            } => {
-                let c = self.expr(cond, state, bound);
-                let t = self.expr(then_expr, state, bound);
-                join(join(c, t), self.expr(else_expr, state, bound))
-            }
-            ExprKind::Index { base, index } => {
+            ExprKind::Index { base, .. } => {
                 let pure_base = matches!(&base.kind, ExprKind::Name(id)
                     if self.value_typed.contains(&id.name)
                         || bound.iter().any(|(n, _)| n == &id.name));
                 if pure_base {
-                    let b = self.expr(base, state, bound);
-                    join(b, self.expr(index, state, bound))
+                    self.children(e, state, bound)
                 } else {
                     Some(e.span)
                 }
             }
-            ExprKind::Slice { base, from, to } => {
-                let mut t = self.expr(base, state, bound);
-                for x in [from, to].into_iter().flatten() {
-                    t = join(t, self.expr(x, state, bound));
-                }
-                t
-            }
-            ExprKind::Update { base, index, value } => {
-                let b = self.expr(base, state, bound);
-                let i = self.expr(index, state, bound);
-                join(join(b, i), self.expr(value, state, bound))
-            }
             ExprKind::Field { base, name } if name.name == "length" => {
                 self.expr(base, state, bound)
             }
-            ExprKind::Length(x) | ExprKind::Trigger(x) => self.expr(x, state, bound),
             ExprKind::Call {
                 receiver,
                 name,
-                args,
-                given,
                 yields,
+                ..
             } => {
-                let known =
-                    receiver.is_none() && yields.is_empty() && self.pure.contains(&name.name);
-                if !known {
-                    return Some(e.span);
+                if receiver.is_none() && yields.is_empty() && self.pure.contains(&name.name) {
+                    self.children(e, state, bound)
+                } else {
+                    Some(e.span)
                 }
-                let mut t = None;
-                for a in args.iter().chain(given.iter().map(|g| &g.value)) {
-                    t = join(t, self.expr(a, state, bound));
-                }
-                t
-            }
-            ExprKind::Collection { elems, .. } => {
-                let mut t = None;
-                for x in elems {
-                    t = join(t, self.expr(x, state, bound));
-                }
-                t
-            }
-            ExprKind::MapLit { entries, .. } => {
-                let mut t = None;
-                for (k, v) in entries {
-                    t = join(t, self.expr(k, state, bound));
-                    t = join(t, self.expr(v, state, bound));
-                }
-                t
             }
             ExprKind::Let {
                 name, value, body, ..
@@ -527,14 +458,8 @@ impl<'a> Analysis<'a> {
             }
             // One allocation before the launch is one reference for all threads; inside a
             // par block each thread allocates its own.
-            ExprKind::New { args, .. } | ExprKind::NewArray { dims: args, .. }
-                if self.frames.is_empty() =>
-            {
-                let mut t = None;
-                for a in args {
-                    t = join(t, self.expr(a, state, bound));
-                }
-                t
+            ExprKind::New { .. } | ExprKind::NewArray { .. } if self.frames.is_empty() => {
+                self.children(e, state, bound)
             }
             ExprKind::Field { .. }
             | ExprKind::New { .. }
@@ -542,7 +467,16 @@ impl<'a> Analysis<'a> {
             | ExprKind::Old(_)
             | ExprKind::Builtin { .. }
             | ExprKind::Unfolding { .. } => Some(e.span),
+            // Literals, operators, `?:`, slices, updates, `|s|`, triggers, collections.
+            _ => self.children(e, state, bound),
         }
+    }
+
+    /// The join of the taints of the direct subexpressions of `e`.
+    fn children(&self, e: &Expr, state: &State, bound: &mut Vec<(String, Taint)>) -> Taint {
+        let mut t = None;
+        children(e, &mut |c| t = join(t, self.expr(c, state, bound)));
+        t
     }
 
     fn eval(&self, e: &Expr, state: &State) -> Taint {

@@ -48,6 +48,16 @@ fn single_error(body: &str) -> (String, &'static str, String) {
     )
 }
 
+/// The text of the guard of each error, which must all be E0510.
+fn guard_texts<'s>(src: &'s str, errs: &[UniformityError]) -> Vec<&'s str> {
+    errs.iter()
+        .map(|e| match e {
+            UniformityError::ThreadDependentGuard { guard, .. } => text(src, *guard),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
 const BARRIER: &str = "barrier(blk) { context 0 <= tid && tid < n; }";
 
 #[test]
@@ -139,13 +149,7 @@ fn barrier_after_a_thread_dependent_return() {
     let parsed = syntax::parse(&src).unwrap_or_else(|e| panic!("{e:?}"));
     let errs = check_program_uniformity(&parsed.program);
     // The return guard, and the loop condition: `i` is now only updated by some threads.
-    let guards: Vec<&str> = errs
-        .iter()
-        .map(|e| match e {
-            UniformityError::ThreadDependentGuard { guard, .. } => text(&src, *guard),
-            other => panic!("{other:?}"),
-        })
-        .collect();
+    let guards = guard_texts(&src, &errs);
     assert_eq!(guards, ["i < n", "tid == 1"], "{errs:?}");
 }
 
@@ -214,13 +218,7 @@ fn thread_dependent_guard_of_an_enclosing_loop_and_if_both_reported() {
         "for (int j = 0; j < tid; j++) {{ if (a[j] > 0) {{ {BARRIER} }} }}"
     ));
     let errs = errors(&src);
-    let guards: Vec<&str> = errs
-        .iter()
-        .map(|e| match e {
-            UniformityError::ThreadDependentGuard { guard, .. } => text(&src, *guard),
-            other => panic!("{other:?}"),
-        })
-        .collect();
+    let guards = guard_texts(&src, &errs);
     assert_eq!(guards.len(), 2, "{errs:?}");
     assert!(
         guards.contains(&"j < tid") && guards.contains(&"a[j] > 0"),
