@@ -137,6 +137,7 @@ impl Prover for SolverProver {
             span: check.span,
             status,
             time: start.elapsed(),
+            note: None,
         });
         // Checked (or reported): later checks may rely on it, so one mistake is one failure.
         self.assume(check.goal);
@@ -422,6 +423,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 span,
                 status: status.clone(),
                 time: std::time::Duration::ZERO,
+                note: None,
             });
         }
     }

@@ -1,49 +1,57 @@
-//! The separation-logic checker on Z3 — so far only its foundation: pure expressions and
-//! single obligations.
+//! The permission-based separation-logic checker on Z3 (`alpinist verify`).
 //!
-//! Entry point today: [`check_pure`] (assumptions ⊢ goal over pure PVL expressions, in a fresh
-//! Z3 context on the calling thread). Underneath: [`Encoder`] (IR → Z3 terms, `expr.rs`) and
-//! [`check_goal`] (one Z3 query → [`Verdict`], `solver.rs`).
+//! Entry point: [`verify_program`] — every method and pure function of a checked program, each
+//! in its own Z3 context on a worker thread, giving a [`MethodReport`] per routine: every
+//! [`Obligation`] with its [`Status`] and time, what the verdict trusts, warnings, or the
+//! construct that is not encoded. [`check_pure`] decides one pure implication (tests, tools).
+//!
+//! Layers, in the order data flows:
+//! - `program.rs` — declarations (fields → location ids, routines by name, PVL types → [`Ty`]);
+//! - `state.rs` — the symbolic state: heap and permission mask as curried Z3 arrays keyed by
+//!   reference, stores, snapshots for `\old`;
+//! - `expr.rs` — expressions → terms, with definedness checks (null, bounds, permission,
+//!   division by zero, function preconditions);
+//! - `assertion.rs` — inhale / exhale of assertions, quantified permissions, regions (par
+//!   blocks and barriers quantified over their iterators);
+//! - `exec.rs` — symbolic execution of a routine on one solver (branches joined by `ite`,
+//!   loops by invariants, par blocks per thread + region, barriers global + local, calls);
+//! - `recursion.rs` — termination measures for recursive functions and lemmas;
+//! - `uniformity.rs` — the taint analysis behind barrier uniformity;
+//! - `solver.rs` — budgets ([`Limits`]) and the single-query [`check_goal`].
 //!
 //! # Invariants
 //! - **Unknown is never verified.** Z3's `unknown` (resource limit, incomplete quantifier
-//!   reasoning, nonlinear arithmetic, cancellation) becomes [`Verdict::Unknown`] carrying Z3's
-//!   `reason_unknown`; only `unsat` of the negated goal is [`Verdict::Verified`].
-//! - **No obligation is skipped silently.** A construct the encoding does not know is an
-//!   [`EncodeError`] with its span (`Unsupported`, E0501), never a panic and never a dropped
-//!   conjunct or a weakened goal. Triggers are the only thing not passed on: they steer Z3's
-//!   instantiation and do not change what holds.
-//! - **Budgets are deterministic.** Every query runs under Z3's `rlimit` ([`Limits`]), a
-//!   count of Z3's own steps, never a wall-clock timeout, so a loaded machine cannot flip a
-//!   verdict. A query is never unbounded.
-//! - **Terms stay on their thread.** z3 0.22 builds every term in the *thread-local* context
-//!   of the calling thread; [`in_fresh_context`] gives each obligation a new context there, so
-//!   verdicts do not depend on which obligations ran before or where. Only plain data
-//!   ([`Verdict`], [`EncodeError`]) leaves it.
-//! - Assumptions that contradict each other make every goal verified, as in any prover; the
-//!   vacuity warning design.md asks for belongs to the method-level checker.
+//!   reasoning, nonlinear arithmetic, cancellation) is [`Status::Unknown`] with Z3's reason;
+//!   only `unsat` of the negated goal is [`Status::Verified`].
+//! - **Nothing is skipped silently.** A construct the encoding does not know is an
+//!   [`EncodeError`] with its span (E0501) for the whole routine: no verdict, never a dropped
+//!   conjunct. Triggers are the only thing not passed on (they steer instantiation only).
+//! - **Budgets are deterministic.** Every query runs under Z3's `rlimit`; a wall-clock
+//!   `timeout` exists only as the user's `--timeout` safety net, never in tests.
+//! - **Terms stay on their thread.** z3 0.22 builds terms in the thread-local context; each
+//!   routine gets a fresh context on its worker, so verdicts do not depend on `--jobs`.
+//! - **Definitions are assumed only where they cannot be inconsistent**: a recursive function
+//!   or lemma needs a decreasing measure (`recursion.rs`), else its definition is not used
+//!   (a warning) or the recursive call fails (an obligation).
+//! - A failed check is assumed afterwards, so one mistake gives one failure; a routine with
+//!   any failure is failed.
 //! - We link the system libz3 (Debian bookworm: 4.8.12) although the crate targets ≥ 4.13:
 //!   nothing here inspects declaration or sort kinds through Z3 (those enums were renumbered),
-//!   and `Real::from_rational`/`from_real` and `Sum`/`Product` over reals do not link (use
-//!   `Real::from_rational_str`). The verdict tests in `solver.rs` fail loudly on a mismatch.
+//!   and `Real::from_rational`/`from_real` and `Sum`/`Product` over reals do not link. The
+//!   verdict tests in `solver.rs` fail loudly on a mismatch. libz3 4.8.12 can crash (SIGSEGV)
+//!   building models; the CLI runs verification in a worker process for that reason.
 //!
 //! # Integer division
-//! `/` and `%` on integers are refused (E0501) for now. Three semantics are in play and they
-//! disagree on negative operands: Z3's (SMT-LIB's) `div`/`mod` are Euclidean (remainder always
-//! ≥ 0), C and OpenCL truncate toward zero, and floor division rounds down. Which one PVL's `/`
-//! has in VerCors we could not confirm here: from memory, VerCors' internal language has both
-//! floor and truncating division and its Viper back end ends in SMT-LIB's Euclidean `div` —
-//! not a sound basis for an encoding. All three agree when the dividend is ≥ 0 and the divisor
-//! is > 0, the only case design.md lets code generation emit. The planned encoding: a
-//! definedness obligation at each use (divisor ≠ 0, as VerCors checks), and one semantics
-//! chosen for the checker, the interpreter and code generation together. Until then refusing
-//! is the sound choice; guessing could verify a program that VerCors rejects.
+//! Three semantics disagree on negative operands: Z3's Euclidean `div`/`mod`, C's (and
+//! OpenCL's) truncation, floor division. Which one PVL's `/` follows in VerCors we could not
+//! confirm. All three agree when the dividend is ≥ 0 and the divisor > 0: there the checker
+//! uses Z3's `div`/`mod`; elsewhere the result is an unspecified function of the operands, so
+//! what the checker proves holds under each of the three. Every division checks divisor ≠ 0.
+//! The interpreter and code generation truncate, which is one of the three.
 //!
 //! # Not there yet
-//! Heap (`H`, masks, `len`), permissions and fractions (rationals), inhale/exhale, self-framing,
-//! quantified permissions, sequences, pure functions and predicates, calls, `\old`, loops, par
-//! blocks and barriers, definedness checks (bounds, null), the per-clause failure report and
-//! the CLI (`alpinist verify` still answers "not implemented yet").
+//! `\matrix`, predicates, locks and atomics, sets/bags/maps, objects beyond fields, `yields`.
+//! Each is refused as unsupported (exit 2).
 
 mod assertion;
 mod exec;
@@ -53,11 +61,13 @@ mod program;
 mod recursion;
 mod solver;
 mod state;
+mod uniformity;
 
 pub use expr::{EncodeError, Env, Sort};
 pub use obligation::{Obligation, ObligationKind, Status, Trusted, Warning};
 pub use solver::{check_goal, in_fresh_context, Limits, Verdict};
-pub use state::Term;
+pub use state::{Term, Ty};
+pub use uniformity::{check_barrier_uniformity, check_program_uniformity, UniformityError};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -188,12 +198,30 @@ pub fn verify_program(program: &Program, limits: &Limits, jobs: usize) -> Vec<Me
             }
         }
     });
-    results
+    let mut reports: Vec<MethodReport> = results
         .into_inner()
         .expect("no worker panics while holding it")
         .into_iter()
         .flatten()
-        .collect()
+        .collect();
+    // Barrier uniformity is a property of the program text: a failed obligation of the
+    // routine that holds the barrier.
+    for e in check_program_uniformity(program) {
+        let at = e.span();
+        if let Some(r) = reports
+            .iter_mut()
+            .find(|r| r.span.start <= at.start && at.end <= r.span.end)
+        {
+            r.obligations.push(Obligation {
+                kind: ObligationKind::BarrierNotUniform,
+                span: at,
+                status: Status::Failed { model: Vec::new() },
+                time: Duration::ZERO,
+                note: Some(format!("{e} ({})", e.code_str())),
+            });
+        }
+    }
+    reports
 }
 
 #[cfg(test)]

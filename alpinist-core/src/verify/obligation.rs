@@ -32,6 +32,7 @@ pub enum ObligationKind {
     NegativePermission,
     NotInjective,
     RecursionMayNotTerminate,
+    BarrierNotUniform,
 }
 
 impl ObligationKind {
@@ -58,6 +59,7 @@ impl ObligationKind {
             NegativePermission => "E0617",
             NotInjective => "E0618",
             RecursionMayNotTerminate => "E0619",
+            BarrierNotUniform => "E0621",
         }
     }
 
@@ -88,6 +90,10 @@ impl ObligationKind {
             NotInjective => {
                 "the quantified permission may not be injective: two values of the bound \
                  variables may name the same location"
+            }
+            BarrierNotUniform => {
+                "the barrier may not be reached by all threads of its block alike (a guard or \
+                 a local it depends on is derived from a thread id or a heap read)"
             }
             RecursionMayNotTerminate => {
                 "the recursion may not terminate: no integer parameter, difference of two, or \
@@ -135,6 +141,9 @@ pub struct Obligation {
     pub status: Status,
     #[serde(serialize_with = "millis")]
     pub time: Duration,
+    /// More about a failure, when there is more to say than the kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
