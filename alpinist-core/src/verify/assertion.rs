@@ -535,7 +535,8 @@ impl<'w, 'a> Walker<'w, 'a> {
             }
             _ => None,
         };
-        if !binders.is_empty() && !(linear.is_some() && binders.len() == 1) {
+        let injective_by_construction = linear.is_some() && binders.len() == 1;
+        if !binders.is_empty() && !injective_by_construction {
             self.check_injective(&binders, &positive, &r, &i, atom);
         }
         let held = self.mask.amount(&r, &i);
