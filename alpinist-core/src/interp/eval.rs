@@ -2,16 +2,17 @@
 //! short-circuit, array reads (recorded for race detection), `new int[..]`, calls to methods
 //! and pure functions, `\let`, and quantifiers enumerated over computable bounds.
 //!
-//! Whatever has no runtime meaning (permissions, fractions, `\old`, `\result`, sequences,
-//! objects, predicates, ghost variables) is [`InterpError::Unsupported`]; `assert` turns that
+//! Whatever has no runtime meaning (permissions, fractions, `\old`, `\result`, sets, bags,
+//! maps, objects, predicates, ghost variables) is [`InterpError::Unsupported`]; `assert` turns that
 //! into "skipped", code turns it into an error.
 
 use crate::syntax::{
-    BinaryOp, Binder, Builtin, Expr, ExprKind, Quantifier, QuantifierKind, Span, TypeKind, UnaryOp,
+    BinaryOp, Binder, Builtin, CollectionKind, Expr, ExprKind, Quantifier, QuantifierKind, Span,
+    TypeKind, UnaryOp,
 };
 
 use super::exec::Env;
-use super::{Access, ArrayRef, InterpError, Machine, Value};
+use super::{Access, ArrayRef, InterpError, Machine, SeqRef, Value};
 
 impl<'p> Machine<'p, '_> {
     pub(crate) fn eval(&mut self, env: &mut Env<'p>, e: &'p Expr) -> Result<Value, InterpError> {
@@ -92,22 +93,33 @@ impl<'p> Machine<'p, '_> {
                 }
             }
             ExprKind::Index { base, index } => {
-                let (r, i) = self.cell_of(env, base, index, span)?;
+                let b = self.eval(env, base)?;
+                if let Value::Seq(q) = b {
+                    let i = self.eval_int(env, index)?;
+                    let elems = self.seq_elems(q, span)?;
+                    return match usize::try_from(i) {
+                        Ok(k) if k < elems.len() => Ok(elems[k]),
+                        _ => Err(InterpError::OutOfBounds {
+                            index: i,
+                            len: elems.len(),
+                            span,
+                        }),
+                    };
+                }
+                let (r, i) = self.cell_in(env, b, base.span, index, span)?;
                 self.read_cell(r, i, span)
             }
-            ExprKind::Field { base, name } if name.name == "length" => {
-                match self.eval(env, base)? {
-                    Value::Array(r) => match self.memory.get(r) {
-                        Some(cells) => i128::try_from(cells.len())
-                            .map(Value::Int)
-                            .map_err(|_| InterpError::Overflow { span }),
-                        None => Err(InterpError::unsupported("a dangling array reference", span)),
-                    },
-                    Value::Null => Err(InterpError::NullDereference { span: base.span }),
-                    other => Err(mismatch("array", other, base.span)),
+            ExprKind::Field { base, name } => match self.eval(env, base)? {
+                Value::Array(r) if name.name == "length" => match self.memory.get(r) {
+                    Some(cells) => int_of_len(cells.len(), span),
+                    None => Err(InterpError::unsupported("a dangling array reference", span)),
+                },
+                Value::Seq(q) => self.seq_op(q, &name.name, span),
+                Value::Null if name.name == "length" => {
+                    Err(InterpError::NullDereference { span: base.span })
                 }
-            }
-            ExprKind::Field { .. } => Err(InterpError::unsupported("fields of objects", span)),
+                _ => Err(InterpError::unsupported("fields of objects", span)),
+            },
             ExprKind::Call { .. } => match self.eval_call(env, e)? {
                 Some(v) => Ok(v),
                 None => Err(InterpError::TypeMismatch {
@@ -139,14 +151,63 @@ impl<'p> Machine<'p, '_> {
             ExprKind::Result => Err(InterpError::unsupported("`\\result`", span)),
             ExprKind::Old(_) => Err(InterpError::unsupported("`\\old`", span)),
             ExprKind::PermLit(_) => Err(InterpError::unsupported("permissions", span)),
-            ExprKind::Length(_)
-            | ExprKind::Slice { .. }
-            | ExprKind::Update { .. }
-            | ExprKind::Collection { .. }
-            | ExprKind::MapLit { .. } => Err(InterpError::unsupported(
-                "sequences, sets, bags and maps",
-                span,
-            )),
+            ExprKind::Length(inner) => match self.eval(env, inner)? {
+                Value::Seq(q) => self.seq_op(q, "size", span),
+                _ => Err(InterpError::unsupported("sets, bags and maps", span)),
+            },
+            ExprKind::Slice { base, from, to } => {
+                let q = self.eval_seq(env, base)?;
+                let len = self.seq_elems(q, span)?.len();
+                let lo = match from {
+                    Some(f) => self.eval_int(env, f)?,
+                    None => 0,
+                };
+                let hi = match to {
+                    Some(t) => self.eval_int(env, t)?,
+                    None => len as i128,
+                };
+                let (Ok(a), Ok(b)) = (usize::try_from(lo), usize::try_from(hi)) else {
+                    let index = if lo < 0 { lo } else { hi };
+                    return Err(InterpError::OutOfBounds { index, len, span });
+                };
+                if a > b || b > len {
+                    let index = if b > len { hi } else { lo };
+                    return Err(InterpError::OutOfBounds { index, len, span });
+                }
+                let elems = self.seq_elems(q, span)?[a..b].to_vec();
+                self.new_seq(elems, span)
+            }
+            ExprKind::Update { base, index, value } => {
+                let q = self.eval_seq(env, base)?;
+                let i = self.eval_int(env, index)?;
+                let v = self.eval(env, value)?;
+                let mut elems = self.seq_elems(q, span)?.to_vec();
+                match usize::try_from(i) {
+                    Ok(k) if k < elems.len() => elems[k] = v,
+                    _ => {
+                        return Err(InterpError::OutOfBounds {
+                            index: i,
+                            len: elems.len(),
+                            span,
+                        })
+                    }
+                }
+                self.new_seq(elems, span)
+            }
+            ExprKind::Collection {
+                kind: CollectionKind::Seq,
+                elems,
+                ..
+            } => {
+                let mut values = Vec::with_capacity(elems.len());
+                for e in elems {
+                    values.push(self.eval(env, e)?);
+                }
+                self.new_seq(values, span)
+            }
+            ExprKind::Collection { .. } | ExprKind::MapLit { .. } => {
+                Err(InterpError::unsupported("sets, bags and maps", span))
+            }
         }
     }
 
@@ -174,18 +235,7 @@ impl<'p> Machine<'p, '_> {
             Eq | Neq => {
                 let a = self.eval(env, lhs)?;
                 let b = self.eval(env, rhs)?;
-                let same = match (a, b) {
-                    (Value::Int(x), Value::Int(y)) => x == y,
-                    (Value::Bool(x), Value::Bool(y)) => x == y,
-                    (Value::Null | Value::Array(_), Value::Null | Value::Array(_)) => a == b,
-                    _ => {
-                        return Err(InterpError::TypeMismatch {
-                            expected: a.kind(),
-                            found: b.kind(),
-                            span,
-                        })
-                    }
-                };
+                let same = self.equal(a, b, span)?;
                 Ok(Value::Bool(same == (op == Eq)))
             }
             Lt | Le | Gt | Ge => {
@@ -199,7 +249,15 @@ impl<'p> Machine<'p, '_> {
                 }))
             }
             Add | Sub | Mul | Div | Mod => {
-                let a = self.eval_int(env, lhs)?;
+                let a = match self.eval(env, lhs)? {
+                    // 1.x writes concatenation `s + t`.
+                    Value::Seq(q) if op == Add => {
+                        let b = self.eval(env, rhs)?;
+                        return self.concat(q, b, span);
+                    }
+                    Value::Int(a) => a,
+                    other => return Err(mismatch("int", other, lhs.span)),
+                };
                 let b = self.eval_int(env, rhs)?;
                 if matches!(op, Div | Mod) && b == 0 {
                     return Err(InterpError::DivisionByZero { span: rhs.span });
@@ -215,10 +273,120 @@ impl<'p> Machine<'p, '_> {
                 r.map(Value::Int).ok_or(InterpError::Overflow { span })
             }
             FracDiv => Err(InterpError::unsupported("fractions", span)),
-            In | Concat | Cons => Err(InterpError::unsupported(
-                "sequences, sets, bags and maps",
+            Concat => {
+                let q = self.eval_seq(env, lhs)?;
+                let b = self.eval(env, rhs)?;
+                self.concat(q, b, span)
+            }
+            Cons => {
+                let x = self.eval(env, lhs)?;
+                let q = self.eval_seq(env, rhs)?;
+                let mut elems = Vec::with_capacity(self.seq_elems(q, span)?.len() + 1);
+                elems.push(x);
+                elems.extend_from_slice(self.seq_elems(q, span)?);
+                self.new_seq(elems, span)
+            }
+            In => {
+                let x = self.eval(env, lhs)?;
+                let q = self.eval_seq(env, rhs)?;
+                let elems = self.seq_elems(q, span)?.to_vec();
+                for e in elems {
+                    if self.equal(x, e, span)? {
+                        return Ok(Value::Bool(true));
+                    }
+                }
+                Ok(Value::Bool(false))
+            }
+        }
+    }
+
+    fn eval_seq(&mut self, env: &mut Env<'p>, e: &'p Expr) -> Result<SeqRef, InterpError> {
+        match self.eval(env, e)? {
+            Value::Seq(q) => Ok(q),
+            _ => Err(InterpError::unsupported(
+                "sets, bags and maps (or not a sequence)",
+                e.span,
+            )),
+        }
+    }
+
+    fn seq_elems(&self, q: SeqRef, span: Span) -> Result<&[Value], InterpError> {
+        self.memory
+            .seq(q)
+            .ok_or_else(|| InterpError::unsupported("a dangling sequence reference", span))
+    }
+
+    fn new_seq(&mut self, elems: Vec<Value>, span: Span) -> Result<Value, InterpError> {
+        if (elems.len() as u64).saturating_add(self.memory.total_cells() as u64)
+            > self.limits.max_cells
+        {
+            return Err(self.cells_exceeded(span));
+        }
+        Ok(Value::Seq(self.memory.alloc_seq(elems)))
+    }
+
+    /// `s ++ t`, or `s ++ x` appending one element.
+    fn concat(&mut self, q: SeqRef, b: Value, span: Span) -> Result<Value, InterpError> {
+        let mut elems = self.seq_elems(q, span)?.to_vec();
+        match b {
+            Value::Seq(t) => elems.extend_from_slice(self.seq_elems(t, span)?),
+            x => elems.push(x),
+        }
+        self.new_seq(elems, span)
+    }
+
+    /// `|s|` (`size`, `length`), `head`, `tail`, `isEmpty`.
+    fn seq_op(&mut self, q: SeqRef, op: &str, span: Span) -> Result<Value, InterpError> {
+        let elems = self.seq_elems(q, span)?;
+        match op {
+            "size" | "length" => int_of_len(elems.len(), span),
+            "isEmpty" => Ok(Value::Bool(elems.is_empty())),
+            "head" => elems.first().copied().ok_or(InterpError::OutOfBounds {
+                index: 0,
+                len: 0,
+                span,
+            }),
+            "tail" => {
+                if elems.is_empty() {
+                    return Err(InterpError::OutOfBounds {
+                        index: 0,
+                        len: 0,
+                        span,
+                    });
+                }
+                let rest = elems[1..].to_vec();
+                self.new_seq(rest, span)
+            }
+            other => Err(InterpError::unsupported(
+                format!("`{other}` on a sequence"),
                 span,
             )),
+        }
+    }
+
+    /// `==` on values: references by identity, sequences by contents.
+    fn equal(&self, a: Value, b: Value, span: Span) -> Result<bool, InterpError> {
+        match (a, b) {
+            (Value::Int(x), Value::Int(y)) => Ok(x == y),
+            (Value::Bool(x), Value::Bool(y)) => Ok(x == y),
+            (Value::Null | Value::Array(_), Value::Null | Value::Array(_)) => Ok(a == b),
+            (Value::Seq(x), Value::Seq(y)) => {
+                let (xs, ys) = (self.seq_elems(x, span)?, self.seq_elems(y, span)?);
+                if xs.len() != ys.len() {
+                    return Ok(false);
+                }
+                for (&u, &v) in xs.iter().zip(ys) {
+                    if !self.equal(u, v, span)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            _ => Err(InterpError::TypeMismatch {
+                expected: a.kind(),
+                found: b.kind(),
+                span,
+            }),
         }
     }
 
@@ -230,10 +398,23 @@ impl<'p> Machine<'p, '_> {
         index: &'p Expr,
         span: Span,
     ) -> Result<(ArrayRef, usize), InterpError> {
-        let r = match self.eval(env, base)? {
+        let b = self.eval(env, base)?;
+        self.cell_in(env, b, base.span, index, span)
+    }
+
+    /// The cell `index` of the array `base` (already evaluated; `base_span` is its text).
+    fn cell_in(
+        &mut self,
+        env: &mut Env<'p>,
+        base: Value,
+        base_span: Span,
+        index: &'p Expr,
+        span: Span,
+    ) -> Result<(ArrayRef, usize), InterpError> {
+        let r = match base {
             Value::Array(r) => r,
-            Value::Null => return Err(InterpError::NullDereference { span: base.span }),
-            other => return Err(mismatch("array", other, base.span)),
+            Value::Null => return Err(InterpError::NullDereference { span: base_span }),
+            other => return Err(mismatch("array", other, base_span)),
         };
         let i = self.eval_int(env, index)?;
         let len = self.memory.get(r).map_or(0, <[Value]>::len);
@@ -290,6 +471,13 @@ impl<'p> Machine<'p, '_> {
             return self.eval(env, e).map(Some);
         };
         let class = match receiver.as_deref().map(|r| &r.kind) {
+            None if args.len() == 1
+                && matches!(name.name.as_str(), "head" | "tail" | "isEmpty") =>
+            {
+                // The checker reads these as sequence operations, whatever is declared.
+                let q = self.eval_seq(env, &args[0])?;
+                return self.seq_op(q, &name.name, e.span).map(Some);
+            }
             None | Some(ExprKind::This) => env.class,
             Some(ExprKind::Name(c)) if env.get(&c.name).is_none() => {
                 match self.index.class_id(&c.name) {
@@ -302,7 +490,18 @@ impl<'p> Machine<'p, '_> {
                     }
                 }
             }
-            Some(_) => return Err(InterpError::unsupported("method calls on objects", e.span)),
+            Some(_) => {
+                let subject = match receiver.as_deref() {
+                    Some(r) => self.eval(env, r)?,
+                    None => Value::Null,
+                };
+                return match subject {
+                    Value::Seq(q) if args.is_empty() => {
+                        self.seq_op(q, &name.name, e.span).map(Some)
+                    }
+                    _ => Err(InterpError::unsupported("method calls on objects", e.span)),
+                };
+            }
         };
         let Some((class, member)) = self.index.lookup(class, &name.name) else {
             return Err(InterpError::unsupported(
@@ -601,6 +800,12 @@ impl<'p> Machine<'p, '_> {
             )),
         }
     }
+}
+
+fn int_of_len(len: usize, span: Span) -> Result<Value, InterpError> {
+    i128::try_from(len)
+        .map(Value::Int)
+        .map_err(|_| InterpError::Overflow { span })
 }
 
 fn mismatch(expected: &'static str, found: Value, span: Span) -> InterpError {

@@ -42,7 +42,10 @@
 //! - Calls run the callee's body (methods) or evaluate it (pure functions); a bodiless
 //!   non-pure method (lemma) or predicate cannot be run: [`InterpError::Unsupported`].
 //!   Anything else that would affect state and is not modelled (objects and fields, `new C()`,
-//!   sequences, `lock`, `atomic`, ...) is `Unsupported` too, never silently skipped.
+//!   sets, bags, maps, `lock`, `atomic`, ...) is `Unsupported` too, never silently skipped.
+//! - Sequences are values ([`SeqRef`] into the memory's sequence store, compared by contents):
+//!   literals, `|s|`, `s[i]`, slices, `s[i -> v]`, `++` (and 1.x `+`), `::`, `in`, `head`,
+//!   `tail`, `isEmpty`; out-of-range indices and slices are [`InterpError::OutOfBounds`].
 //! - Every statement, loop iteration, call and quantifier instance costs one step of
 //!   [`Limits::max_steps`]; calls nest at most [`Limits::max_call_depth`] deep, so no program
 //!   hangs or overflows the stack. Nothing here panics, whatever the program.
@@ -62,7 +65,7 @@ mod tests;
 use std::collections::HashMap;
 
 pub use error::{Access, InterpError};
-pub use value::{ArrayRef, Memory, Value};
+pub use value::{ArrayRef, Memory, SeqRef, Value};
 
 use crate::syntax::{Item, Member, MemberKind, Method, MethodBody, Program, Span, TypeKind};
 
@@ -96,7 +99,8 @@ pub struct Outcome {
     /// The method's return value; `None` for a void method.
     pub result: Option<Value>,
     /// The final memory: the arrays passed in keep their references; arrays allocated by the
-    /// program follow them.
+    /// program follow them. To compare two programs, compare the arrays passed in (a rewritten
+    /// program may allocate differently).
     pub memory: Memory,
     /// `assert`s executed (each execution counts: one per thread, per iteration).
     pub asserts_evaluated: u64,
@@ -163,6 +167,10 @@ fn fits(ty: &TypeKind, v: Value, memory: &Memory) -> bool {
         (TypeKind::Array { .. }, Value::Null) => true,
         (TypeKind::Array { elem, .. }, Value::Array(r)) => match memory.get(r) {
             Some(cells) => cells.iter().all(|&c| fits(&elem.kind, c, memory)),
+            None => false,
+        },
+        (TypeKind::Seq(elem), Value::Seq(r)) => match memory.seq(r) {
+            Some(elems) => elems.iter().all(|&e| fits(&elem.kind, e, memory)),
             None => false,
         },
         _ => false,

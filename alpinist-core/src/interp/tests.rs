@@ -351,6 +351,79 @@ fn bad_calls_are_reported() {
     assert_eq!(run_ok(&p, "D.f", &[], Memory::new()).result, None);
 }
 
+#[test]
+fn sequences_are_values() {
+    let src = "class C {
+      pure int sum(seq<int> xs) = |xs| == 0 ? 0 : head(xs) + sum(tail(xs));
+      int f(seq<int> s, int x) {
+        seq<int> t = x :: s ++ seq<int>{7, 8};
+        seq<int> u = t[1 -> 100];
+        assert t != u && t[1..] == s ++ seq<int>{7} + seq<int>{8} && t[..1] == seq<int>{x};
+        assert (x in t) && !(99 in t) && u.size == |t| && seq<int>{}.isEmpty;
+        assert t[0 .. |t|] == t && s == s[0 ..];
+        return sum(u) * 1000 + |t|;
+      }
+      int g(seq<int> s, int i, int j) { return |s[i .. j]|; }
+      int h(seq<int> s, int i) { return s[i]; }
+    }";
+    let p = program(src);
+    let mut m = Memory::new();
+    let s = m.alloc_int_seq(&[1, 2, 3]);
+    let out = run_ok(&p, "f", &[Value::Seq(s), Value::Int(5)], m.clone());
+    // t = [5, 1, 2, 3, 7, 8], u = [5, 100, 2, 3, 7, 8]
+    assert_eq!(out.result, Some(Value::Int(125 * 1000 + 6)));
+    assert_eq!((out.asserts_evaluated, out.asserts_skipped), (3, 0));
+    let args = |i, j| [Value::Seq(s), Value::Int(i), Value::Int(j)];
+    assert_eq!(
+        run_ok(&p, "g", &args(1, 3), m.clone()).result,
+        Some(Value::Int(2))
+    );
+    assert_eq!(
+        run_ok(&p, "g", &args(3, 3), m.clone()).result,
+        Some(Value::Int(0))
+    );
+    for (i, j) in [(2, 1), (-1, 2), (0, 4)] {
+        let e = run_err(&p, "g", &args(i, j), m.clone());
+        assert!(
+            matches!(e, InterpError::OutOfBounds { len: 3, .. }),
+            "{i}..{j}: {e:?}"
+        );
+        assert_eq!(at(src, &e), "s[i .. j]");
+    }
+    let e = run_err(&p, "h", &[Value::Seq(s), Value::Int(3)], m);
+    assert!(
+        matches!(
+            e,
+            InterpError::OutOfBounds {
+                index: 3,
+                len: 3,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn sequence_examples() {
+    let (_, p) = example("basic/sum_loop.pvl");
+    let mut m = Memory::new();
+    let xs = m.alloc_int_seq(&[4, -2, 9, 1]);
+    let out = run_ok(&p, "total", &[Value::Seq(xs)], m);
+    assert_eq!(out.result, Some(Value::Int(12)));
+    // One slice assert per iteration plus the final one, all executable.
+    assert_eq!((out.asserts_evaluated, out.asserts_skipped), (5, 0));
+
+    let (_, p) = example("iteration_merging/even_sum.pvl");
+    let values: Vec<i128> = (0..16).map(|i| i * i - 7).collect();
+    let mut m = Memory::new();
+    let a = m.alloc_ints(&values);
+    let xs = m.alloc_int_seq(&values);
+    let out = run_ok(&p, "sumEven", &[Value::Array(a), Value::Seq(xs)], m);
+    let expect: i128 = values.iter().step_by(2).sum();
+    assert_eq!(out.result, Some(Value::Int(expect)));
+}
+
 // ---- specifications ----------------------------------------------------------------------
 
 #[test]

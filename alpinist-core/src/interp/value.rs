@@ -7,12 +7,21 @@
 //! Arrays live in a [`Memory`] and are passed by reference ([`ArrayRef`]): two parameters given
 //! the same reference alias, exactly as on a GPU. An `int[][]` is an array whose cells hold
 //! references to row arrays (or `null`).
+//!
+//! Sequences (`seq<T>`) are immutable values. So that [`Value`] stays `Copy`, a sequence is a
+//! [`SeqRef`] into an append-only store beside the arrays; two sequences are equal when their
+//! elements are (`==` compares contents, never references). The store is not part of a
+//! [`Memory`]'s equality: two memories are equal when their arrays are.
 
 use std::fmt;
 
 /// A reference to an array in a [`Memory`]: its index there, stable for the memory's lifetime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ArrayRef(pub usize);
+
+/// A sequence value in a [`Memory`]'s sequence store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SeqRef(pub usize);
 
 /// A runtime value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -22,6 +31,8 @@ pub enum Value {
     /// `null` (also the default cell value of an array of arrays).
     Null,
     Array(ArrayRef),
+    /// A `seq<T>` value (compared by contents).
+    Seq(SeqRef),
 }
 
 impl Value {
@@ -32,6 +43,7 @@ impl Value {
             Value::Bool(_) => "boolean",
             Value::Null => "null",
             Value::Array(_) => "array",
+            Value::Seq(_) => "seq",
         }
     }
 
@@ -64,16 +76,28 @@ impl fmt::Display for Value {
             Value::Bool(v) => write!(f, "{v}"),
             Value::Null => f.write_str("null"),
             Value::Array(r) => write!(f, "array#{}", r.0),
+            Value::Seq(r) => write!(f, "seq#{}", r.0),
         }
     }
 }
 
-/// All arrays of one run, indexed by [`ArrayRef`]. Arrays are never freed during a run.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// All arrays of one run, indexed by [`ArrayRef`], and the sequence values, indexed by
+/// [`SeqRef`]. Nothing is freed during a run.
+#[derive(Clone, Debug, Default)]
 pub struct Memory {
     arrays: Vec<Vec<Value>>,
+    seqs: Vec<Vec<Value>>,
     cells: usize,
 }
+
+/// Equal when the arrays are (the sequence store holds values, not state).
+impl PartialEq for Memory {
+    fn eq(&self, other: &Memory) -> bool {
+        self.arrays == other.arrays
+    }
+}
+
+impl Eq for Memory {}
 
 impl Memory {
     pub fn new() -> Memory {
@@ -106,6 +130,23 @@ impl Memory {
         self.alloc(refs)
     }
 
+    /// Adds a sequence value holding `elems`.
+    pub fn alloc_seq(&mut self, elems: Vec<Value>) -> SeqRef {
+        self.cells += elems.len();
+        self.seqs.push(elems);
+        SeqRef(self.seqs.len() - 1)
+    }
+
+    /// Adds a `seq<int>` holding `values`.
+    pub fn alloc_int_seq(&mut self, values: &[i128]) -> SeqRef {
+        self.alloc_seq(values.iter().map(|&v| Value::Int(v)).collect())
+    }
+
+    /// The elements of a sequence, `None` for a reference this memory never handed out.
+    pub fn seq(&self, r: SeqRef) -> Option<&[Value]> {
+        self.seqs.get(r.0).map(Vec::as_slice)
+    }
+
     /// The cells of an array, `None` for a reference this memory never handed out.
     pub fn get(&self, r: ArrayRef) -> Option<&[Value]> {
         self.arrays.get(r.0).map(Vec::as_slice)
@@ -133,7 +174,7 @@ impl Memory {
         self.arrays.is_empty()
     }
 
-    /// Total number of cells over all arrays (what [`super::Limits::max_cells`] bounds).
+    /// Total number of cells over all arrays and sequences (what [`super::Limits::max_cells`] bounds).
     pub fn total_cells(&self) -> usize {
         self.cells
     }
