@@ -739,26 +739,38 @@ fn racy_kernel_two_threads_write_one_cell() {
     assert_eq!(out.memory.ints(a), Some(vec![0, 0, 0, 0]));
 }
 
-#[test]
-fn stencil_without_barrier_is_a_race_at_the_neighbour_read() {
-    let src = "class C {
-      void f(int n, int[] a, int[] b) {
-        par st(int tid = 0 .. n) {
+/// A two-point stencil in place on `a` through the scratch array `b`; `barrier` goes between
+/// the write phase and the neighbour reads.
+fn stencil(barrier: &str) -> (String, Program, [Value; 3], Memory, ArrayRef) {
+    let src = format!(
+        "class C {{
+      void f(int n, int[] a, int[] b) {{
+        par st(int tid = 0 .. n) {{
           b[tid] = a[tid];
-          if (tid > 0) { a[tid] = b[tid - 1] + b[tid]; }
-        }
-      }
-    }";
-    let p = program(src);
+          {barrier}
+          if (tid > 0) {{ a[tid] = b[tid - 1] + b[tid]; }}
+        }}
+      }}
+    }}"
+    );
+    let p = program(&src);
     let mut m = Memory::new();
     let a = m.alloc_ints(&[1, 2, 3]);
     let b = m.alloc_ints(&[0; 3]);
-    let e = run_err(
-        &p,
-        "f",
-        &[Value::Int(3), Value::Array(a), Value::Array(b)],
+    (
+        src,
+        p,
+        [Value::Int(3), Value::Array(a), Value::Array(b)],
         m,
-    );
+        a,
+    )
+}
+
+#[test]
+fn stencil_without_barrier_is_a_race_at_the_neighbour_read() {
+    let (src, p, args, m, _) = stencil("");
+    let src = src.as_str();
+    let e = run_err(&p, "f", &args, m);
     match &e {
         InterpError::DataRace {
             first_access,
@@ -784,25 +796,8 @@ fn stencil_without_barrier_is_a_race_at_the_neighbour_read() {
 
 #[test]
 fn same_stencil_with_barrier_is_race_free() {
-    let src = "class C {
-      void f(int n, int[] a, int[] b) {
-        par st(int tid = 0 .. n) {
-          b[tid] = a[tid];
-          barrier(st) { requires true; }
-          if (tid > 0) { a[tid] = b[tid - 1] + b[tid]; }
-        }
-      }
-    }";
-    let p = program(src);
-    let mut m = Memory::new();
-    let a = m.alloc_ints(&[1, 2, 3]);
-    let b = m.alloc_ints(&[0; 3]);
-    let out = run_ok(
-        &p,
-        "f",
-        &[Value::Int(3), Value::Array(a), Value::Array(b)],
-        m,
-    );
+    let (_, p, args, m, a) = stencil("barrier(st) { requires true; }");
+    let out = run_ok(&p, "f", &args, m);
     assert_eq!(out.memory.ints(a), Some(vec![1, 3, 5]));
 }
 
