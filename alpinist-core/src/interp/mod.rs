@@ -1,7 +1,7 @@
 //! A reference interpreter for PVL kernels: the *meaning* against which transformations are
 //! tested (original and optimised program, same inputs, same final state, no race).
 //!
-//! Entry point: [`run`] — a program, a method name, argument values and a [`Memory`] holding
+//! Entry points: [`run`] (and [`run_with_ghosts`], which also takes `given` ghost inputs) — a program, a method name, argument values and a [`Memory`] holding
 //! the arrays they refer to, and [`Limits`]; it returns an [`Outcome`] (return value, final
 //! memory, assert counts) or the first [`InterpError`] with the span where it happened.
 //!
@@ -23,7 +23,8 @@
 //!   predicate or unbounded quantifier; a `\forall`/`\exists`/`\sum` whose condition bounds
 //!   every binder by computable bounds (`lo <= i && i < hi`, or `int i = lo .. hi`) is
 //!   enumerated — and otherwise skipped. [`Outcome`] counts both. An assert's reads count as
-//!   reads of the thread for race detection. An evaluated false assert is an error.
+//!   reads of the thread for race detection, also when evaluation then stops at a
+//!   non-executable part (conservative: a verified program frames what its asserts read). An evaluated false assert is an error.
 //! - **Integers** are `i128`, every operation checked: overflow is an error, never a wrapped
 //!   value. `/` and `%` truncate toward zero like C and OpenCL (`-7 / 2 == -3`, `-7 % 2 == -1`);
 //!   a zero divisor is an error. (`verify` does not encode `/`, `%` yet; design.md asks the
@@ -67,7 +68,9 @@ use std::collections::HashMap;
 pub use error::{Access, InterpError};
 pub use value::{ArrayRef, Memory, SeqRef, Value};
 
-use crate::syntax::{Item, Member, MemberKind, Method, MethodBody, Program, Span, TypeKind};
+use crate::syntax::{
+    ClauseKind, Item, Member, MemberKind, Method, MethodBody, Program, Span, TypeKind,
+};
 
 /// Budgets that keep every run finite.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,6 +122,20 @@ pub fn run(
     memory: Memory,
     limits: &Limits,
 ) -> Result<Outcome, InterpError> {
+    run_with_ghosts(program, method, args, &[], memory, limits)
+}
+
+/// [`run`], also giving values to some of the method's ghost inputs (`given T x;` clauses), by
+/// name. Ghost code is still never executed; the values only make the `assert`s that mention
+/// those names executable (Kogge-Stone's `seg(xs, ..)` with the ghost copy `xs`, say).
+pub fn run_with_ghosts(
+    program: &Program,
+    method: &str,
+    args: &[Value],
+    ghosts: &[(&str, Value)],
+    memory: Memory,
+    limits: &Limits,
+) -> Result<Outcome, InterpError> {
     let index = Index::new(program);
     let (class, target) = index.find_entry(method)?;
     let m = match &target.kind {
@@ -143,6 +160,25 @@ pub fn run(
             )));
         }
     }
+    let mut ghost_bindings = Vec::with_capacity(ghosts.len());
+    for &(name, v) in ghosts {
+        let param = target.contract.clauses.iter().find_map(|c| match &c.kind {
+            ClauseKind::Given(p) if p.name.name == name => Some(p),
+            _ => None,
+        });
+        let Some(param) = param else {
+            return Err(InterpError::BadCall(format!(
+                "`{method}` has no `given` parameter `{name}`"
+            )));
+        };
+        if !fits(&param.ty.kind, v, &memory) {
+            return Err(InterpError::BadCall(format!(
+                "ghost `{name}` does not fit its type (got {})",
+                v.kind()
+            )));
+        }
+        ghost_bindings.push((param.name.name.as_str(), v));
+    }
     if memory.total_cells() as u64 > limits.max_cells {
         return Err(InterpError::BadCall(format!(
             "the arguments hold more than {} cells",
@@ -150,7 +186,7 @@ pub fn run(
         )));
     }
     let mut machine = Machine::new(&index, memory, limits);
-    let result = machine.call_method(class, m, args.to_vec(), m.name.span)?;
+    let result = machine.call(class, m, args.to_vec(), ghost_bindings, m.name.span)?;
     Ok(Outcome {
         result,
         memory: machine.memory,
@@ -314,6 +350,18 @@ impl<'p, 'i> Machine<'p, 'i> {
         args: Vec<Value>,
         call_span: Span,
     ) -> Result<Option<Value>, InterpError> {
+        self.call(class, m, args, Vec::new(), call_span)
+    }
+
+    /// A call with values for some `given` ghost inputs as well.
+    fn call(
+        &mut self,
+        class: Option<usize>,
+        m: &'p Method,
+        args: Vec<Value>,
+        ghosts: Vec<(&'p str, Value)>,
+        call_span: Span,
+    ) -> Result<Option<Value>, InterpError> {
         self.tick(call_span)?;
         if self.depth >= self.limits.max_call_depth {
             return Err(InterpError::ResourceLimit {
@@ -323,6 +371,9 @@ impl<'p, 'i> Machine<'p, 'i> {
             });
         }
         let mut env = exec::Env::new(class);
+        for (name, v) in ghosts {
+            env.declare(name, Some(v));
+        }
         for (p, v) in m.params.iter().zip(args) {
             env.declare(&p.name.name, Some(v));
         }

@@ -706,6 +706,51 @@ fn kogge_stone_asserts_on_ghost_values_are_skipped() {
 }
 
 #[test]
+fn ghost_inputs_make_asserts_executable() {
+    let (_, p) = example("prefix-sum/kogge_stone.pvl");
+    let xs = [3, 1, 4, 1];
+    let mut m = Memory::new();
+    let x = m.alloc_ints(&xs);
+    let ghost = m.alloc_int_seq(&xs);
+    let args = [Value::Int(4), Value::Array(x)];
+    let out = run_with_ghosts(
+        &p,
+        "scan",
+        &args,
+        &[("xs", Value::Seq(ghost))],
+        m.clone(),
+        &Limits::default(),
+    )
+    .unwrap();
+    assert_eq!((out.asserts_evaluated, out.asserts_skipped), (4, 0));
+    assert_eq!(out.memory.ints(x), Some(inclusive_scan(&xs)));
+    for bad in [("ys", Value::Seq(ghost)), ("xs", Value::Int(1))] {
+        let e =
+            run_with_ghosts(&p, "scan", &args, &[bad], m.clone(), &Limits::default()).unwrap_err();
+        assert!(matches!(e, InterpError::BadCall(_)), "{e:?}");
+    }
+    // A ghost value that contradicts the assert makes it fail.
+    let src = "class C { given int g; void f(int n) { assert g == n; } }";
+    let p = program(src);
+    let run_g = |g| {
+        run_with_ghosts(
+            &p,
+            "f",
+            &[Value::Int(2)],
+            &[("g", Value::Int(g))],
+            Memory::new(),
+            &Limits::default(),
+        )
+    };
+    assert_eq!(run_g(2).map(|o| o.asserts_evaluated), Ok(1));
+    assert!(matches!(run_g(3), Err(InterpError::AssertFailed { .. })));
+    assert_eq!(
+        run_ok(&p, "f", &[Value::Int(2)], Memory::new()).asserts_skipped,
+        1
+    );
+}
+
+#[test]
 fn racy_kernel_two_threads_write_one_cell() {
     let src = "class C {
       void f(int n, int[] a) {
