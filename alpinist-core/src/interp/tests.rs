@@ -976,6 +976,12 @@ fn blocks_launched_together_race_with_each_other() {
         par A(int t = 0 .. n) { a[t] = 1; }
         and B(int t = 0 .. n) { b[t] = 2; }
       }
+      void pf(int n, int[] a, int[] b) {
+        parallel { par A(int t = 0 .. n) { a[t] = 1; } par B(int t = 0 .. n) { b[t] = a[t]; } }
+      }
+      void sf(int n, int[] a, int[] b) {
+        sequential { par A(int t = 0 .. n) { a[t] = 1; } par B(int t = 0 .. n) { b[t] = a[t]; } }
+      }
     }";
     let p = program(src);
     let mut m = Memory::new();
@@ -997,8 +1003,12 @@ fn blocks_launched_together_race_with_each_other() {
     // Consecutive launches synchronise.
     let out = run_ok(&p, "g", &args, m.clone());
     assert_eq!(out.memory.ints(b), Some(vec![1, 1]));
-    let out = run_ok(&p, "h", &args, m);
+    let out = run_ok(&p, "h", &args, m.clone());
     assert_eq!(out.memory.ints(b), Some(vec![2, 2]));
+    let e = run_err(&p, "pf", &args, m.clone());
+    assert!(matches!(e, InterpError::DataRace { .. }), "{e:?}");
+    let out = run_ok(&p, "sf", &args, m);
+    assert_eq!(out.memory.ints(b), Some(vec![1, 1]));
 }
 
 #[test]
@@ -1083,6 +1093,53 @@ fn empty_and_iteratorless_par_blocks() {
     let a = m.alloc_ints(&[0, 0]);
     let out = run_ok(&p, "f", &[Value::Int(0), Value::Array(a)], m);
     assert_eq!(out.memory.ints(a), Some(vec![0, 2]));
+}
+
+#[test]
+fn two_dimensional_par_with_barrier() {
+    // Transpose through a scratch matrix: write phase, barrier, read the mirrored cell.
+    let src = "class C {
+      void t(int n, int[][] m, int[][] s) {
+        par tr(int i = 0 .. n, int j = 0 .. n) {
+          s[i][j] = m[i][j];
+          barrier(tr) { requires true; }
+          m[i][j] = s[j][i];
+        }
+      }
+    }";
+    let p = program(src);
+    let mut mem = Memory::new();
+    let m = mem.alloc_matrix(&[vec![1, 2, 3], vec![4, 5, 6], vec![7, 8, 9]]);
+    let s = mem.alloc_matrix(&[vec![0; 3], vec![0; 3], vec![0; 3]]);
+    let out = run_ok(
+        &p,
+        "t",
+        &[Value::Int(3), Value::Array(m), Value::Array(s)],
+        mem.clone(),
+    );
+    assert_eq!(
+        out.memory.matrix(m),
+        Some(vec![vec![1, 4, 7], vec![2, 5, 8], vec![3, 6, 9]])
+    );
+    // Without the barrier, thread (0, 1) reads s[1][0] before thread (1, 0) writes it.
+    let racy = src.replace("barrier(tr) { requires true; }", "");
+    let e = run_err(
+        &program(&racy),
+        "t",
+        &[Value::Int(3), Value::Array(m), Value::Array(s)],
+        mem,
+    );
+    match &e {
+        InterpError::DataRace {
+            first_thread,
+            second_thread,
+            ..
+        } => {
+            assert_eq!(first_thread, "thread tr(i = 0, j = 1)");
+            assert_eq!(second_thread, "thread tr(i = 1, j = 0)");
+        }
+        _ => panic!("{e:?}"),
+    }
 }
 
 #[test]
