@@ -1,8 +1,9 @@
 //! A reference interpreter for PVL kernels: the *meaning* against which transformations are
 //! tested (original and optimised program, same inputs, same final state, no race).
 //!
-//! Entry points: [`run`] (and [`run_with_ghosts`], which also takes `given` ghost inputs) — a program, a method name, argument values and a [`Memory`] holding
-//! the arrays they refer to, and [`Limits`]; it returns an [`Outcome`] (return value, final
+//! Entry points: [`run`] (and [`run_with_ghosts`], which also takes `given` ghost inputs) —
+//! a program, a method name, argument values and a [`Memory`] holding the arrays they refer
+//! to, and [`Limits`]; it returns an [`Outcome`] (return value, final
 //! memory, assert counts) or the first [`InterpError`] with the span where it happened.
 //!
 //! ```
@@ -24,7 +25,8 @@
 //!   every binder by computable bounds (`lo <= i && i < hi`, or `int i = lo .. hi`) is
 //!   enumerated — and otherwise skipped. [`Outcome`] counts both. An assert's reads count as
 //!   reads of the thread for race detection, also when evaluation then stops at a
-//!   non-executable part (conservative: a verified program frames what its asserts read). An evaluated false assert is an error.
+//!   non-executable part (conservative: a verified program frames what its asserts read).
+//!   An evaluated false assert is an error.
 //! - **Integers** are `i128`, every operation checked: overflow is an error, never a wrapped
 //!   value. `/` and `%` truncate toward zero like C and OpenCL (`-7 / 2 == -3`, `-7 % 2 == -1`);
 //!   a zero divisor is an error. (`verify` does not encode `/`, `%` yet; design.md asks the
@@ -39,7 +41,9 @@
 //!   blocks' accesses count as their enclosing thread's. A barrier reached by some threads of a
 //!   block but not others, or threads waiting at different barriers, is a
 //!   [`InterpError::DivergentBarrier`]. Consecutive par statements and `sequential { }` blocks
-//!   are separate launches.
+//!   are separate launches. Iterator bounds are evaluated where the block is launched (a bound
+//!   that mentions another iterator is `Unsupported`); `return` inside a par block and
+//!   statements inside a barrier's braces are `Unsupported`.
 //! - Calls run the callee's body (methods) or evaluate it (pure functions); a bodiless
 //!   non-pure method (lemma) or predicate cannot be run: [`InterpError::Unsupported`].
 //!   Anything else that would affect state and is not modelled (objects and fields, `new C()`,
