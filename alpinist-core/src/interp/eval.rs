@@ -726,7 +726,7 @@ impl<'p> Machine<'p, '_> {
     }
 
     /// The half-open range of binder `k`: from `int i = lo .. hi`, or the tightest bounds the
-    /// condition's top-level conjuncts give (`lo <= i`, `i < hi`, ...) that mention no binder
+    /// condition's (or premise's) top-level conjuncts give (`lo <= i`, `i < hi`, ...) that mention no binder
     /// from `k` on. None found: unsupported (an unbounded quantifier is not executable).
     fn binder_range(
         &mut self,
@@ -743,9 +743,23 @@ impl<'p> Machine<'p, '_> {
             .map(|b| b.name.name.as_str())
             .collect();
         let name = binder.name.name.as_str();
+        // Where the bounds are: the condition, or in the two-part forms the premise of a
+        // `\forall`'s implication / the conjuncts of an `\exists` (outside them the body is
+        // true, resp. false, so enumerating only the bounded range is exact).
         let mut conjuncts = Vec::new();
-        if let Some(c) = &q.cond {
-            flatten_and(c, &mut conjuncts);
+        match (&q.cond, q.kind, &q.body.kind) {
+            (Some(c), _, _) => flatten_and(c, &mut conjuncts),
+            (
+                None,
+                QuantifierKind::Forall | QuantifierKind::ForallStar,
+                ExprKind::Binary {
+                    op: BinaryOp::Implies,
+                    lhs,
+                    ..
+                },
+            ) => flatten_and(lhs, &mut conjuncts),
+            (None, QuantifierKind::Exists, _) => flatten_and(&q.body, &mut conjuncts),
+            _ => {}
         }
         let mut lo: Option<i128> = None;
         let mut hi: Option<i128> = None;
