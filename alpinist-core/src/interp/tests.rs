@@ -1244,6 +1244,57 @@ fn example_files() -> Vec<std::path::PathBuf> {
     files
 }
 
+/// `tests/data/interp/*.pvl`: broken kernels with headers `//:: expect CODE LINE:COL` and
+/// `//:: run METHOD ARGS` (ints, and int arrays written `[1,2,3]`). Each must fail with that
+/// code at that position.
+#[test]
+fn broken_kernels_in_test_data() {
+    use miette::Diagnostic;
+    let dir = format!("{}/../tests/data/interp", env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("tests/data/interp")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4, "{files:?}");
+    for path in files {
+        let src = std::fs::read_to_string(&path).expect("read");
+        let header = |key: &str| {
+            src.lines()
+                .find_map(|l| l.strip_prefix("//:: ")?.strip_prefix(key))
+                .unwrap_or_else(|| panic!("{path:?}: no `//:: {key}` header"))
+                .trim()
+                .to_string()
+        };
+        let expect = header("expect");
+        let run_line = header("run");
+        let mut words = run_line.split_whitespace();
+        let method = words.next().expect("method");
+        let mut memory = Memory::new();
+        let args: Vec<Value> = words
+            .map(
+                |w| match w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
+                    Some(list) => {
+                        let xs: Vec<i128> = list
+                            .split(',')
+                            .filter(|x| !x.is_empty())
+                            .map(|x| x.parse().expect("int"))
+                            .collect();
+                        Value::Array(memory.alloc_ints(&xs))
+                    }
+                    None => Value::Int(w.parse().expect("int")),
+                },
+            )
+            .collect();
+        let e = run_err(&program(&src), method, &args, memory);
+        let span = e.span().expect("span");
+        let (line, col) = crate::syntax::line_col(&src, span.start as usize);
+        let code = e.code().map(|c| c.to_string()).unwrap_or_default();
+        assert_eq!(format!("{code} {line}:{col}"), expect, "{path:?}: {e}");
+    }
+}
+
 // ---- properties --------------------------------------------------------------------------
 
 proptest! {
