@@ -76,7 +76,7 @@ use crate::syntax::{
     ClauseKind, Item, Member, MemberKind, Method, MethodBody, Program, Span, TypeKind,
 };
 
-/// Budgets that keep every run finite.
+/// Budgets that keep every run finite, and the thread order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Statements, loop iterations, calls and quantifier instances, over all threads.
@@ -87,6 +87,18 @@ pub struct Limits {
     pub max_threads: u64,
     /// Array cells over the whole memory, arguments included.
     pub max_cells: u64,
+    /// The order threads (and blocks launched together) run in within a barrier interval. No
+    /// result depends on it — a dependence would be a race, which is an error — and tests run
+    /// both orders to check exactly that.
+    pub order: Order,
+}
+
+/// See [`Limits::order`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    #[default]
+    Ascending,
+    Descending,
 }
 
 impl Default for Limits {
@@ -96,6 +108,7 @@ impl Default for Limits {
             max_call_depth: 1_000,
             max_threads: 1 << 20,
             max_cells: 1 << 26,
+            order: Order::Ascending,
         }
     }
 }

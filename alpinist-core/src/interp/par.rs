@@ -1,7 +1,8 @@
 //! Par blocks: launching threads, stepping them between barriers, and race detection.
 //!
 //! # Scheduling
-//! A block's threads are created from the cartesian product of its iterator ranges. If its
+//! A block's threads are created from the cartesian product of its iterator ranges, and run
+//! in the order of [`super::Limits::order`] (ascending by default). If its
 //! body holds no barrier of its own, each thread runs to its end in turn. Otherwise each thread
 //! keeps a continuation (a stack of [`Frame`]s over the statements that contain a barrier;
 //! statements without one run in one go) and the block proceeds in rounds: every thread runs
@@ -147,7 +148,9 @@ impl<'p> Machine<'p, '_> {
             log: BTreeMap::new(),
         });
         let mut result = Ok(());
-        for (b, block) in group.blocks.iter().enumerate() {
+        for b in self.order(group.blocks.len() as u64) {
+            let b = b as usize;
+            let block = &group.blocks[b];
             if let Some(level) = self.levels.last_mut() {
                 level.current = b;
             }
@@ -242,6 +245,14 @@ impl<'p> Machine<'p, '_> {
         t
     }
 
+    /// Thread (or block) indices `0..n` in the order of [`super::Limits::order`].
+    fn order(&self, n: u64) -> Box<dyn Iterator<Item = u64>> {
+        match self.limits.order {
+            super::Order::Ascending => Box::new(0..n),
+            super::Order::Descending => Box::new((0..n).rev()),
+        }
+    }
+
     fn set_current(&mut self, k: usize) {
         if let Some(level) = self.levels.last_mut() {
             level.current = k;
@@ -255,7 +266,7 @@ impl<'p> Machine<'p, '_> {
         iters: &[(String, i128, u64)],
         count: u64,
     ) -> Result<(), InterpError> {
-        for k in 0..count {
+        for k in self.order(count) {
             self.set_current(k as usize);
             let mut t = self.thread_env(env, block, iters, k);
             if let Flow::Return(_) = self.exec_block(&mut t, &block.body)? {
@@ -290,7 +301,9 @@ impl<'p> Machine<'p, '_> {
         loop {
             let mut waiting: Option<(usize, &'p Stmt)> = None;
             let mut finished: Option<usize> = None;
-            for (k, thread) in threads.iter_mut().enumerate() {
+            for k in self.order(threads.len() as u64) {
+                let k = k as usize;
+                let thread = &mut threads[k];
                 self.set_current(k);
                 match self.advance(thread, label, block.span)? {
                     Stop::Barrier(stmt) => {
