@@ -20,6 +20,9 @@ pub(crate) struct Env<'p> {
     marks: Vec<usize>,
     /// The class whose method is running: bare calls resolve there first.
     pub(crate) class: Option<usize>,
+    /// A thread of a par block: `return` is not allowed (a kernel thread cannot return from
+    /// the launching method).
+    pub(crate) in_thread: bool,
 }
 
 impl<'p> Env<'p> {
@@ -28,6 +31,7 @@ impl<'p> Env<'p> {
             vars: Vec::new(),
             marks: Vec::new(),
             class,
+            in_thread: false,
         }
     }
 
@@ -145,6 +149,12 @@ impl<'p> Machine<'p, '_> {
                 return result;
             }
             StmtKind::Block(block) => return self.exec_block(env, block),
+            StmtKind::Return(_) if env.in_thread => {
+                return Err(InterpError::unsupported(
+                    "`return` inside a par block",
+                    stmt.span,
+                ))
+            }
             StmtKind::Return(e) => {
                 let v = match e {
                     Some(e) => Some(self.eval(env, e)?),
@@ -152,7 +162,7 @@ impl<'p> Machine<'p, '_> {
                 };
                 return Ok(Flow::Return(v));
             }
-            StmtKind::Par(group) => self.run_group(env, group, stmt.span)?,
+            StmtKind::Par(group) => self.run_group(env, group)?,
             StmtKind::Barrier(b) => {
                 return Err(InterpError::unsupported(
                     format!(

@@ -126,7 +126,6 @@ impl<'p> Machine<'p, '_> {
         &mut self,
         env: &mut Env<'p>,
         group: &'p ParGroup,
-        _span: Span,
     ) -> Result<(), InterpError> {
         if group.style == ParGroupStyle::Sequential || group.blocks.len() == 1 {
             for block in &group.blocks {
@@ -231,6 +230,7 @@ impl<'p> Machine<'p, '_> {
         k: u64,
     ) -> Env<'p> {
         let mut t = env.clone();
+        t.in_thread = true;
         t.push_scope();
         let mut rest = k;
         let mut values = vec![0i128; iters.len()];

@@ -1086,6 +1086,11 @@ fn return_inside_par_is_unsupported() {
         matches!(&e, InterpError::Unsupported { what, .. } if what.contains("return")),
         "{e:?}"
     );
+    assert_eq!(at(src, &e), "return 5;");
+    // With a barrier in the block, threads are stepped: the same.
+    let src = "class C { int f(int n) { par p(int t = 0 .. n) { barrier(p) { requires true; } if (t == 1) { return 5; } } return 1; } }";
+    let e = int_result(src, "f", &[2]).unwrap_err();
+    assert_eq!(at(src, &e), "return 5;");
 }
 
 #[test]
