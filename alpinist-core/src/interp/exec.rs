@@ -1,7 +1,9 @@
 //! Statement execution (big-step): locals, assignments, `++`/`--`, control flow, calls, and the
 //! skipping of specification statements. Par blocks are handed to `par.rs`.
 
-use crate::syntax::{Block, Expr, ExprKind, Span, Stmt, StmtKind, TypeKind};
+use crate::syntax::{
+    BinaryOp, Block, Builtin, Expr, ExprKind, QuantifierKind, Span, Stmt, StmtKind, TypeKind,
+};
 
 use super::{InterpError, Machine, Value};
 
@@ -231,36 +233,49 @@ impl<'p> Machine<'p, '_> {
         }
     }
 
-    /// `assert e;`: evaluated when executable, else counted as skipped.
+    /// `assert e;`: evaluated when executable, else counted as skipped. Top-level `**`/`&&`
+    /// conjuncts that are permissions only (`Perm`, `PointsTo`, `\forall*` over them,
+    /// `c ==> Perm(..)`) are left out — they are about the verifier's state, not the program's —
+    /// and the rest is evaluated left to right; an assert of permissions only is skipped.
     pub(crate) fn assert(
         &mut self,
         env: &mut Env<'p>,
         e: &'p Expr,
         span: Span,
     ) -> Result<(), InterpError> {
-        match self.eval(env, e) {
-            Ok(Value::Bool(true)) => {
-                self.asserts_evaluated += 1;
-                Ok(())
-            }
-            Ok(Value::Bool(false)) => {
-                self.asserts_evaluated += 1;
-                Err(InterpError::AssertFailed {
-                    thread: self.thread_suffix(),
-                    span,
-                })
-            }
-            Ok(other) => Err(InterpError::TypeMismatch {
-                expected: "boolean",
-                found: other.kind(),
-                span: e.span,
-            }),
-            Err(InterpError::Unsupported { .. }) => {
-                self.asserts_skipped += 1;
-                Ok(())
-            }
-            Err(other) => Err(other),
+        let mut conjuncts = Vec::new();
+        split_conjuncts(e, &mut conjuncts);
+        conjuncts.retain(|c| !is_permission(c));
+        if conjuncts.is_empty() {
+            self.asserts_skipped += 1;
+            return Ok(());
         }
+        for c in conjuncts {
+            match self.eval(env, c) {
+                Ok(Value::Bool(true)) => {}
+                Ok(Value::Bool(false)) => {
+                    self.asserts_evaluated += 1;
+                    return Err(InterpError::AssertFailed {
+                        thread: self.thread_suffix(),
+                        span,
+                    });
+                }
+                Ok(other) => {
+                    return Err(InterpError::TypeMismatch {
+                        expected: "boolean",
+                        found: other.kind(),
+                        span: c.span,
+                    })
+                }
+                Err(InterpError::Unsupported { .. }) => {
+                    self.asserts_skipped += 1;
+                    return Ok(());
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        self.asserts_evaluated += 1;
+        Ok(())
     }
 
     fn assign(
@@ -348,5 +363,47 @@ impl<'p> Machine<'p, '_> {
             TypeKind::Array { .. } | TypeKind::Class(_) => Some(Value::Null),
             _ => None,
         }
+    }
+}
+
+fn split_conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match &e.kind {
+        ExprKind::Binary {
+            op: BinaryOp::And | BinaryOp::Star,
+            lhs,
+            rhs,
+        } => {
+            split_conjuncts(lhs, out);
+            split_conjuncts(rhs, out);
+        }
+        _ => out.push(e),
+    }
+}
+
+/// Whether `e` asserts permissions only: `Perm`, `PointsTo`, and what `**`, `c ==> P`,
+/// `c ? P : Q` and `\forall*` build from them.
+fn is_permission(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Builtin {
+            op: Builtin::Perm | Builtin::PointsTo,
+            ..
+        } => true,
+        ExprKind::Binary {
+            op: BinaryOp::Star,
+            lhs,
+            rhs,
+        } => is_permission(lhs) && is_permission(rhs),
+        ExprKind::Binary {
+            op: BinaryOp::Implies,
+            rhs,
+            ..
+        } => is_permission(rhs),
+        ExprKind::Cond {
+            then_expr,
+            else_expr,
+            ..
+        } => is_permission(then_expr) && is_permission(else_expr),
+        ExprKind::Quantifier(q) => q.kind == QuantifierKind::ForallStar && is_permission(&q.body),
+        _ => false,
     }
 }

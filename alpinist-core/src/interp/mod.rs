@@ -23,7 +23,8 @@
 //!   evaluated when `e` is executable — no permission, fraction, `\old`, ghost variable,
 //!   predicate or unbounded quantifier; a `\forall`/`\exists`/`\sum` whose condition bounds
 //!   every binder by computable bounds (`lo <= i && i < hi`, or `int i = lo .. hi`) is
-//!   enumerated — and otherwise skipped. [`Outcome`] counts both. An assert's reads count as
+//!   enumerated — and otherwise skipped. [`Outcome`] counts both. Top-level conjuncts that
+//!   are permissions only (`Perm(a[i], p) ** a[i] == v`) are left out and the rest evaluated. An assert's reads count as
 //!   reads of the thread for race detection, also when evaluation then stops at a
 //!   non-executable part (conservative: a verified program frames what its asserts read).
 //!   An evaluated false assert is an error.

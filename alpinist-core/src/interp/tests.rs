@@ -437,6 +437,7 @@ fn specifications_are_skipped_asserts_counted() {
         assert n >= 0;
         assert g == 5;
         assert Perm(a[0], write);
+        assert Perm(a[1], 1\\2) ** a[1] == 2 ** (\\forall* int j; 0 <= j && j < 2; Perm(a[j], 1\\2));
         assert (\\forall int i; i > 0; i + n > n);
         assert \\array(a, 2) && a[1] == 2;
         int i = 0;
@@ -451,10 +452,17 @@ fn specifications_are_skipped_asserts_counted() {
     let out = run_ok(&p, "f", &[Value::Int(3), Value::Array(a)], m);
     assert_eq!(out.result, Some(Value::Int(3)));
     assert_eq!(
-        out.asserts_evaluated, 2,
-        "n >= 0 and \\array(a, 2) && a[1] == 2"
+        out.asserts_evaluated, 3,
+        "n >= 0, the value part of Perm(..) ** a[1] == 2, and \\array(a, 2) && a[1] == 2"
     );
-    assert_eq!(out.asserts_skipped, 3, "ghost g, Perm, unbounded forall");
+    assert_eq!(
+        out.asserts_skipped, 3,
+        "ghost g, Perm only, unbounded forall"
+    );
+    // The value part of a mixed assert is checked.
+    let src = "class C { void f(int[] a) { assert Perm(a[0], write) ** a[0] == 2; } }";
+    let e = run_err(&program(src), "f", &[Value::Array(a)], out.memory);
+    assert!(matches!(e, InterpError::AssertFailed { .. }), "{e:?}");
 }
 
 #[test]
