@@ -830,7 +830,8 @@ fn mismatch(expected: &'static str, found: Value, span: Span) -> InterpError {
     }
 }
 
-fn flatten_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+/// The top-level `&&`/`**` conjuncts of `e`, left to right.
+pub(crate) fn flatten_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match &e.kind {
         ExprKind::Binary {
             op: BinaryOp::And | BinaryOp::Star,

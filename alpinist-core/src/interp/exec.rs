@@ -244,7 +244,7 @@ impl<'p> Machine<'p, '_> {
         span: Span,
     ) -> Result<(), InterpError> {
         let mut conjuncts = Vec::new();
-        split_conjuncts(e, &mut conjuncts);
+        super::eval::flatten_and(e, &mut conjuncts);
         conjuncts.retain(|c| !is_permission(c));
         if conjuncts.is_empty() {
             self.asserts_skipped += 1;
@@ -363,20 +363,6 @@ impl<'p> Machine<'p, '_> {
             TypeKind::Array { .. } | TypeKind::Class(_) => Some(Value::Null),
             _ => None,
         }
-    }
-}
-
-fn split_conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match &e.kind {
-        ExprKind::Binary {
-            op: BinaryOp::And | BinaryOp::Star,
-            lhs,
-            rhs,
-        } => {
-            split_conjuncts(lhs, out);
-            split_conjuncts(rhs, out);
-        }
-        _ => out.push(e),
     }
 }
 
