@@ -77,7 +77,8 @@ use crate::syntax::{
     ClauseKind, Item, Member, MemberKind, Method, MethodBody, Program, Span, TypeKind,
 };
 
-/// Budgets that keep every run finite, and the thread order.
+/// Budgets that keep every run finite (and its memory modest: a cell is 32 bytes, a thread
+/// a copy of the launching scope's variables), and the thread order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Statements, loop iterations, calls and quantifier instances, over all threads.
@@ -107,8 +108,8 @@ impl Default for Limits {
         Limits {
             max_steps: 10_000_000,
             max_call_depth: 1_000,
-            max_threads: 1 << 20,
-            max_cells: 1 << 26,
+            max_threads: 1 << 16,
+            max_cells: 1 << 22,
             order: Order::Ascending,
         }
     }
