@@ -26,7 +26,7 @@ pub enum InterpError {
         "data race on {location}: {first_thread} {first_access} it and {second_thread} {second_access} it between the same barriers"
     )]
     #[diagnostic(
-        code(E0601),
+        code(E0701),
         help("two threads touch the same location in one barrier interval, at least one writing")
     )]
     DataRace {
@@ -44,7 +44,7 @@ pub enum InterpError {
     },
 
     #[error("assertion failed")]
-    #[diagnostic(code(E0602))]
+    #[diagnostic(code(E0702))]
     AssertFailed {
         /// The thread it failed in, empty in sequential code.
         thread: String,
@@ -53,7 +53,7 @@ pub enum InterpError {
     },
 
     #[error("index {index} out of bounds for an array of length {len}")]
-    #[diagnostic(code(E0603))]
+    #[diagnostic(code(E0703))]
     OutOfBounds {
         index: i128,
         len: usize,
@@ -62,14 +62,14 @@ pub enum InterpError {
     },
 
     #[error("null dereference")]
-    #[diagnostic(code(E0604))]
+    #[diagnostic(code(E0704))]
     NullDereference {
         #[label("this is null")]
         span: Span,
     },
 
     #[error("division by zero")]
-    #[diagnostic(code(E0605))]
+    #[diagnostic(code(E0705))]
     DivisionByZero {
         #[label("the divisor is 0")]
         span: Span,
@@ -77,7 +77,7 @@ pub enum InterpError {
 
     #[error("integer overflow: the value does not fit in 128 bits")]
     #[diagnostic(
-        code(E0606),
+        code(E0706),
         help("the interpreter computes with i128 and refuses rather than wraps")
     )]
     Overflow {
@@ -87,7 +87,7 @@ pub enum InterpError {
 
     #[error("step limit of {limit} exceeded")]
     #[diagnostic(
-        code(E0607),
+        code(E0707),
         help("the program may not terminate; raise `Limits::max_steps` if it is just long")
     )]
     StepLimit {
@@ -97,7 +97,7 @@ pub enum InterpError {
     },
 
     #[error("{what} limit of {limit} exceeded")]
-    #[diagnostic(code(E0608))]
+    #[diagnostic(code(E0708))]
     ResourceLimit {
         /// `call depth`, `threads`, `memory cells`.
         what: &'static str,
@@ -108,7 +108,7 @@ pub enum InterpError {
 
     #[error("divergent barrier: {reached} reached `barrier({label})` but {other}")]
     #[diagnostic(
-        code(E0609),
+        code(E0709),
         help("every thread of a par block must reach the same barriers in the same order")
     )]
     DivergentBarrier {
@@ -121,7 +121,7 @@ pub enum InterpError {
     },
 
     #[error("not supported by the interpreter: {what}")]
-    #[diagnostic(code(E0610))]
+    #[diagnostic(code(E0710))]
     Unsupported {
         what: String,
         #[label("here")]
@@ -129,7 +129,7 @@ pub enum InterpError {
     },
 
     #[error("`{name}` is read before it is assigned")]
-    #[diagnostic(code(E0611))]
+    #[diagnostic(code(E0711))]
     Uninitialised {
         name: String,
         #[label("no value yet")]
@@ -137,7 +137,7 @@ pub enum InterpError {
     },
 
     #[error("method `{method}` ended without returning a value")]
-    #[diagnostic(code(E0612))]
+    #[diagnostic(code(E0712))]
     MissingReturn {
         method: String,
         #[label("declared here")]
@@ -145,7 +145,7 @@ pub enum InterpError {
     },
 
     #[error("negative array size {size}")]
-    #[diagnostic(code(E0613))]
+    #[diagnostic(code(E0713))]
     NegativeSize {
         size: i128,
         #[label("negative")]
@@ -153,12 +153,12 @@ pub enum InterpError {
     },
 
     #[error("{0}")]
-    #[diagnostic(code(E0614))]
+    #[diagnostic(code(E0714))]
     BadCall(String),
 
     #[error("unexpected {found} where {expected} is needed")]
     #[diagnostic(
-        code(E0615),
+        code(E0715),
         help("`check` rules this out: was the program type-checked before it was run?")
     )]
     TypeMismatch {
