@@ -3,5 +3,6 @@
 //! See `ARCHITECTURE.md` at the repository root for the bird's-eye view.
 
 pub mod check;
+pub mod interp;
 pub mod syntax;
 pub mod verify;

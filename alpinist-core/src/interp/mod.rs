@@ -1,0 +1,429 @@
+//! A reference interpreter for PVL kernels: the *meaning* against which transformations are
+//! tested (original and optimised program, same inputs, same final state, no race).
+//!
+//! Entry points: [`run`] (and [`run_with_ghosts`], which also takes `given` ghost inputs) —
+//! a program, a method name, argument values and a [`Memory`] holding the arrays they refer
+//! to, and [`Limits`]; it returns an [`Outcome`] (return value, final
+//! memory, assert counts) or the first [`InterpError`] with the span where it happened.
+//!
+//! ```
+//! use alpinist_core::interp::{self, Limits, Memory, Value};
+//! let src = "class C { void inc(int n, int[] a) { par p(int t = 0 .. n) { a[t] = a[t] + 1; } } }";
+//! let program = alpinist_core::syntax::parse(src).unwrap().program;
+//! let mut memory = Memory::new();
+//! let a = memory.alloc_ints(&[1, 2, 3]);
+//! let args = [Value::Int(3), Value::Array(a)];
+//! let out = interp::run(&program, "inc", &args, memory, &Limits::default()).unwrap();
+//! assert_eq!(out.memory.ints(a), Some(vec![2, 3, 4]));
+//! ```
+//!
+//! # Semantics
+//! - **Specifications are never executed.** Contracts, loop invariants, `assume`, `ghost`
+//!   statements, `fold`/`unfold` and `given`/`yields` arguments are skipped. `assert e` is
+//!   evaluated when `e` is executable — no permission, fraction, `\old`, ghost variable,
+//!   predicate or unbounded quantifier; a `\forall`/`\exists`/`\sum` whose condition bounds
+//!   every binder by computable bounds (`lo <= i && i < hi`, or `int i = lo .. hi`) is
+//!   enumerated — and otherwise skipped. [`Outcome`] counts both. Top-level conjuncts that
+//!   are permissions only (`Perm(a[i], p) ** a[i] == v`) are left out and the rest evaluated. An assert's reads count as
+//!   reads of the thread for race detection, also when evaluation then stops at a
+//!   non-executable part (conservative: a verified program frames what its asserts read).
+//!   An evaluated false assert is an error.
+//! - **Integers** are `i128`, every operation checked: overflow is an error, never a wrapped
+//!   value. `/` and `%` truncate toward zero like C and OpenCL (`-7 / 2 == -3`, `-7 % 2 == -1`);
+//!   a zero divisor is an error. (`verify` does not encode `/`, `%` yet; design.md asks the
+//!   three to agree, and they do where code generation emits division: dividend ≥ 0, divisor > 0.)
+//! - **Par blocks**: every thread of a block runs up to its next `barrier` of that block (or
+//!   its end), then all are released together. Within such an interval the threads run one
+//!   after another in thread order; that is faithful because any two accesses to one array
+//!   cell by different threads in one interval, at least one a write, are reported as a
+//!   [`InterpError::DataRace`] — **a race is an error, never a nondeterministic result**.
+//!   Blocks launched together (`and`, `parallel { }`) run one after another, and any
+//!   conflicting access between two of them is a race (they never synchronise); nested par
+//!   blocks' accesses count as their enclosing thread's. A barrier reached by some threads of a
+//!   block but not others, or threads waiting at different barriers, is a
+//!   [`InterpError::DivergentBarrier`]. Consecutive par statements and `sequential { }` blocks
+//!   are separate launches. Iterator bounds are evaluated where the block is launched (a bound
+//!   that mentions another iterator is `Unsupported`); `return` inside a par block and
+//!   statements inside a barrier's braces are `Unsupported`.
+//! - Calls run the callee's body (methods) or evaluate it (pure functions); a bodiless
+//!   non-pure method (lemma) or predicate cannot be run: [`InterpError::Unsupported`].
+//!   Anything else that would affect state and is not modelled (objects and fields, `new C()`,
+//!   sets, bags, maps, `lock`, `atomic`, ...) is `Unsupported` too, never silently skipped.
+//! - Sequences are values ([`SeqRef`] into the memory's sequence store, compared by contents):
+//!   literals, `|s|`, `s[i]`, slices, `s[i -> v]`, `++` (and 1.x `+`), `::`, `in`, `head`,
+//!   `tail`, `isEmpty`; out-of-range indices and slices are [`InterpError::OutOfBounds`].
+//! - Every statement, loop iteration, call and quantifier instance costs one step of
+//!   [`Limits::max_steps`]; calls nest at most [`Limits::max_call_depth`] deep, so no program
+//!   hangs or overflows the stack. Nothing here panics, whatever the program.
+//!
+//! `run` expects a program that passed [`crate::check::check`]; on one that did not it still
+//! does not panic, but may report [`InterpError::TypeMismatch`] or `Unsupported`.
+
+mod error;
+mod eval;
+mod exec;
+mod par;
+mod value;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+
+pub use error::{Access, InterpError};
+pub use value::{ArrayRef, Memory, SeqRef, Value};
+
+use crate::syntax::{
+    ClauseKind, Item, Member, MemberKind, Method, MethodBody, Program, Span, TypeKind,
+};
+
+/// Budgets that keep every run finite (and its memory modest: a cell is 32 bytes, a thread
+/// a copy of the launching scope's variables), and the thread order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Statements, loop iterations, calls and quantifier instances, over all threads.
+    pub max_steps: u64,
+    /// Nesting of method and function calls.
+    pub max_call_depth: usize,
+    /// Threads of one par block (the product of its iterator ranges).
+    pub max_threads: u64,
+    /// Array cells over the whole memory, arguments included.
+    pub max_cells: u64,
+    /// The order threads (and blocks launched together) run in within a barrier interval. No
+    /// result depends on it — a dependence would be a race, which is an error — and tests run
+    /// both orders to check exactly that.
+    pub order: Order,
+}
+
+/// See [`Limits::order`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    #[default]
+    Ascending,
+    Descending,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_steps: 10_000_000,
+            max_call_depth: 1_000,
+            max_threads: 1 << 16,
+            max_cells: 1 << 22,
+            order: Order::Ascending,
+        }
+    }
+}
+
+/// The result of a successful run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// The method's return value; `None` for a void method.
+    pub result: Option<Value>,
+    /// The final memory: the arrays passed in keep their references; arrays allocated by the
+    /// program follow them. To compare two programs, compare the arrays passed in (a rewritten
+    /// program may allocate differently).
+    pub memory: Memory,
+    /// `assert`s executed (each execution counts: one per thread, per iteration).
+    pub asserts_evaluated: u64,
+    /// `assert`s met but not executable (permissions, ghost variables, unbounded quantifiers).
+    pub asserts_skipped: u64,
+    /// Steps used, see [`Limits::max_steps`].
+    pub steps: u64,
+}
+
+/// Runs `method` of `program` on `args` (one per parameter, arrays as references into
+/// `memory`). `method` is `name` when that name is unique in the program, or `Class.name`.
+pub fn run(
+    program: &Program,
+    method: &str,
+    args: &[Value],
+    memory: Memory,
+    limits: &Limits,
+) -> Result<Outcome, InterpError> {
+    run_with_ghosts(program, method, args, &[], memory, limits)
+}
+
+/// [`run`], also giving values to some of the method's ghost inputs (`given T x;` clauses), by
+/// name. Ghost code is still never executed; the values only make the `assert`s that mention
+/// those names executable (Kogge-Stone's `seg(xs, ..)` with the ghost copy `xs`, say).
+pub fn run_with_ghosts(
+    program: &Program,
+    method: &str,
+    args: &[Value],
+    ghosts: &[(&str, Value)],
+    memory: Memory,
+    limits: &Limits,
+) -> Result<Outcome, InterpError> {
+    let index = Index::new(program);
+    let (class, target) = index.find_entry(method)?;
+    let m = match &target.kind {
+        MemberKind::Method(m) => m,
+        MemberKind::Field(_) => {
+            return Err(InterpError::BadCall(format!("`{method}` is a field")));
+        }
+    };
+    if m.params.len() != args.len() {
+        return Err(InterpError::BadCall(format!(
+            "`{method}` takes {} arguments, {} given",
+            m.params.len(),
+            args.len()
+        )));
+    }
+    for (p, v) in m.params.iter().zip(args) {
+        if !fits(&p.ty.kind, *v, &memory) {
+            return Err(InterpError::BadCall(format!(
+                "argument `{}` does not fit its type (got {})",
+                p.name.name,
+                v.kind()
+            )));
+        }
+    }
+    let mut ghost_bindings = Vec::with_capacity(ghosts.len());
+    for &(name, v) in ghosts {
+        let param = target.contract.clauses.iter().find_map(|c| match &c.kind {
+            ClauseKind::Given(p) if p.name.name == name => Some(p),
+            _ => None,
+        });
+        let Some(param) = param else {
+            return Err(InterpError::BadCall(format!(
+                "`{method}` has no `given` parameter `{name}`"
+            )));
+        };
+        if !fits(&param.ty.kind, v, &memory) {
+            return Err(InterpError::BadCall(format!(
+                "ghost `{name}` does not fit its type (got {})",
+                v.kind()
+            )));
+        }
+        ghost_bindings.push((param.name.name.as_str(), v));
+    }
+    if memory.total_cells() as u64 > limits.max_cells {
+        return Err(InterpError::BadCall(format!(
+            "the arguments hold more than {} cells",
+            limits.max_cells
+        )));
+    }
+    let mut machine = Machine::new(&index, memory, limits);
+    let result = machine.call(class, m, args.to_vec(), ghost_bindings, m.name.span)?;
+    Ok(Outcome {
+        result,
+        memory: machine.memory,
+        asserts_evaluated: machine.asserts_evaluated,
+        asserts_skipped: machine.asserts_skipped,
+        steps: machine.steps,
+    })
+}
+
+/// Whether an argument value fits a parameter type (deeply, along the type).
+fn fits(ty: &TypeKind, v: Value, memory: &Memory) -> bool {
+    match (ty, v) {
+        (TypeKind::Int, Value::Int(_)) | (TypeKind::Bool, Value::Bool(_)) => true,
+        (TypeKind::Array { .. }, Value::Null) => true,
+        (TypeKind::Array { elem, .. }, Value::Array(r)) => match memory.get(r) {
+            Some(cells) => cells.iter().all(|&c| fits(&elem.kind, c, memory)),
+            None => false,
+        },
+        (TypeKind::Seq(elem), Value::Seq(r)) => match memory.seq(r) {
+            Some(elems) => elems.iter().all(|&e| fits(&elem.kind, e, memory)),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+/// The program's methods by name: per class, and top-level.
+pub(crate) struct Index<'p> {
+    classes: HashMap<&'p str, usize>,
+    class_names: Vec<&'p str>,
+    members: Vec<HashMap<&'p str, &'p Member>>,
+    globals: HashMap<&'p str, &'p Member>,
+}
+
+impl<'p> Index<'p> {
+    fn new(program: &'p Program) -> Index<'p> {
+        let mut index = Index {
+            classes: HashMap::new(),
+            class_names: Vec::new(),
+            members: Vec::new(),
+            globals: HashMap::new(),
+        };
+        for item in &program.items {
+            match item {
+                Item::Class(class) => {
+                    let id = index.members.len();
+                    index.classes.entry(&class.name.name).or_insert(id);
+                    index.class_names.push(&class.name.name);
+                    let mut table = HashMap::new();
+                    for member in &class.members {
+                        if let MemberKind::Method(m) = &member.kind {
+                            if m.return_type.is_some() {
+                                table.entry(m.name.name.as_str()).or_insert(member);
+                            }
+                        }
+                    }
+                    index.members.push(table);
+                }
+                Item::Member(member) => {
+                    if let MemberKind::Method(m) = &member.kind {
+                        index.globals.entry(m.name.name.as_str()).or_insert(member);
+                    }
+                }
+            }
+        }
+        index
+    }
+
+    fn find_entry(&self, name: &str) -> Result<(Option<usize>, &'p Member), InterpError> {
+        if let Some((class, method)) = name.split_once('.') {
+            let id = *self
+                .classes
+                .get(class)
+                .ok_or_else(|| InterpError::BadCall(format!("no class `{class}`")))?;
+            let m = self.members[id]
+                .get(method)
+                .ok_or_else(|| InterpError::BadCall(format!("no method `{name}`")))?;
+            return Ok((Some(id), m));
+        }
+        let mut found: Vec<(Option<usize>, &'p Member)> = Vec::new();
+        if let Some(m) = self.globals.get(name) {
+            found.push((None, m));
+        }
+        for (id, table) in self.members.iter().enumerate() {
+            if let Some(m) = table.get(name) {
+                found.push((Some(id), m));
+            }
+        }
+        match found.len() {
+            0 => Err(InterpError::BadCall(format!("no method `{name}`"))),
+            1 => Ok(found[0]),
+            _ => Err(InterpError::BadCall(format!(
+                "`{name}` is ambiguous: write `Class.{name}`"
+            ))),
+        }
+    }
+
+    /// A method called from code in `class` by bare name or `this.`/`C.` prefix.
+    fn lookup(&self, class: Option<usize>, name: &str) -> Option<(Option<usize>, &'p Member)> {
+        if let Some(id) = class {
+            if let Some(m) = self.members[id].get(name) {
+                return Some((Some(id), m));
+            }
+        }
+        self.globals.get(name).map(|m| (None, *m))
+    }
+
+    fn class_id(&self, name: &str) -> Option<usize> {
+        self.classes.get(name).copied()
+    }
+}
+
+/// The interpreter's state for one run.
+pub(crate) struct Machine<'p, 'i> {
+    index: &'i Index<'p>,
+    memory: Memory,
+    limits: &'i Limits,
+    steps: u64,
+    depth: usize,
+    asserts_evaluated: u64,
+    asserts_skipped: u64,
+    /// Race logs of the enclosing par levels, innermost last (see `par.rs`).
+    levels: Vec<par::Level>,
+    /// Whether a statement contains a barrier (outside nested par blocks), by address.
+    barrier_cache: HashMap<usize, bool>,
+}
+
+impl<'p, 'i> Machine<'p, 'i> {
+    fn new(index: &'i Index<'p>, memory: Memory, limits: &'i Limits) -> Machine<'p, 'i> {
+        Machine {
+            index,
+            memory,
+            limits,
+            steps: 0,
+            depth: 0,
+            asserts_evaluated: 0,
+            asserts_skipped: 0,
+            levels: Vec::new(),
+            barrier_cache: HashMap::new(),
+        }
+    }
+
+    /// Charges one step.
+    fn tick(&mut self, span: Span) -> Result<(), InterpError> {
+        self.steps += 1;
+        if self.steps > self.limits.max_steps {
+            Err(InterpError::StepLimit {
+                limit: self.limits.max_steps,
+                span,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Runs a method or function body with `args` bound to its parameters.
+    fn call_method(
+        &mut self,
+        class: Option<usize>,
+        m: &'p Method,
+        args: Vec<Value>,
+        call_span: Span,
+    ) -> Result<Option<Value>, InterpError> {
+        self.call(class, m, args, Vec::new(), call_span)
+    }
+
+    /// A call with values for some `given` ghost inputs as well.
+    fn call(
+        &mut self,
+        class: Option<usize>,
+        m: &'p Method,
+        args: Vec<Value>,
+        ghosts: Vec<(&'p str, Value)>,
+        call_span: Span,
+    ) -> Result<Option<Value>, InterpError> {
+        self.tick(call_span)?;
+        if self.depth >= self.limits.max_call_depth {
+            return Err(InterpError::ResourceLimit {
+                what: "call depth",
+                limit: self.limits.max_call_depth as u64,
+                span: call_span,
+            });
+        }
+        let mut env = exec::Env::new(class);
+        for (name, v) in ghosts {
+            env.declare(name, Some(v));
+        }
+        for (p, v) in m.params.iter().zip(args) {
+            env.declare(&p.name.name, Some(v));
+        }
+        self.depth += 1;
+        let result = stacker::maybe_grow(64 * 1024, 1024 * 1024, || match &m.body {
+            MethodBody::Abstract => Err(InterpError::unsupported(
+                format!(
+                    "a call to `{}`, which has no body (its contract cannot be executed)",
+                    m.name.name
+                ),
+                call_span,
+            )),
+            MethodBody::Expr(e) => self.eval(&mut env, e).map(Some),
+            MethodBody::Block(block) => match self.exec_block(&mut env, block)? {
+                exec::Flow::Return(v) => Ok(v),
+                exec::Flow::Normal => Ok(None),
+            },
+        });
+        self.depth -= 1;
+        let result = result?;
+        let is_void = matches!(
+            m.return_type.as_ref().map(|t| &t.kind),
+            None | Some(TypeKind::Void)
+        );
+        match (is_void, result) {
+            (true, _) => Ok(None),
+            (false, Some(v)) => Ok(Some(v)),
+            (false, None) => Err(InterpError::MissingReturn {
+                method: m.name.name.clone(),
+                span: m.name.span,
+            }),
+        }
+    }
+}
