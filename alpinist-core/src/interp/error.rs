@@ -1,4 +1,4 @@
-//! Interpreter errors, with stable codes E06xx (never renumber, only add). Every error that
+//! Interpreter errors, with stable codes E07xx (never renumber, only add). Every error that
 //! comes from the program carries the span where it happened; [`InterpError::BadCall`] is about
 //! the caller's use of the API and has none.
 
