@@ -3,5 +3,7 @@
 //! See `ARCHITECTURE.md` at the repository root for the bird's-eye view.
 
 pub mod check;
+#[cfg(feature = "opencl")]
+pub mod opencl;
 pub mod syntax;
 pub mod verify;
