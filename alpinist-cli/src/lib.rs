@@ -88,14 +88,20 @@ enum Command {
         file: PathBuf,
         #[arg(long, value_enum, default_value = "inclusive")]
         kind: ScanKind,
-        #[arg(long, value_name = "N")]
-        n: Option<u64>,
+        /// One size (default 64).
+        #[arg(long, value_name = "N", conflicts_with = "n_range")]
+        n: Option<u32>,
+        /// Every power of two from A to B inclusive.
         #[arg(long, value_name = "A..B")]
         n_range: Option<String>,
+        /// A platform whose name contains NAME (case-insensitive), or `all`; default: the
+        /// first platform.
         #[arg(long, value_name = "NAME|all")]
         platform: Option<String>,
+        /// Also run a baseline and report its time.
         #[arg(long, value_enum)]
         baseline: Option<Baseline>,
+        /// One JSON document on standard output.
         #[arg(long)]
         json: bool,
     },
@@ -111,14 +117,14 @@ enum ReportFormat {
     Svg,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum ScanKind {
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum ScanKind {
     Inclusive,
     Exclusive,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Baseline {
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum Baseline {
     Voigtlaender,
     Random,
 }
@@ -134,7 +140,23 @@ pub fn main() -> ExitCode {
             commands::front_end_then_pending(std::slice::from_ref(&file), "optimise")
         }
         Command::Report { .. } => commands::not_implemented("report"),
-        Command::ScanTest { file, .. } => commands::opencl::scan_test(&file),
+        Command::ScanTest {
+            file,
+            kind,
+            n,
+            n_range,
+            platform,
+            baseline,
+            json,
+        } => commands::opencl::scan_test(&commands::opencl::ScanTestArgs {
+            file,
+            kind,
+            n,
+            n_range,
+            platform,
+            baseline,
+            json,
+        }),
         Command::Devices => commands::opencl::devices(),
     };
     ExitCode::from(outcome as u8)

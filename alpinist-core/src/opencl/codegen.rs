@@ -530,6 +530,19 @@ impl<'a> Generator<'a> {
         Ok(())
     }
 
+    /// The body of an `if` or a loop: a block's statements go straight inside the braces.
+    fn body(&mut self, stmt: &Stmt, depth: usize, out: &mut String) -> Result<(), CodegenError> {
+        match &stmt.kind {
+            StmtKind::Block(block) => self.block_stmts(block, depth, out),
+            _ => self.stmt(stmt, depth, out),
+        }
+    }
+
+    /// A condition without the outer parentheses (clang warns about `if ((a == b))`).
+    fn condition(&mut self, expr: &Expr) -> Result<String, CodegenError> {
+        Ok(strip_outer_parens(self.int(expr)?))
+    }
+
     fn stmt(&mut self, stmt: &Stmt, depth: usize, out: &mut String) -> Result<(), CodegenError> {
         let pad = "  ".repeat(depth);
         let unsupported = |what: &str| CodegenError::Unsupported {
@@ -588,19 +601,19 @@ impl<'a> Generator<'a> {
                 then_branch,
                 else_branch,
             } => {
-                let cond = self.int(cond)?;
+                let cond = self.condition(cond)?;
                 writeln!(out, "{pad}if ({cond}) {{").unwrap();
-                self.stmt(then_branch, depth + 1, out)?;
+                self.body(then_branch, depth + 1, out)?;
                 if let Some(else_branch) = else_branch {
                     writeln!(out, "{pad}}} else {{").unwrap();
-                    self.stmt(else_branch, depth + 1, out)?;
+                    self.body(else_branch, depth + 1, out)?;
                 }
                 writeln!(out, "{pad}}}").unwrap();
             }
             StmtKind::While { cond, body, .. } => {
-                let cond = self.int(cond)?;
+                let cond = self.condition(cond)?;
                 writeln!(out, "{pad}while ({cond}) {{").unwrap();
-                self.stmt(body, depth + 1, out)?;
+                self.body(body, depth + 1, out)?;
                 writeln!(out, "{pad}}}").unwrap();
             }
             StmtKind::For {
@@ -617,11 +630,11 @@ impl<'a> Generator<'a> {
                     self.stmt(init, depth + 1, out)?;
                 }
                 let cond = match cond {
-                    Some(cond) => self.int(cond)?,
+                    Some(cond) => self.condition(cond)?,
                     None => "true".into(),
                 };
                 writeln!(out, "{pad}  while ({cond}) {{").unwrap();
-                self.stmt(body, depth + 2, out)?;
+                self.body(body, depth + 2, out)?;
                 if let Some(update) = update {
                     self.stmt(update, depth + 2, out)?;
                 }
@@ -941,6 +954,27 @@ impl<'a> Generator<'a> {
         }
         Ok(())
     }
+}
+
+/// `(a) + (b)` stays, `(a + b)` becomes `a + b`.
+fn strip_outer_parens(text: String) -> String {
+    if !(text.starts_with('(') && text.ends_with(')')) {
+        return text;
+    }
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 && i + 1 < text.len() {
+                    return text;
+                }
+            }
+            _ => {}
+        }
+    }
+    text[1..text.len() - 1].to_string()
 }
 
 fn calls_in<'e>(expr: &'e Expr, out: &mut Vec<&'e str>) {

@@ -139,7 +139,8 @@ pub struct ScanReport {
     pub interval: IntervalOutcome,
     pub interval_timing: Timing,
     pub integer: IntOutcome,
-    /// `None` for n < 2, where swapping the operands cannot change a scan.
+    /// `None` where swapping the operands cannot change the scan: no output combines two
+    /// inputs (inclusive n < 2, exclusive n < 3).
     pub self_check: Option<IntervalOutcome>,
 }
 
@@ -396,7 +397,10 @@ impl Harness {
             compile_ns,
         };
 
-        let self_check = if n >= 2 {
+        // The swapped operator changes a scan only where an output combines two inputs:
+        // inclusive n >= 2, exclusive n >= 3.
+        let smallest = if kind == ScanKind::Exclusive { 3 } else { 2 };
+        let self_check = if n >= smallest {
             let swapped = self.compile(kernel, Monoid::IntervalSwapped)?;
             Some(self.interval_run(&swapped, kernel, n, kind)?.0)
         } else {

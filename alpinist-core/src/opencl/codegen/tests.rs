@@ -32,6 +32,13 @@ fn with_update(update: &str) -> String {
 }
 
 #[test]
+#[ignore = "prints the generated source of ALPINIST_EXAMPLE"]
+fn print_example() {
+    let name = std::env::var("ALPINIST_EXAMPLE").unwrap_or_else(|_| "blelloch".into());
+    println!("{}", example(&name).source);
+}
+
+#[test]
 fn the_four_scans_generate() {
     for name in ["kogge_stone", "sklansky", "brent_kung", "blelloch"] {
         let kernel = example(name);
