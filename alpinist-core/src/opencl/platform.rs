@@ -1,7 +1,8 @@
 //! Listing OpenCL platforms and devices without panicking.
 //!
 //! `ocl`'s `Platform::default()` and `Platform::list()` panic when the ICD loader finds no
-//! platform; this module asks `ocl::core::get_platform_ids` instead and turns "none" into
+//! platform, and `ocl::core::get_platform_ids` waits 10 s first; this module asks the loader once
+//! (`clGetPlatformIDs`), then `get_platform_ids`, and turns "none" into
 //! [`PlatformError::NoPlatform`].
 
 use ocl::{Device, Platform};
@@ -39,6 +40,17 @@ pub enum PlatformError {
 
 /// Every platform with its devices, in the loader's order.
 pub fn list() -> Result<Vec<DeviceInfo>, PlatformError> {
+    // ocl-core's get_platform_ids retries for 10 s when the loader finds no platform (a guard
+    // against a multi-threaded ICD wake-up race): ask the loader once first.
+    let mut count: u32 = 0;
+    // SAFETY: clGetPlatformIDs with num_entries 0 and a null platform array only writes the
+    // platform count through the valid pointer we pass.
+    let status = unsafe { ocl::core::ffi::clGetPlatformIDs(0, std::ptr::null_mut(), &mut count) };
+    if status != 0 || count == 0 {
+        return Err(PlatformError::NoPlatform(format!(
+            "clGetPlatformIDs returned status {status} and {count} platforms"
+        )));
+    }
     let ids =
         ocl::core::get_platform_ids().map_err(|e| PlatformError::NoPlatform(e.to_string()))?;
     if ids.is_empty() {
