@@ -3,5 +3,7 @@
 mod cli;
 mod common;
 mod diagnostics;
+#[cfg(feature = "opencl")]
+mod opencl;
 mod properties;
 mod roundtrip;

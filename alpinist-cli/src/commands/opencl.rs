@@ -322,6 +322,7 @@ mod enabled {
                     let self_check = match r.self_check {
                         None => "n/a (no output combines two inputs)",
                         Some(o) if !o.passed() => "caught",
+                        Some(_) if !r.interval.passed() => "passed (moot: the kernel failed)",
                         Some(_) => "NOT CAUGHT",
                     };
                     let baseline = match baseline {
@@ -394,7 +395,11 @@ mod enabled {
                         });
                         v["self_check"] = match r.self_check {
                             None => json!({ "applicable": false }),
-                            Some(o) => json!({ "applicable": true, "caught": !o.passed() }),
+                            Some(o) => json!({
+                                "applicable": true,
+                                "swapped_failed": !o.passed(),
+                                "trusted": r.self_check_caught(),
+                            }),
                         };
                         v["baseline"] = match (baseline, args.baseline) {
                             (Some(b), Some(which)) => json!({

@@ -145,9 +145,11 @@ pub struct ScanReport {
 }
 
 impl ScanReport {
-    /// The self-check saw the swapped scan fail (or was not applicable).
+    /// The test showed on this device that it can see a wrong scan: the swapped run failed,
+    /// or the kernel's own run already failed (a kernel that itself swaps operands passes the
+    /// swapped run), or the self-check is not applicable.
     pub fn self_check_caught(&self) -> bool {
-        self.self_check.is_none_or(|o| !o.passed())
+        !self.interval.passed() || self.self_check.is_none_or(|o| !o.passed())
     }
 }
 
@@ -210,6 +212,46 @@ impl Harness {
             .devices(self.device.device)
             .build(&self.context)
             .map_err(|e| HarnessError::Compile { log: e.to_string() })
+    }
+
+    /// Applies the device's interval operator (`OP` of [`Monoid::Interval`]) to each pair:
+    /// lets tests compare it with [`interval::combine`].
+    pub fn device_interval_op(&self, pairs: &[(Word, Word)]) -> Result<Vec<Word>, HarnessError> {
+        let program = Program::builder()
+            .src(Monoid::Interval.prelude())
+            .devices(self.device.device)
+            .build(&self.context)
+            .map_err(|e| HarnessError::Compile { log: e.to_string() })?;
+        let buffer = |words: Vec<Word>| {
+            Buffer::<Word>::builder()
+                .queue(self.queue.clone())
+                .len(pairs.len().max(1))
+                .copy_host_slice(&words)
+                .build()
+        };
+        let mut left: Vec<Word> = pairs.iter().map(|p| p.0).collect();
+        let mut right: Vec<Word> = pairs.iter().map(|p| p.1).collect();
+        left.resize(pairs.len().max(1), 0);
+        right.resize(pairs.len().max(1), 0);
+        let (a, b, r) = (buffer(left)?, buffer(right.clone())?, buffer(right)?);
+        let kernel = OclKernel::builder()
+            .program(&program)
+            .name("alp_op_pairs")
+            .queue(self.queue.clone())
+            .global_work_size(pairs.len().max(1))
+            .arg(&a)
+            .arg(&b)
+            .arg(&r)
+            .arg(pairs.len() as i32)
+            .build()?;
+        // SAFETY: the three buffers hold max(1, pairs) words; the kernel guards i < n.
+        unsafe {
+            kernel.enq()?;
+        }
+        let mut out = vec![0; pairs.len().max(1)];
+        r.read(&mut out).enq()?;
+        out.truncate(pairs.len());
+        Ok(out)
     }
 
     /// Work-items per run at n, checked against the device.
