@@ -54,6 +54,7 @@ fn assert_interval_pass(file: &str, kind: &str, range: &str, sizes: &[u64]) {
     let (code, document) = scan_test(file, kind, &["--n-range", range]);
     assert_eq!(code, Some(3), "{file}: {document:#}");
     assert_eq!(document["schema_version"], 1);
+    assert_eq!(document["exit_code"], 3);
     assert_eq!(document["verdict"], "inconclusive", "{file}");
     assert_eq!(document["race_freedom"]["status"], "not_checked", "{file}");
     assert_eq!(document["source_hash"].as_str().map(str::len), Some(16));

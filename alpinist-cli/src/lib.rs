@@ -84,27 +84,7 @@ enum Command {
         format: ReportFormat,
     },
     /// Confirm a prefix-sum kernel with the interval-of-summations test on OpenCL devices.
-    ScanTest {
-        file: PathBuf,
-        #[arg(long, value_enum, default_value = "inclusive")]
-        kind: ScanKind,
-        /// One size (default 64).
-        #[arg(long, value_name = "N", conflicts_with = "n_range")]
-        n: Option<u32>,
-        /// Every power of two from A to B inclusive.
-        #[arg(long, value_name = "A..B")]
-        n_range: Option<String>,
-        /// A platform whose name contains NAME (case-insensitive), or `all`; default: the
-        /// first platform.
-        #[arg(long, value_name = "NAME|all")]
-        platform: Option<String>,
-        /// Also run a baseline and report its time.
-        #[arg(long, value_enum)]
-        baseline: Option<Baseline>,
-        /// One JSON document on standard output.
-        #[arg(long)]
-        json: bool,
-    },
+    ScanTest(commands::opencl::ScanTestArgs),
     /// List OpenCL platforms and devices.
     Devices,
 }
@@ -140,23 +120,7 @@ pub fn main() -> ExitCode {
             commands::front_end_then_pending(std::slice::from_ref(&file), "optimise")
         }
         Command::Report { .. } => commands::not_implemented("report"),
-        Command::ScanTest {
-            file,
-            kind,
-            n,
-            n_range,
-            platform,
-            baseline,
-            json,
-        } => commands::opencl::scan_test(&commands::opencl::ScanTestArgs {
-            file,
-            kind,
-            n,
-            n_range,
-            platform,
-            baseline,
-            json,
-        }),
+        Command::ScanTest(args) => commands::opencl::scan_test(&args),
         Command::Devices => commands::opencl::devices(),
     };
     ExitCode::from(outcome as u8)

@@ -11,13 +11,26 @@ use crate::exit::Exit;
 use crate::{Baseline, ScanKind};
 
 /// The arguments of `alpinist scan-test`.
+#[derive(clap::Args)]
 pub struct ScanTestArgs {
     pub file: PathBuf,
+    #[arg(long, value_enum, default_value = "inclusive")]
     pub kind: ScanKind,
+    /// One size (default 64).
+    #[arg(long, value_name = "N", conflicts_with = "n_range")]
     pub n: Option<u32>,
+    /// Every power of two from A to B inclusive.
+    #[arg(long, value_name = "A..B")]
     pub n_range: Option<String>,
+    /// A platform whose name contains NAME (case-insensitive), or `all`; default: the first
+    /// platform.
+    #[arg(long, value_name = "NAME|all")]
     pub platform: Option<String>,
+    /// Also run a baseline and report its time.
+    #[arg(long, value_enum)]
     pub baseline: Option<Baseline>,
+    /// One JSON document on standard output.
+    #[arg(long)]
     pub json: bool,
 }
 
@@ -214,52 +227,60 @@ mod enabled {
         let skipped = rows.len() - tested.len();
         let verdict = verdict::combine(&race, all_passed);
 
+        let skipped_note = if skipped > 0 {
+            format!("; {skipped} of the device/size pairs were not tested (see the table)")
+        } else {
+            String::new()
+        };
+        let (exit, message) = if !self_checks_caught {
+            (
+                Exit::Environment,
+                Some(
+                    "internal error: the swapped-operand self-check passed the interval test, \
+                     so the test cannot be trusted on this device"
+                        .to_string(),
+                ),
+            )
+        } else {
+            match &verdict {
+                Verdict::Fail => (
+                    Exit::Negative,
+                    Some("scan test failed: the kernel is not a correct prefix scan".into()),
+                ),
+                _ if tested.is_empty() => (
+                    Exit::Environment,
+                    Some("no size could be tested on the selected devices".into()),
+                ),
+                Verdict::Pass if skipped == 0 => (Exit::Success, None),
+                Verdict::Pass => (
+                    Exit::Inconclusive,
+                    Some(format!("inconclusive: race-free and passed{skipped_note}")),
+                ),
+                Verdict::Inconclusive { reason } => (
+                    Exit::Inconclusive,
+                    Some(format!(
+                        "inconclusive: the interval test passed on every tested device and \
+                         size, but {reason}{skipped_note}"
+                    )),
+                ),
+            }
+        };
+
         if args.json {
+            let mut document = document(args, &kernel, &race, &rows, &verdict);
+            document["exit_code"] = json!(exit as u8);
+            document["message"] = json!(message);
             println!(
                 "{}",
-                serde_json::to_string_pretty(&document(args, &kernel, &race, &rows, &verdict))
-                    .unwrap_or_default()
+                serde_json::to_string_pretty(&document).unwrap_or_default()
             );
         } else {
             print_table(&args.file, &kernel, kind == Kind::Exclusive, &rows);
         }
-
-        if !self_checks_caught {
-            emit_plain(
-                "internal error: the swapped-operand self-check passed the interval test, so \
-                 the test cannot be trusted on this device",
-            );
-            return Exit::Environment;
+        if let Some(message) = message {
+            emit_plain(message);
         }
-        match verdict {
-            Verdict::Fail => {
-                emit_plain("scan test failed: the kernel is not a correct prefix scan");
-                Exit::Negative
-            }
-            _ if tested.is_empty() => {
-                emit_plain("no size could be tested on the selected devices");
-                Exit::Environment
-            }
-            Verdict::Pass if skipped == 0 => Exit::Success,
-            Verdict::Pass => {
-                emit_plain(format_args!(
-                    "inconclusive: {skipped} device/size combinations were not tested"
-                ));
-                Exit::Inconclusive
-            }
-            Verdict::Inconclusive { reason } => {
-                emit_plain(format_args!(
-                    "inconclusive: the interval test passed on every tested device and size, \
-                     but {reason}{}",
-                    if skipped > 0 {
-                        format!("; {skipped} device/size combinations were not tested")
-                    } else {
-                        String::new()
-                    }
-                ));
-                Exit::Inconclusive
-            }
-        }
+        exit
     }
 
     fn run_one(

@@ -482,27 +482,15 @@ impl Harness {
         kind: ScanKind,
     ) -> Result<BaselineReport, HarnessError> {
         let (saturating, last_non_zero) = voigtlaender_set(n as usize);
-        let started = Instant::now();
-        let programs = [
-            self.compile(kernel, Monoid::Saturating012)?,
-            self.compile(kernel, Monoid::LastNonZero012)?,
-        ];
-        let compile_ns = started.elapsed().as_nanos() as u64;
-        let mut report = BaselineReport {
-            runs: 0,
-            failed_runs: 0,
-            first_failure: None,
-            timing: Timing::default(),
-        };
-        for (program, monoid, set) in [
-            (&programs[0], Monoid::Saturating012, &saturating),
-            (&programs[1], Monoid::LastNonZero012, &last_non_zero),
-        ] {
-            self.batched(program, kernel, n, kind, monoid, set, &mut report)?;
-        }
-        report.timing.compile_ns = compile_ns;
-        report.timing.total_ns = started.elapsed().as_nanos() as u64;
-        Ok(report)
+        self.baseline(
+            kernel,
+            n,
+            kind,
+            &[
+                (Monoid::Saturating012, saturating),
+                (Monoid::LastNonZero012, last_non_zero),
+            ],
+        )
     }
 
     /// Random baseline: [`RANDOM_RUNS`] runs of integer addition on random input.
@@ -515,25 +503,35 @@ impl Harness {
         let runs: Vec<Vec<u32>> = (0..RANDOM_RUNS)
             .map(|r| random_words(n as usize, SEED ^ ((r as u64) << 32) ^ u64::from(n)))
             .collect();
+        self.baseline(kernel, n, kind, &[(Monoid::IntAdd, runs)])
+    }
+
+    /// Compiles the kernel for each monoid and runs its input set; the times cover the
+    /// compiles, the launches, the transfers and the host comparison.
+    fn baseline(
+        &self,
+        kernel: &Kernel,
+        n: u32,
+        kind: ScanKind,
+        sets: &[(Monoid, Vec<Vec<u32>>)],
+    ) -> Result<BaselineReport, HarnessError> {
         let started = Instant::now();
-        let program = self.compile(kernel, Monoid::IntAdd)?;
-        let compile_ns = started.elapsed().as_nanos() as u64;
+        let programs = sets
+            .iter()
+            .map(|(monoid, _)| self.compile(kernel, *monoid))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut report = BaselineReport {
             runs: 0,
             failed_runs: 0,
             first_failure: None,
-            timing: Timing::default(),
+            timing: Timing {
+                compile_ns: started.elapsed().as_nanos() as u64,
+                ..Timing::default()
+            },
         };
-        self.batched(
-            &program,
-            kernel,
-            n,
-            kind,
-            Monoid::IntAdd,
-            &runs,
-            &mut report,
-        )?;
-        report.timing.compile_ns = compile_ns;
+        for (program, (monoid, set)) in programs.iter().zip(sets) {
+            self.batched(program, kernel, n, kind, *monoid, set, &mut report)?;
+        }
         report.timing.total_ns = started.elapsed().as_nanos() as u64;
         Ok(report)
     }
