@@ -334,6 +334,32 @@ fn without_a_platform_the_commands_exit_4_with_a_message() {
 }
 
 #[test]
+fn an_unknown_platform_is_exit_4_naming_the_platforms_there_are() {
+    if !platform_available() {
+        return;
+    }
+    let output = run(&[
+        "scan-test",
+        "examples/prefix-sum/sklansky.pvl",
+        "--n",
+        "4",
+        "--platform",
+        "no-such-platform",
+    ]);
+    assert_eq!(output.status.code(), Some(4));
+    assert!(stderr(&output).contains("no OpenCL platform is named `no-such-platform`"));
+    let output = run(&[
+        "scan-test",
+        "examples/prefix-sum/sklansky.pvl",
+        "--n",
+        "4",
+        "--platform",
+        "all",
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+}
+
+#[test]
 fn usage_errors_of_scan_test_exit_2() {
     for args in [
         vec![
@@ -343,6 +369,12 @@ fn usage_errors_of_scan_test_exit_2() {
             "5..7",
         ],
         vec!["scan-test", "examples/prefix-sum/sklansky.pvl", "--n", "0"],
+        vec![
+            "scan-test",
+            "examples/prefix-sum/sklansky.pvl",
+            "--n",
+            "2147483648",
+        ],
         vec![
             "scan-test",
             "examples/prefix-sum/sklansky.pvl",

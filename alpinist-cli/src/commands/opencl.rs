@@ -17,7 +17,12 @@ pub struct ScanTestArgs {
     #[arg(long, value_enum, default_value = "inclusive")]
     pub kind: ScanKind,
     /// One size (default 64).
-    #[arg(long, value_name = "N", conflicts_with = "n_range")]
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "n_range",
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(i32::MAX))
+    )]
     pub n: Option<u32>,
     /// Every power of two from A to B inclusive.
     #[arg(long, value_name = "A..B")]
@@ -87,7 +92,8 @@ fn parse_range(text: &str) -> Result<Vec<u32>, String> {
             .map_err(|_| format!("`--n-range {text}`: `{s}` is not a size"))
     };
     let (a, b) = (parse(a)?, parse(b)?);
-    let sizes: Vec<u32> = (0..32)
+    // Sizes reach the kernel as OpenCL `int`.
+    let sizes: Vec<u32> = (0..31)
         .map(|k| 1u32 << k)
         .filter(|&n| a <= n && n <= b)
         .collect();
@@ -166,10 +172,6 @@ mod enabled {
             }
         };
         let sizes = match (&args.n, &args.n_range) {
-            (Some(n), _) if *n == 0 => {
-                emit_plain("`--n 0`: a scan needs at least one element");
-                return Exit::BadInput;
-            }
             (Some(n), _) => vec![*n],
             (None, Some(range)) => match parse_range(range) {
                 Ok(sizes) => sizes,
