@@ -68,6 +68,12 @@ fn assert_interval_pass(file: &str, kind: &str, range: &str, sizes: &[u64]) {
         if r["status"] != "tested" {
             continue;
         }
+        let n = r["n"].as_u64().unwrap();
+        let (groups, block) = (r["groups"].as_u64().unwrap(), r["block"].as_u64().unwrap());
+        assert_eq!(groups * block, n, "{file}: {r:#}");
+        if n >= 65536 {
+            assert!(groups > 1, "{file}: 2^16 elements in one work-group? {r:#}");
+        }
         assert_eq!(r["interval"]["passed"], true, "{file}: {r:#}");
         assert_eq!(r["interval"]["bad_cells"], 0, "{file}: {r:#}");
         assert_eq!(r["integer"]["passed"], true, "{file}: {r:#}");
@@ -108,6 +114,15 @@ fn the_four_classic_scans_pass_the_interval_test_at_several_sizes() {
         "2..2048",
         &[2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048],
     );
+    // Beyond one work-group: reduce-then-scan with the generated kernel scanning each block.
+    for (file, kind) in [
+        ("examples/prefix-sum/kogge_stone.pvl", "inclusive"),
+        ("examples/prefix-sum/sklansky.pvl", "inclusive"),
+        ("examples/prefix-sum/brent_kung.pvl", "inclusive"),
+        ("examples/prefix-sum/blelloch.pvl", "exclusive"),
+    ] {
+        assert_interval_pass(file, kind, "32768..65536", &[32768, 65536]);
+    }
     // The fixed-size variant stages through __local memory with two __global arrays.
     assert_interval_pass(
         "examples/prefix-sum/kogge_stone_16.pvl",
@@ -115,6 +130,33 @@ fn the_four_classic_scans_pass_the_interval_test_at_several_sizes() {
         "16..16",
         &[16],
     );
+}
+
+#[test]
+fn broken_scans_fail_across_work_groups_too() {
+    if !platform_available() {
+        return;
+    }
+    for (file, kind) in [
+        (
+            "tests/data/scan/swapped_operands_kogge_stone.pvl",
+            "inclusive",
+        ),
+        (
+            "tests/data/scan/off_by_one_bound_kogge_stone.pvl",
+            "inclusive",
+        ),
+        (
+            "tests/data/scan/missing_root_clear_blelloch.pvl",
+            "exclusive",
+        ),
+    ] {
+        let (code, document) = scan_test(file, kind, &["--n", "65536"]);
+        assert_eq!(code, Some(1), "{file}: {document:#}");
+        let r = &results(&document)[0];
+        assert!(r["groups"].as_u64() > Some(1), "{file}: {r:#}");
+        assert_eq!(r["interval"]["passed"], false, "{file}");
+    }
 }
 
 #[test]

@@ -302,9 +302,17 @@ mod enabled {
             Err(e) => return Err(e),
         };
         let baseline = match baseline {
-            None => None,
-            Some(Baseline::Voigtlaender) => Some(harness.voigtlaender(kernel, n, kind)?),
-            Some(Baseline::Random) => Some(harness.random(kernel, n, kind)?),
+            None => Ok(None),
+            Some(Baseline::Voigtlaender) => harness.voigtlaender(kernel, n, kind).map(Some),
+            Some(Baseline::Random) => harness.random(kernel, n, kind).map(Some),
+        };
+        let baseline = match baseline {
+            // The baselines run one work-group per input.
+            Err(e @ (HarnessError::TooLarge { .. } | HarnessError::LocalMemory { .. })) => {
+                emit_plain(format_args!("baseline not run: {e}"));
+                None
+            }
+            other => other?,
         };
         Ok(Outcome::Tested(Box::new(report), baseline))
     }
@@ -360,7 +368,11 @@ mod enabled {
                     };
                     println!(
                         "{device} | {} | {interval} | {integer} | {self_check} | {} | {} | {baseline}",
-                        r.n,
+                        if r.plan.groups > 1 {
+                            format!("{} ({} groups of {})", r.n, r.plan.groups, r.plan.block)
+                        } else {
+                            r.n.to_string()
+                        },
                         ms(r.interval_timing.kernel_ns),
                         ms(r.interval_timing.total_ns),
                     );
@@ -400,7 +412,9 @@ mod enabled {
                     }
                     Outcome::Tested(r, baseline) => {
                         v["status"] = json!("tested");
-                        v["work_items"] = json!(r.work_items);
+                        v["work_items"] = json!(r.plan.work_items);
+                        v["groups"] = json!(r.plan.groups);
+                        v["block"] = json!(r.plan.block);
                         v["interval"] = json!({
                             "passed": r.interval.passed(),
                             "bad_cells": r.interval.bad_cells,

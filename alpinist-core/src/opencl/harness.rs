@@ -8,8 +8,10 @@
 //! - [`Harness::voigtlaender`] and [`Harness::random`] — the baselines, batched (one work-group
 //!   per run).
 //!
-//! Launch shape: one work-group of `hi − lo` work-items per run (the par range at N := n);
-//! sizes beyond the device's work-group limit are [`HarnessError::TooLarge`].
+//! Launch shape ([`Plan`]): one work-group of `hi − lo` work-items per run (the par range at
+//! N := n); beyond the device's work-group limit, a power-of-two n runs as reduce-then-scan over
+//! blocks of the largest power of two that fits (see [`SCHEME`]); other sizes are
+//! [`HarnessError::TooLarge`]. The baselines stay single-work-group.
 
 use std::time::Instant;
 
@@ -24,7 +26,7 @@ use super::OpenClError;
 pub enum HarnessError {
     #[error(
         "n = {n} needs {work_items} work-items in one work-group; the device allows {max} \
-         (multi-work-group scans are not implemented yet)"
+         (reduce-then-scan over several work-groups needs n to be a power of two)"
     )]
     TooLarge { n: u32, work_items: i64, max: usize },
     #[error("n = {n} needs {needed} bytes of local memory; the device has {available}")]
@@ -131,11 +133,22 @@ pub struct IntOutcome {
     pub seed: u64,
 }
 
+/// How a scan of n elements is launched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Elements per work-group (n itself for a single work-group).
+    pub block: u32,
+    /// Work-groups (blocks); more than one means reduce-then-scan.
+    pub groups: usize,
+    /// Work-items per work-group.
+    pub work_items: usize,
+}
+
 /// Everything [`Harness::scan_test`] found for one n on one device.
 #[derive(Clone, Debug)]
 pub struct ScanReport {
     pub n: u32,
-    pub work_items: usize,
+    pub plan: Plan,
     pub interval: IntervalOutcome,
     pub interval_timing: Timing,
     pub integer: IntOutcome,
@@ -177,6 +190,28 @@ pub struct Harness {
     queue: Queue,
 }
 
+/// The fixed kernels of reduce-then-scan, generic in `ELEM`/`IDENTITY`/`OP` like the generated
+/// kernel (so the interval test covers the whole composition). Deliberately simple: one
+/// work-item per block reduces sequentially, one work-item scans the totals; the seeding is a
+/// separate pass rather than fused into the block scan (so more than the scheme's 3n words
+/// move: throughput work is left for later).
+pub const SCHEME: &str = r#"
+__kernel void alp_reduce(__global const ELEM* in, __global ELEM* totals, int block) {
+  size_t g = get_global_id(0);
+  ELEM acc = IDENTITY;
+  for (int i = 0; i < block; i++) acc = OP(acc, in[g * (size_t)block + (size_t)i]);
+  totals[g] = acc;
+}
+__kernel void alp_scan_totals(__global ELEM* totals, int groups) {
+  ELEM acc = IDENTITY;
+  for (int g = 0; g < groups; g++) { ELEM t = totals[g]; totals[g] = acc; acc = OP(acc, t); }
+}
+__kernel void alp_seed(__global ELEM* out, __global const ELEM* prefix, int block) {
+  size_t i = get_global_id(0);
+  out[i] = OP(prefix[i / (size_t)block], out[i]);
+}
+"#;
+
 /// The fixed seed of the random inputs (reports carry it; runs are reproducible).
 pub const SEED: u64 = 0x5eed_a1b1_2026;
 
@@ -206,7 +241,7 @@ impl Harness {
 
     /// Compiles the kernel's source behind the monoid's prelude.
     pub fn compile(&self, kernel: &Kernel, monoid: Monoid) -> Result<Program, HarnessError> {
-        let source = format!("{}\n{}", monoid.prelude(), kernel.source);
+        let source = format!("{}\n{SCHEME}\n{}", monoid.prelude(), kernel.source);
         Program::builder()
             .src(source)
             .devices(self.device.device)
@@ -342,23 +377,104 @@ impl Harness {
             }
         }
         let ocl_kernel = builder.build()?;
-        let mut event = Event::empty();
         // SAFETY: every buffer argument holds runs · n elements and the generated kernel indexes
         // each run's slice of n; sizes were checked against the device above.
-        unsafe {
-            ocl_kernel.cmd().enew(&mut event).enq()?;
+        let kernel_ns = unsafe { timed(&ocl_kernel)? };
+        Ok((output_buffer.unwrap_or(input_buffer), kernel_ns))
+    }
+
+    /// How one scan of n elements runs: one work-group, or reduce-then-scan over `groups`
+    /// blocks of `block` elements when n exceeds what one work-group can do.
+    pub fn plan(&self, kernel: &Kernel, n: u32, elem_bytes: u64) -> Result<Plan, HarnessError> {
+        let single = match self.shape(kernel, n, elem_bytes) {
+            Ok(work_items) => {
+                return Ok(Plan {
+                    block: n,
+                    groups: 1,
+                    work_items,
+                })
+            }
+            Err(e @ (HarnessError::TooLarge { .. } | HarnessError::LocalMemory { .. })) => e,
+            Err(e) => return Err(e),
+        };
+        // Multi-work-group: powers of two only, blocks of the largest power of two that fits.
+        if !n.is_power_of_two() {
+            return Err(single);
         }
-        event.wait_for()?;
-        let start = event
-            .profiling_info(ocl::enums::ProfilingInfo::Start)?
-            .time()?;
-        let end = event
-            .profiling_info(ocl::enums::ProfilingInfo::End)?
-            .time()?;
-        Ok((
-            output_buffer.unwrap_or(input_buffer),
-            end.saturating_sub(start),
-        ))
+        let mut block = n / 2;
+        while block >= 2 {
+            if let Ok(work_items) = self.shape(kernel, block, elem_bytes) {
+                return Ok(Plan {
+                    block,
+                    groups: (n / block) as usize,
+                    work_items,
+                });
+            }
+            block /= 2;
+        }
+        Err(single)
+    }
+
+    /// One scan of `input` (n elements) by the plan: the generated kernel alone, or
+    /// reduce-then-scan: `alp_reduce` (each block to its total), `alp_scan_totals` (exclusive
+    /// scan of the totals), the generated kernel on every block (one work-group each), then
+    /// `alp_seed` (each output combined with its block's prefix, prefix on the left). Returns
+    /// the output and the summed device time of the launches.
+    fn scan_once<T: OclPrm>(
+        &self,
+        program: &Program,
+        kernel: &Kernel,
+        plan: &Plan,
+        input: &[T],
+        poison: T,
+    ) -> Result<(Buffer<T>, u64), HarnessError> {
+        if plan.groups == 1 {
+            return self.launch(program, kernel, plan.block, 1, input, poison);
+        }
+        let groups = plan.groups;
+        let in_buffer = Buffer::<T>::builder()
+            .queue(self.queue.clone())
+            .len(input.len())
+            .copy_host_slice(input)
+            .build()?;
+        let totals = Buffer::<T>::builder()
+            .queue(self.queue.clone())
+            .len(groups)
+            .build()?;
+        let block = plan.block as i32;
+        let reduce = OclKernel::builder()
+            .program(program)
+            .name("alp_reduce")
+            .queue(self.queue.clone())
+            .global_work_size(groups)
+            .arg(&in_buffer)
+            .arg(&totals)
+            .arg(block)
+            .build()?;
+        let scan_totals = OclKernel::builder()
+            .program(program)
+            .name("alp_scan_totals")
+            .queue(self.queue.clone())
+            .global_work_size(1)
+            .arg(&totals)
+            .arg(groups as i32)
+            .build()?;
+        // SAFETY: alp_reduce reads groups · block = n cells of in_buffer and writes one total
+        // per group; alp_scan_totals touches the `groups` totals.
+        let mut kernel_ns = unsafe { timed(&reduce)? + timed(&scan_totals)? };
+        let (output, scan_ns) = self.launch(program, kernel, plan.block, groups, input, poison)?;
+        let seed = OclKernel::builder()
+            .program(program)
+            .name("alp_seed")
+            .queue(self.queue.clone())
+            .global_work_size(input.len())
+            .arg(&output)
+            .arg(&totals)
+            .arg(block)
+            .build()?;
+        // SAFETY: one work-item per output cell; cell i reads total i / block < groups.
+        kernel_ns += scan_ns + unsafe { timed(&seed)? };
+        Ok((output, kernel_ns))
     }
 
     /// The interval test of one n with a compiled interval program (normal or swapped).
@@ -370,7 +486,8 @@ impl Harness {
         kind: ScanKind,
     ) -> Result<(IntervalOutcome, u64), HarnessError> {
         let input: Vec<Word> = (0..n).map(interval::input).collect();
-        let (output, kernel_ns) = self.launch(program, kernel, n, 1, &input, interval::TOP)?;
+        let plan = self.plan(kernel, n, 8)?;
+        let (output, kernel_ns) = self.scan_once(program, kernel, &plan, &input, interval::TOP)?;
         let bad = Buffer::<u32>::builder()
             .queue(self.queue.clone())
             .len(1)
@@ -427,7 +544,7 @@ impl Harness {
         n: u32,
         kind: ScanKind,
     ) -> Result<ScanReport, HarnessError> {
-        let work_items = self.shape(kernel, n, 8)?;
+        let plan = self.plan(kernel, n, 8)?;
 
         let started = Instant::now();
         let program = self.compile(kernel, Monoid::Interval)?;
@@ -452,7 +569,7 @@ impl Harness {
         let seed = SEED ^ u64::from(n);
         let input = random_words(n as usize, seed);
         let program = self.compile(kernel, Monoid::IntAdd)?;
-        let (output, _) = self.launch(&program, kernel, n, 1, &input, 0xDEAD_BEEF)?;
+        let (output, _) = self.scan_once(&program, kernel, &plan, &input, 0xDEAD_BEEF)?;
         let mut got = vec![0u32; n as usize];
         output.read(&mut got).enq()?;
         let want = host_scan(&input, kind, Monoid::IntAdd.host_op());
@@ -465,7 +582,7 @@ impl Harness {
 
         Ok(ScanReport {
             n,
-            work_items,
+            plan,
             interval,
             interval_timing,
             integer,
@@ -566,6 +683,23 @@ impl Harness {
         }
         Ok(())
     }
+}
+
+/// Enqueues `kernel` with its default work sizes, waits, returns its device time (profiling).
+///
+/// # Safety
+/// The kernel's arguments must be valid for its work sizes (OpenCL does not check bounds).
+unsafe fn timed(kernel: &OclKernel) -> Result<u64, HarnessError> {
+    let mut event = Event::empty();
+    kernel.cmd().enew(&mut event).enq()?;
+    event.wait_for()?;
+    let start = event
+        .profiling_info(ocl::enums::ProfilingInfo::Start)?
+        .time()?;
+    let end = event
+        .profiling_info(ocl::enums::ProfilingInfo::End)?
+        .time()?;
+    Ok(end.saturating_sub(start))
 }
 
 /// The host's sequential scan.
