@@ -31,11 +31,19 @@ fn with_update(update: &str) -> String {
     )
 }
 
+/// The generated OpenCL of every prefix-sum example, so a change to code generation shows up
+/// as a reviewed diff (`INSTA_UPDATE=always` to refresh).
 #[test]
-#[ignore = "prints the generated source of ALPINIST_EXAMPLE"]
-fn print_example() {
-    let name = std::env::var("ALPINIST_EXAMPLE").unwrap_or_else(|_| "blelloch".into());
-    println!("{}", example(&name).source);
+fn generated_sources_snapshot() {
+    for name in [
+        "kogge_stone",
+        "kogge_stone_16",
+        "sklansky",
+        "brent_kung",
+        "blelloch",
+    ] {
+        insta::assert_snapshot!(name, example(name).source);
+    }
 }
 
 #[test]
