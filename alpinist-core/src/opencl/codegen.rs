@@ -50,7 +50,7 @@ use crate::syntax::{Expr, ParBlock};
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 pub enum CodegenError {
     #[error("not a scan kernel: {reason}")]
-    #[diagnostic(code(E0601))]
+    #[diagnostic(code(E0801))]
     NotAScanKernel {
         reason: String,
         #[label("here")]
@@ -58,7 +58,7 @@ pub enum CodegenError {
     },
     #[error("element value used other than through the operator and the identity: {reason}")]
     #[diagnostic(
-        code(E0602),
+        code(E0802),
         help(
             "a scan kernel may only move elements, combine them with `+` (the monoid \
              operator) and create the identity `0`; anything else makes the interval test \
@@ -71,7 +71,7 @@ pub enum CodegenError {
         span: Span,
     },
     #[error("not supported by the OpenCL code generator: {what}")]
-    #[diagnostic(code(E0603))]
+    #[diagnostic(code(E0803))]
     Unsupported {
         what: String,
         #[label("unsupported here")]
