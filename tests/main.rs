@@ -3,6 +3,8 @@
 mod cli;
 mod common;
 mod diagnostics;
+#[cfg(feature = "opencl")]
+mod opencl;
 mod properties;
 mod roundtrip;
 mod verify;

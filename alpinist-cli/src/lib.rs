@@ -90,21 +90,7 @@ enum Command {
         format: ReportFormat,
     },
     /// Confirm a prefix-sum kernel with the interval-of-summations test on OpenCL devices.
-    ScanTest {
-        file: PathBuf,
-        #[arg(long, value_enum, default_value = "inclusive")]
-        kind: ScanKind,
-        #[arg(long, value_name = "N")]
-        n: Option<u64>,
-        #[arg(long, value_name = "A..B")]
-        n_range: Option<String>,
-        #[arg(long, value_name = "NAME|all")]
-        platform: Option<String>,
-        #[arg(long, value_enum)]
-        baseline: Option<Baseline>,
-        #[arg(long)]
-        json: bool,
-    },
+    ScanTest(commands::opencl::ScanTestArgs),
     /// List OpenCL platforms and devices.
     Devices,
 }
@@ -117,14 +103,14 @@ enum ReportFormat {
     Svg,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum ScanKind {
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum ScanKind {
     Inclusive,
     Exclusive,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Baseline {
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum Baseline {
     Voigtlaender,
     Random,
 }
@@ -156,7 +142,7 @@ pub fn main() -> ExitCode {
             commands::front_end_then_pending(std::slice::from_ref(&file), "optimise")
         }
         Command::Report { .. } => commands::not_implemented("report"),
-        Command::ScanTest { file, .. } => commands::opencl::scan_test(&file),
+        Command::ScanTest(args) => commands::opencl::scan_test(&args),
         Command::Devices => commands::opencl::devices(),
     };
     ExitCode::from(outcome as u8)

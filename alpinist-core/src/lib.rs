@@ -4,5 +4,7 @@
 
 pub mod check;
 pub mod interp;
+#[cfg(feature = "opencl")]
+pub mod opencl;
 pub mod syntax;
 pub mod verify;

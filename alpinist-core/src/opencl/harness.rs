@@ -1,0 +1,813 @@
+//! The host harness: runs a generated kernel on one device.
+//!
+//! - [`Harness::scan_test`] — for one n: the interval test (input k ↦ (k, k), output checked on
+//!   the device by `alp_interval_check`), integer addition on random input against a host scan
+//!   (same source, other prelude), and the swapped-operand self-check (`OP(a, b)` defined as
+//!   `b ⊕ a`), which must make the interval test fail for n ≥ 2: it shows that the test can
+//!   see a wrong result on this device.
+//! - [`Harness::voigtlaender`] and [`Harness::random`] — the baselines, batched (one work-group
+//!   per run).
+//!
+//! Launch shape ([`Plan`]): one work-group of `hi − lo` work-items per run (the par range at
+//! N := n); beyond the device's work-group limit, a power-of-two n runs as reduce-then-scan over
+//! blocks of the largest power of two that fits (see [`SCHEME`]); other sizes are
+//! [`HarnessError::TooLarge`]. The baselines stay single-work-group.
+
+use std::time::Instant;
+
+use ocl::{Buffer, Context, Event, Kernel as OclKernel, OclPrm, Program, Queue};
+
+use super::codegen::{EvalError, Kernel, KernelArg, KERNEL_NAME};
+use super::interval::{self, Word};
+use super::platform::DeviceInfo;
+use super::OpenClError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    #[error(
+        "n = {n} needs {work_items} work-items in one work-group; the device allows {max} \
+         (reduce-then-scan over several work-groups needs n to be a power of two)"
+    )]
+    TooLarge { n: u32, work_items: i64, max: usize },
+    #[error("n = {n} needs {needed} bytes of local memory; the device has {available}")]
+    LocalMemory { n: u32, needed: u64, available: u64 },
+    #[error("n = {n}: the par range has {work_items} work-items")]
+    EmptyLaunch { n: u32, work_items: i64 },
+    #[error(transparent)]
+    Eval(#[from] EvalError),
+    #[error("the OpenCL compiler rejected the generated source (an alpinist bug):\n{log}")]
+    Compile { log: String },
+    #[error(transparent)]
+    OpenCl(#[from] OpenClError),
+}
+
+impl From<ocl::Error> for HarnessError {
+    fn from(e: ocl::Error) -> Self {
+        HarnessError::OpenCl(e.into())
+    }
+}
+
+impl From<ocl::OclCoreError> for HarnessError {
+    fn from(e: ocl::OclCoreError) -> Self {
+        HarnessError::OpenCl(e.into())
+    }
+}
+
+/// The monoid a run uses: its prelude defines `ELEM`, `IDENTITY` and `OP(a, b)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Monoid {
+    /// `uint` with wrapping addition.
+    IntAdd,
+    /// The interval monoid.
+    Interval,
+    /// The interval monoid with the operands swapped: the self-check.
+    IntervalSwapped,
+    /// Voigtländer-style baseline, first operator: saturating addition on {0, 1, 2}.
+    Saturating012,
+    /// Voigtländer-style baseline, second operator: "the last non-zero wins" on {0, 1, 2}.
+    LastNonZero012,
+}
+
+impl Monoid {
+    pub fn prelude(self) -> String {
+        match self {
+            Monoid::IntAdd => {
+                "#define ELEM uint\n#define IDENTITY 0u\n#define OP(a, b) ((a) + (b))\n".into()
+            }
+            Monoid::Interval => interval::OPENCL_PRELUDE.into(),
+            Monoid::IntervalSwapped => interval::OPENCL_PRELUDE.replace(
+                "#define OP(a, b) alp_interval_op((a), (b))",
+                "#define OP(a, b) alp_interval_op((b), (a))",
+            ),
+            Monoid::Saturating012 => "#define ELEM uint\n#define IDENTITY 0u\n\
+                 #define OP(a, b) min((a) + (b), 2u)\n"
+                .into(),
+            Monoid::LastNonZero012 => "#define ELEM uint\n#define IDENTITY 0u\n\
+                 #define OP(a, b) ((b) == 0u ? (a) : (b))\n"
+                .into(),
+        }
+    }
+
+    /// The host's operator for the `uint` monoids.
+    fn host_op(self) -> fn(u32, u32) -> u32 {
+        match self {
+            Monoid::Saturating012 => |a, b| (a + b).min(2),
+            Monoid::LastNonZero012 => |a, b| if b == 0 { a } else { b },
+            _ => u32::wrapping_add,
+        }
+    }
+}
+
+/// Seconds-free timings, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timing {
+    /// Device time of the scan kernel (OpenCL profiling, start to end).
+    pub kernel_ns: u64,
+    /// Host wall time from the start of the OpenCL compile to the verdict.
+    pub total_ns: u64,
+    /// Host wall time of the OpenCL compile alone.
+    pub compile_ns: u64,
+}
+
+/// The device-side check of an interval run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntervalOutcome {
+    /// Output cells that differ from the expected interval.
+    pub bad_cells: u32,
+    /// The first wrong cell and the word found there.
+    pub first_bad: Option<(u32, Word)>,
+}
+
+impl IntervalOutcome {
+    pub fn passed(&self) -> bool {
+        self.bad_cells == 0
+    }
+}
+
+/// The integer-addition run compared with a host scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntOutcome {
+    pub mismatches: usize,
+    /// (index, device value, host value) of the first mismatch.
+    pub first: Option<(usize, u32, u32)>,
+    pub seed: u64,
+}
+
+/// How a scan of n elements is launched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Elements per work-group (n itself for a single work-group).
+    pub block: u32,
+    /// Work-groups (blocks); more than one means reduce-then-scan.
+    pub groups: usize,
+    /// Work-items per work-group.
+    pub work_items: usize,
+}
+
+/// Everything [`Harness::scan_test`] found for one n on one device.
+#[derive(Clone, Debug)]
+pub struct ScanReport {
+    pub n: u32,
+    pub plan: Plan,
+    pub interval: IntervalOutcome,
+    pub interval_timing: Timing,
+    pub integer: IntOutcome,
+    /// `None` where swapping the operands cannot change the scan: no output combines two
+    /// inputs (inclusive n < 2, exclusive n < 3).
+    pub self_check: Option<IntervalOutcome>,
+}
+
+impl ScanReport {
+    /// The test showed on this device that it can see a wrong scan: the swapped run failed,
+    /// or the kernel's own run already failed (a kernel that itself swaps operands passes the
+    /// swapped run), or the self-check is not applicable.
+    pub fn self_check_caught(&self) -> bool {
+        !self.interval.passed() || self.self_check.is_none_or(|o| !o.passed())
+    }
+}
+
+/// The result of a baseline over one n.
+#[derive(Clone, Debug)]
+pub struct BaselineReport {
+    pub runs: usize,
+    pub failed_runs: usize,
+    /// The first failing run (its index in the test set).
+    pub first_failure: Option<usize>,
+    pub timing: Timing,
+}
+
+/// Which scan the kernel computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanKind {
+    Inclusive,
+    Exclusive,
+}
+
+/// A context and a profiling queue on one device.
+pub struct Harness {
+    pub device: DeviceInfo,
+    context: Context,
+    queue: Queue,
+}
+
+/// The fixed kernels of reduce-then-scan, generic in `ELEM`/`IDENTITY`/`OP` like the generated
+/// kernel (so the interval test covers the whole composition). Deliberately simple: one
+/// work-item per block reduces sequentially, one work-item scans the totals; the seeding is a
+/// separate pass rather than fused into the block scan (so more than the scheme's 3n words
+/// move: throughput work is left for later).
+pub const SCHEME: &str = r#"
+__kernel void alp_reduce(__global const ELEM* in, __global ELEM* totals, int block) {
+  size_t g = get_global_id(0);
+  ELEM acc = IDENTITY;
+  for (int i = 0; i < block; i++) acc = OP(acc, in[g * (size_t)block + (size_t)i]);
+  totals[g] = acc;
+}
+__kernel void alp_scan_totals(__global ELEM* totals, int groups) {
+  ELEM acc = IDENTITY;
+  for (int g = 0; g < groups; g++) { ELEM t = totals[g]; totals[g] = acc; acc = OP(acc, t); }
+}
+__kernel void alp_seed(__global ELEM* out, __global const ELEM* prefix, int block) {
+  size_t i = get_global_id(0);
+  out[i] = OP(prefix[i / (size_t)block], out[i]);
+}
+"#;
+
+/// The fixed seed of the random inputs (reports carry it; runs are reproducible).
+pub const SEED: u64 = 0x5eed_a1b1_2026;
+
+/// Runs per batch are capped so one launch allocates at most this many elements.
+const MAX_BATCH_ELEMS: usize = 1 << 24;
+
+/// The random baseline's number of runs per n.
+pub const RANDOM_RUNS: usize = 64;
+
+impl Harness {
+    pub fn new(device: &DeviceInfo) -> Result<Self, HarnessError> {
+        let context = Context::builder()
+            .platform(device.platform)
+            .devices(device.device)
+            .build()?;
+        let queue = Queue::new(
+            &context,
+            device.device,
+            Some(ocl::flags::CommandQueueProperties::PROFILING_ENABLE),
+        )?;
+        Ok(Harness {
+            device: device.clone(),
+            context,
+            queue,
+        })
+    }
+
+    /// Compiles the kernel's source behind the monoid's prelude.
+    pub fn compile(&self, kernel: &Kernel, monoid: Monoid) -> Result<Program, HarnessError> {
+        let source = format!("{}\n{SCHEME}\n{}", monoid.prelude(), kernel.source);
+        Program::builder()
+            .src(source)
+            .devices(self.device.device)
+            .build(&self.context)
+            .map_err(|e| HarnessError::Compile { log: e.to_string() })
+    }
+
+    /// Applies the device's interval operator (`OP` of [`Monoid::Interval`]) to each pair:
+    /// lets tests compare it with [`interval::combine`].
+    pub fn device_interval_op(&self, pairs: &[(Word, Word)]) -> Result<Vec<Word>, HarnessError> {
+        let program = Program::builder()
+            .src(Monoid::Interval.prelude())
+            .devices(self.device.device)
+            .build(&self.context)
+            .map_err(|e| HarnessError::Compile { log: e.to_string() })?;
+        let buffer = |words: Vec<Word>| {
+            Buffer::<Word>::builder()
+                .queue(self.queue.clone())
+                .len(pairs.len().max(1))
+                .copy_host_slice(&words)
+                .build()
+        };
+        let mut left: Vec<Word> = pairs.iter().map(|p| p.0).collect();
+        let mut right: Vec<Word> = pairs.iter().map(|p| p.1).collect();
+        left.resize(pairs.len().max(1), 0);
+        right.resize(pairs.len().max(1), 0);
+        let (a, b, r) = (buffer(left)?, buffer(right.clone())?, buffer(right)?);
+        let kernel = OclKernel::builder()
+            .program(&program)
+            .name("alp_op_pairs")
+            .queue(self.queue.clone())
+            .global_work_size(pairs.len().max(1))
+            .arg(&a)
+            .arg(&b)
+            .arg(&r)
+            .arg(pairs.len() as i32)
+            .build()?;
+        // SAFETY: the three buffers hold max(1, pairs) words; the kernel guards i < n.
+        unsafe {
+            kernel.enq()?;
+        }
+        let mut out = vec![0; pairs.len().max(1)];
+        r.read(&mut out).enq()?;
+        out.truncate(pairs.len());
+        Ok(out)
+    }
+
+    /// Work-items per run at n, checked against the device.
+    fn shape(&self, kernel: &Kernel, n: u32, elem_bytes: u64) -> Result<usize, HarnessError> {
+        let work_items = kernel.work_items(i64::from(n))?;
+        if work_items <= 0 {
+            return Err(HarnessError::EmptyLaunch { n, work_items });
+        }
+        if work_items as u64 > self.device.max_work_group_size as u64 {
+            return Err(HarnessError::TooLarge {
+                n,
+                work_items,
+                max: self.device.max_work_group_size,
+            });
+        }
+        let mut local = 0u64;
+        for arg in &kernel.args {
+            if let KernelArg::Local { size, .. } = arg {
+                local += kernel.local_len(size, i64::from(n))?.max(0) as u64 * elem_bytes;
+            }
+        }
+        if local > self.device.local_mem_bytes {
+            return Err(HarnessError::LocalMemory {
+                n,
+                needed: local,
+                available: self.device.local_mem_bytes,
+            });
+        }
+        Ok(work_items as usize)
+    }
+
+    /// Launches `runs` independent scans of length n (one work-group each) on `input`
+    /// (`runs · n` elements); returns the output buffer and the kernel's device time.
+    fn launch<T: OclPrm>(
+        &self,
+        program: &Program,
+        kernel: &Kernel,
+        n: u32,
+        runs: usize,
+        input: &[T],
+        poison: T,
+    ) -> Result<(Buffer<T>, u64), HarnessError> {
+        let work_items = self.shape(kernel, n, std::mem::size_of::<T>() as u64)?;
+        let len = input.len();
+        let globals: Vec<&str> = kernel.globals().collect();
+        let input_buffer = Buffer::<T>::builder()
+            .queue(self.queue.clone())
+            .len(len)
+            .copy_host_slice(input)
+            .build()?;
+        let output_buffer = if globals.len() == 2 {
+            Some(
+                Buffer::<T>::builder()
+                    .queue(self.queue.clone())
+                    .len(len)
+                    .fill_val(poison)
+                    .build()?,
+            )
+        } else {
+            None
+        };
+        let mut builder = OclKernel::builder();
+        builder
+            .program(program)
+            .name(KERNEL_NAME)
+            .queue(self.queue.clone())
+            .global_work_size(work_items * runs)
+            .local_work_size(work_items);
+        let mut global_index = 0;
+        for arg in &kernel.args {
+            match arg {
+                KernelArg::Global { .. } => {
+                    let buffer = if global_index == 0 {
+                        &input_buffer
+                    } else {
+                        output_buffer.as_ref().unwrap_or(&input_buffer)
+                    };
+                    builder.arg(buffer);
+                    global_index += 1;
+                }
+                KernelArg::Size { .. } => {
+                    builder.arg(n as i32);
+                }
+                KernelArg::Local { size, .. } => {
+                    let elems = kernel.local_len(size, i64::from(n))?.max(1) as usize;
+                    builder.arg_local::<T>(elems);
+                }
+            }
+        }
+        let ocl_kernel = builder.build()?;
+        // SAFETY: every buffer argument holds runs · n elements and the generated kernel indexes
+        // each run's slice of n; sizes were checked against the device above.
+        let kernel_ns = unsafe { timed(&ocl_kernel)? };
+        Ok((output_buffer.unwrap_or(input_buffer), kernel_ns))
+    }
+
+    /// How one scan of n elements runs: one work-group, or reduce-then-scan over `groups`
+    /// blocks of `block` elements when n exceeds what one work-group can do.
+    pub fn plan(&self, kernel: &Kernel, n: u32, elem_bytes: u64) -> Result<Plan, HarnessError> {
+        let single = match self.shape(kernel, n, elem_bytes) {
+            Ok(work_items) => {
+                return Ok(Plan {
+                    block: n,
+                    groups: 1,
+                    work_items,
+                })
+            }
+            Err(e @ (HarnessError::TooLarge { .. } | HarnessError::LocalMemory { .. })) => e,
+            Err(e) => return Err(e),
+        };
+        // Multi-work-group: powers of two only, blocks of the largest power of two that fits.
+        if !n.is_power_of_two() {
+            return Err(single);
+        }
+        let mut block = n / 2;
+        while block >= 2 {
+            if let Ok(work_items) = self.shape(kernel, block, elem_bytes) {
+                return Ok(Plan {
+                    block,
+                    groups: (n / block) as usize,
+                    work_items,
+                });
+            }
+            block /= 2;
+        }
+        Err(single)
+    }
+
+    /// One scan of `input` (n elements) by the plan: the generated kernel alone, or
+    /// reduce-then-scan: `alp_reduce` (each block to its total), `alp_scan_totals` (exclusive
+    /// scan of the totals), the generated kernel on every block (one work-group each), then
+    /// `alp_seed` (each output combined with its block's prefix, prefix on the left). Returns
+    /// the output and the summed device time of the launches.
+    fn scan_once<T: OclPrm>(
+        &self,
+        program: &Program,
+        kernel: &Kernel,
+        plan: &Plan,
+        input: &[T],
+        poison: T,
+    ) -> Result<(Buffer<T>, u64), HarnessError> {
+        if plan.groups == 1 {
+            return self.launch(program, kernel, plan.block, 1, input, poison);
+        }
+        let groups = plan.groups;
+        let in_buffer = Buffer::<T>::builder()
+            .queue(self.queue.clone())
+            .len(input.len())
+            .copy_host_slice(input)
+            .build()?;
+        let totals = Buffer::<T>::builder()
+            .queue(self.queue.clone())
+            .len(groups)
+            .build()?;
+        let block = plan.block as i32;
+        let reduce = OclKernel::builder()
+            .program(program)
+            .name("alp_reduce")
+            .queue(self.queue.clone())
+            .global_work_size(groups)
+            .arg(&in_buffer)
+            .arg(&totals)
+            .arg(block)
+            .build()?;
+        let scan_totals = OclKernel::builder()
+            .program(program)
+            .name("alp_scan_totals")
+            .queue(self.queue.clone())
+            .global_work_size(1)
+            .arg(&totals)
+            .arg(groups as i32)
+            .build()?;
+        // SAFETY: alp_reduce reads groups · block = n cells of in_buffer and writes one total
+        // per group; alp_scan_totals touches the `groups` totals.
+        let mut kernel_ns = unsafe { timed(&reduce)? + timed(&scan_totals)? };
+        let (output, scan_ns) = self.launch(program, kernel, plan.block, groups, input, poison)?;
+        let seed = OclKernel::builder()
+            .program(program)
+            .name("alp_seed")
+            .queue(self.queue.clone())
+            .global_work_size(input.len())
+            .arg(&output)
+            .arg(&totals)
+            .arg(block)
+            .build()?;
+        // SAFETY: one work-item per output cell; cell i reads total i / block < groups.
+        kernel_ns += scan_ns + unsafe { timed(&seed)? };
+        Ok((output, kernel_ns))
+    }
+
+    /// The interval test of one n with a compiled interval program (normal or swapped).
+    fn interval_run(
+        &self,
+        program: &Program,
+        kernel: &Kernel,
+        n: u32,
+        kind: ScanKind,
+    ) -> Result<(IntervalOutcome, u64), HarnessError> {
+        let input: Vec<Word> = (0..n).map(interval::input).collect();
+        let plan = self.plan(kernel, n, 8)?;
+        let (output, kernel_ns) = self.scan_once(program, kernel, &plan, &input, interval::TOP)?;
+        let bad = Buffer::<u32>::builder()
+            .queue(self.queue.clone())
+            .len(1)
+            .fill_val(0)
+            .build()?;
+        let first_bad = Buffer::<u32>::builder()
+            .queue(self.queue.clone())
+            .len(1)
+            .fill_val(n)
+            .build()?;
+        let check = OclKernel::builder()
+            .program(program)
+            .name("alp_interval_check")
+            .queue(self.queue.clone())
+            .global_work_size(n as usize)
+            .arg(&output)
+            .arg(n as i32)
+            .arg(i32::from(kind == ScanKind::Exclusive))
+            .arg(&bad)
+            .arg(&first_bad)
+            .build()?;
+        // SAFETY: the check kernel reads n cells of `output` and one cell of each counter.
+        unsafe {
+            check.enq()?;
+        }
+        let mut count = [0u32];
+        bad.read(&mut count[..]).enq()?;
+        let mut first = [0u32];
+        first_bad.read(&mut first[..]).enq()?;
+        let first_bad = if count[0] > 0 {
+            let mut word = [0u64];
+            output
+                .read(&mut word[..])
+                .offset(first[0] as usize)
+                .len(1)
+                .enq()?;
+            Some((first[0], word[0]))
+        } else {
+            None
+        };
+        Ok((
+            IntervalOutcome {
+                bad_cells: count[0],
+                first_bad,
+            },
+            kernel_ns,
+        ))
+    }
+
+    /// The three runs of one n: interval test, integer addition, swapped self-check.
+    pub fn scan_test(
+        &self,
+        kernel: &Kernel,
+        n: u32,
+        kind: ScanKind,
+    ) -> Result<ScanReport, HarnessError> {
+        let plan = self.plan(kernel, n, 8)?;
+
+        let started = Instant::now();
+        let program = self.compile(kernel, Monoid::Interval)?;
+        let compile_ns = started.elapsed().as_nanos() as u64;
+        let (interval, kernel_ns) = self.interval_run(&program, kernel, n, kind)?;
+        let interval_timing = Timing {
+            kernel_ns,
+            total_ns: started.elapsed().as_nanos() as u64,
+            compile_ns,
+        };
+
+        // The swapped operator changes a scan only where an output combines two inputs:
+        // inclusive n >= 2, exclusive n >= 3.
+        let smallest = if kind == ScanKind::Exclusive { 3 } else { 2 };
+        let self_check = if n >= smallest {
+            let swapped = self.compile(kernel, Monoid::IntervalSwapped)?;
+            Some(self.interval_run(&swapped, kernel, n, kind)?.0)
+        } else {
+            None
+        };
+
+        let seed = SEED ^ u64::from(n);
+        let input = random_words(n as usize, seed);
+        let program = self.compile(kernel, Monoid::IntAdd)?;
+        let (output, _) = self.scan_once(&program, kernel, &plan, &input, 0xDEAD_BEEF)?;
+        let mut got = vec![0u32; n as usize];
+        output.read(&mut got).enq()?;
+        let want = host_scan(&input, kind, Monoid::IntAdd.host_op());
+        let mismatches: Vec<usize> = (0..got.len()).filter(|&i| got[i] != want[i]).collect();
+        let integer = IntOutcome {
+            mismatches: mismatches.len(),
+            first: mismatches.first().map(|&i| (i, got[i], want[i])),
+            seed,
+        };
+
+        Ok(ScanReport {
+            n,
+            plan,
+            interval,
+            interval_timing,
+            integer,
+            self_check,
+        })
+    }
+
+    /// Voigtländer-style 0-1-2 baseline: n(n+1)/2 + n − 1 runs over {0, 1, 2}, see
+    /// [`voigtlaender_set`]; every run is compared with a host scan.
+    pub fn voigtlaender(
+        &self,
+        kernel: &Kernel,
+        n: u32,
+        kind: ScanKind,
+    ) -> Result<BaselineReport, HarnessError> {
+        let (saturating, last_non_zero) = voigtlaender_set(n as usize);
+        self.baseline(
+            kernel,
+            n,
+            kind,
+            &[
+                (Monoid::Saturating012, saturating),
+                (Monoid::LastNonZero012, last_non_zero),
+            ],
+        )
+    }
+
+    /// Random baseline: [`RANDOM_RUNS`] runs of integer addition on random input.
+    pub fn random(
+        &self,
+        kernel: &Kernel,
+        n: u32,
+        kind: ScanKind,
+    ) -> Result<BaselineReport, HarnessError> {
+        let runs: Vec<Vec<u32>> = (0..RANDOM_RUNS)
+            .map(|r| random_words(n as usize, SEED ^ ((r as u64) << 32) ^ u64::from(n)))
+            .collect();
+        self.baseline(kernel, n, kind, &[(Monoid::IntAdd, runs)])
+    }
+
+    /// Compiles the kernel for each monoid and runs its input set; the times cover the
+    /// compiles, the launches, the transfers and the host comparison.
+    fn baseline(
+        &self,
+        kernel: &Kernel,
+        n: u32,
+        kind: ScanKind,
+        sets: &[(Monoid, Vec<Vec<u32>>)],
+    ) -> Result<BaselineReport, HarnessError> {
+        let started = Instant::now();
+        let programs = sets
+            .iter()
+            .map(|(monoid, _)| self.compile(kernel, *monoid))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut report = BaselineReport {
+            runs: 0,
+            failed_runs: 0,
+            first_failure: None,
+            timing: Timing {
+                compile_ns: started.elapsed().as_nanos() as u64,
+                ..Timing::default()
+            },
+        };
+        for (program, (monoid, set)) in programs.iter().zip(sets) {
+            self.batched(program, kernel, n, kind, *monoid, set, &mut report)?;
+        }
+        report.timing.total_ns = started.elapsed().as_nanos() as u64;
+        Ok(report)
+    }
+
+    /// Runs every input of `set` (each of length n) in batches and compares with host scans.
+    #[allow(clippy::too_many_arguments)]
+    fn batched(
+        &self,
+        program: &Program,
+        kernel: &Kernel,
+        n: u32,
+        kind: ScanKind,
+        monoid: Monoid,
+        set: &[Vec<u32>],
+        report: &mut BaselineReport,
+    ) -> Result<(), HarnessError> {
+        let per_batch = (MAX_BATCH_ELEMS / (n as usize).max(1)).max(1);
+        for chunk in set.chunks(per_batch) {
+            let input: Vec<u32> = chunk.iter().flatten().copied().collect();
+            let (output, kernel_ns) =
+                self.launch(program, kernel, n, chunk.len(), &input, 0xDEAD_BEEF)?;
+            report.timing.kernel_ns += kernel_ns;
+            let mut got = vec![0u32; input.len()];
+            output.read(&mut got).enq()?;
+            for (run, (input, got)) in chunk.iter().zip(got.chunks(n as usize)).enumerate() {
+                if host_scan(input, kind, monoid.host_op()) != got {
+                    report.failed_runs += 1;
+                    report.first_failure.get_or_insert(report.runs + run);
+                }
+            }
+            report.runs += chunk.len();
+        }
+        Ok(())
+    }
+}
+
+/// Enqueues `kernel` with its default work sizes, waits, returns its device time (profiling).
+///
+/// # Safety
+/// The kernel's arguments must be valid for its work sizes (OpenCL does not check bounds).
+unsafe fn timed(kernel: &OclKernel) -> Result<u64, HarnessError> {
+    let mut event = Event::empty();
+    kernel.cmd().enew(&mut event).enq()?;
+    event.wait_for()?;
+    let start = event
+        .profiling_info(ocl::enums::ProfilingInfo::Start)?
+        .time()?;
+    let end = event
+        .profiling_info(ocl::enums::ProfilingInfo::End)?
+        .time()?;
+    Ok(end.saturating_sub(start))
+}
+
+/// The host's sequential scan.
+pub fn host_scan(input: &[u32], kind: ScanKind, op: fn(u32, u32) -> u32) -> Vec<u32> {
+    let mut acc = 0u32; // the identity of every `uint` monoid here
+    input
+        .iter()
+        .map(|&x| {
+            let before = acc;
+            acc = op(acc, x);
+            match kind {
+                ScanKind::Inclusive => acc,
+                ScanKind::Exclusive => before,
+            }
+        })
+        .collect()
+}
+
+/// splitmix64: small, seeded, good enough for test inputs (no dependency).
+fn random_words(len: usize, seed: u64) -> Vec<u32> {
+    let mut state = seed;
+    (0..len)
+        .map(|_| {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) as u32
+        })
+        .collect()
+}
+
+/// The 0-1-2 test set with n(n+1)/2 + n − 1 runs, in the shape of Voigtländer's (POPL 2008):
+/// two operators on {0, 1, 2}, both with identity 0.
+///
+/// - Saturating addition, n(n+1)/2 runs: for every 0 ≤ i ≤ j < n, a 1 at i and a 1 at j (a
+///   single 1 when i = j). The single-1 runs alone show that every output k combines each
+///   input i ≤ k exactly once and no input i > k.
+/// - "The last non-zero wins", n − 1 runs: for every i < n − 1, a 1 at i and a 2 at i + 1;
+///   they show that i is combined before i + 1, so output k combines 0, …, k in order.
+///
+/// For a generic (data-oblivious) scan these two facts are correctness for every monoid. The
+/// run count and the two-operator shape follow Voigtländer; the operator tables and inputs are
+/// this module's construction (argued above), not copied from the paper.
+pub fn voigtlaender_set(n: usize) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
+    let mut saturating = Vec::with_capacity(n * (n + 1) / 2);
+    for i in 0..n {
+        for j in i..n {
+            let mut run = vec![0u32; n];
+            run[i] = 1;
+            run[j] = 1;
+            saturating.push(run);
+        }
+    }
+    let last_non_zero = (0..n.saturating_sub(1))
+        .map(|i| {
+            let mut run = vec![0u32; n];
+            run[i] = 1;
+            run[i + 1] = 2;
+            run
+        })
+        .collect();
+    (saturating, last_non_zero)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn voigtlaender_set_has_the_papers_run_count() {
+        for n in [1usize, 2, 5, 32] {
+            let (a, b) = voigtlaender_set(n);
+            assert_eq!(a.len() + b.len(), n * (n + 1) / 2 + n - 1);
+            assert!(a.iter().chain(&b).all(|run| run.len() == n));
+        }
+    }
+
+    #[test]
+    fn host_scan_inclusive_and_exclusive() {
+        let add = Monoid::IntAdd.host_op();
+        assert_eq!(host_scan(&[1, 2, 3], ScanKind::Inclusive, add), [1, 3, 6]);
+        assert_eq!(host_scan(&[1, 2, 3], ScanKind::Exclusive, add), [0, 1, 3]);
+        let last = Monoid::LastNonZero012.host_op();
+        assert_eq!(
+            host_scan(&[0, 1, 2, 0], ScanKind::Inclusive, last),
+            [0, 1, 2, 2]
+        );
+        let sat = Monoid::Saturating012.host_op();
+        assert_eq!(
+            host_scan(&[1, 0, 1, 1], ScanKind::Inclusive, sat),
+            [1, 1, 2, 2]
+        );
+    }
+
+    #[test]
+    fn the_012_operators_see_a_swap_that_addition_does_not() {
+        // A scan that combines 1 and 0 in the wrong order still sums right, but "last
+        // non-zero" sees it.
+        let last = Monoid::LastNonZero012.host_op();
+        assert_ne!(last(1, 2), last(2, 1));
+        let sat = Monoid::Saturating012.host_op();
+        assert_ne!(sat(1, 1), 1);
+    }
+
+    #[test]
+    fn random_words_are_reproducible() {
+        assert_eq!(random_words(8, 1), random_words(8, 1));
+        assert_ne!(random_words(8, 1), random_words(8, 2));
+    }
+}
