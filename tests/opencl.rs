@@ -255,7 +255,7 @@ fn broken_scans_are_caught_and_the_report_says_by_what() {
                     );
                 }
             }
-            code if code.starts_with("E06") => {
+            code if code.starts_with("E08") => {
                 let output = run(&["scan-test", &b.file, "--kind", &b.kind]);
                 assert_eq!(output.status.code(), Some(2), "{}", b.file);
                 let err = stderr(&output);

@@ -214,7 +214,7 @@ mod enabled {
             }
         }
 
-        let race = RaceFreedom::checker_not_landed();
+        let race = race_freedom(&parsed.program);
         let tested: Vec<&ScanReport> = rows
             .iter()
             .filter_map(|r| match &r.outcome {
@@ -283,6 +283,36 @@ mod enabled {
             emit_plain(message);
         }
         exit
+    }
+
+    /// The checker's half. `verify` proves the kernel race-free for every N its precondition
+    /// allows; what it does not prove yet — that the 32-bit integer arithmetic of the
+    /// generated OpenCL neither overflows nor divides negative operands — keeps the verdict
+    /// inconclusive, never a pass.
+    fn race_freedom(program: &alpinist_core::syntax::Program) -> RaceFreedom {
+        use alpinist_core::verify::{verify_program, Limits, Outcome as Checked};
+        let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let reports = verify_program(program, &Limits::default(), jobs);
+        let not_verified: Vec<String> = reports
+            .iter()
+            .filter(|r| r.outcome() != Checked::Verified)
+            .map(|r| format!("`{}` {:?}", r.name, r.outcome()).to_lowercase())
+            .collect();
+        if not_verified.is_empty() {
+            RaceFreedom::NotChecked {
+                reason: "race freedom is proved by the checker (for every N the kernel's \
+                         precondition allows), but the absence of 32-bit overflow in the \
+                         generated OpenCL is not checked yet"
+                    .into(),
+            }
+        } else {
+            RaceFreedom::NotProved {
+                reason: format!(
+                    "the checker did not verify the kernel ({}); run `alpinist verify`",
+                    not_verified.join(", ")
+                ),
+            }
+        }
     }
 
     fn run_one(
