@@ -11,6 +11,9 @@
 //!   (VerCors 2.x); an unparenthesised mix of `&&`/`**` with `||` is warning W0101.
 //! - Errors carry stable codes (see `error.rs`) and say in words what was expected.
 //! - Work is linear in the input: no alternative of the grammar re-parses a nested expression.
+//! - Most files never reach pest: a hand-written fast path (`fast`) reads the common part of
+//!   the grammar about six times faster and gives up on the rest, errors included; wherever it
+//!   succeeds its result is exactly pest's ([`parse_reference`]).
 
 use std::cell::RefCell;
 
@@ -42,14 +45,40 @@ pub fn parse(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
     // pest (2.8) does not check the stack: the pre-scan bounds the recursion, and this makes
     // sure that the bounded recursion fits, whatever thread the caller parses on (a fresh
     // stack is mapped lazily when less than `PARSE_STACK` is left).
-    stacker::maybe_grow(PARSE_STACK, PARSE_STACK, || parse_on_a_big_stack(source))
+    stacker::maybe_grow(PARSE_STACK, PARSE_STACK, || {
+        parse_on_a_big_stack(source, true)
+    })
 }
 
-fn parse_on_a_big_stack(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
+/// [`parse`] without the fast path: pest and the tree builder only. For tests that compare
+/// the two paths; not part of the API.
+#[doc(hidden)]
+pub fn parse_reference(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
+    stacker::maybe_grow(PARSE_STACK, PARSE_STACK, || {
+        parse_on_a_big_stack(source, false)
+    })
+}
+
+fn parse_on_a_big_stack(source: &str, fast_path: bool) -> Result<Parsed, Vec<SyntaxError>> {
     if u32::try_from(source.len()).is_err() {
         return Err(vec![SyntaxError::TooLarge { len: source.len() }]);
     }
     check_nesting(source).map_err(|e| vec![e])?;
+    // The hand-written fast path reads the common cases; whatever it gives up on (every
+    // error among them) goes to pest, which alone reports errors.
+    if let Some((program, warnings)) = fast_path.then(|| fast::parse(source)).flatten() {
+        return Ok(Parsed {
+            program,
+            trivia: Trivia::scan(source),
+            warnings,
+        });
+    }
+    parse_with_pest(source)
+}
+
+/// The reference path: pest, then the tree builder. The only one that reports errors; the fast
+/// path must agree with it wherever that succeeds (see `fast`).
+fn parse_with_pest(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
     let pairs = match PvlParser::parse(Rule::program, source) {
         Ok(pairs) => pairs,
         Err(err) => return Err(errors_with_recovery(source, err)),
@@ -1841,6 +1870,8 @@ fn malformed_gpuopt(form: &Pair<'_, Rule>) -> SyntaxError {
         span,
     }
 }
+
+mod fast;
 
 #[cfg(test)]
 mod tests;
