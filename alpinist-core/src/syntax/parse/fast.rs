@@ -21,7 +21,7 @@
 
 use num_bigint::BigUint;
 
-use super::{Built, MAX_EXPR_DEPTH};
+use super::{apply_prefixes, binary_node, checked, nest_conditionals, Built, Res};
 use crate::syntax::ir::*;
 use crate::syntax::SyntaxWarning;
 
@@ -76,6 +76,11 @@ fn is_clause_keyword(w: &str) -> bool {
 
 fn bail<T>() -> R<T> {
     Err(Bail)
+}
+
+/// The tree builder's errors (too deep) are pest's to report.
+fn ours<T>(result: Res<T>) -> R<T> {
+    result.map_err(|_| Bail)
 }
 
 impl<'s> Fast<'s> {
@@ -191,6 +196,25 @@ impl<'s> Fast<'s> {
             name: w.to_string(),
             span: Span::new(start, self.pos),
         })
+    }
+
+    /// `(item ~ ("," ~ item)*)? ~ close`, as pest reads it when `item` cannot start with
+    /// `close`.
+    fn list<T>(&mut self, close: u8, mut item: impl FnMut(&mut Self) -> R<T>) -> R<Vec<T>> {
+        let mut items = Vec::new();
+        if self.peek() != close {
+            loop {
+                items.push(item(self)?);
+                self.skip();
+                if self.peek() != b',' {
+                    break;
+                }
+                self.pos += 1;
+                self.skip();
+            }
+        }
+        self.expect(&[close])?;
+        Ok(items)
     }
 
     fn span_from(&self, start: usize) -> Span {
@@ -334,24 +358,7 @@ impl<'s> Fast<'s> {
         // "(" ~ params ~ ")" ~ method_body
         self.pos += 1;
         self.skip();
-        let mut params = Vec::new();
-        if self.peek() != b')' {
-            params.push(self.param()?);
-            loop {
-                let save = self.pos;
-                self.skip();
-                if self.peek() == b',' {
-                    self.pos += 1;
-                    self.skip();
-                    params.push(self.param()?);
-                } else {
-                    self.pos = save;
-                    break;
-                }
-            }
-            self.skip();
-        }
-        self.expect(b")")?;
+        let params = self.list(b')', Self::param)?;
         self.skip();
         let body = match self.peek() {
             b'{' => MethodBody::Block(self.block()?),
@@ -1001,23 +1008,7 @@ impl<'s> Fast<'s> {
         if self.peek() == b'(' {
             self.pos += 1;
             self.skip();
-            if self.peek() != b')' {
-                iters.push(self.par_iter()?);
-                loop {
-                    let save = self.pos;
-                    self.skip();
-                    if self.peek() == b',' {
-                        self.pos += 1;
-                        self.skip();
-                        iters.push(self.par_iter()?);
-                    } else {
-                        self.pos = save;
-                        break;
-                    }
-                }
-                self.skip();
-            }
-            self.expect(b")")?;
+            iters = self.list(b')', Self::par_iter)?;
             self.skip();
         }
         let contract = self.contract()?;
@@ -1060,28 +1051,15 @@ impl<'s> Fast<'s> {
         self.skip();
         let label = self.ident()?;
         self.skip();
-        let mut invariants = Vec::new();
-        if self.peek() == b';' {
+        // barrier_invs? ~ ")": `;` and a list of names.
+        let invariants = if self.peek() == b';' {
             self.pos += 1;
             self.skip();
-            if self.peek() != b')' {
-                invariants.push(self.ident()?);
-                loop {
-                    let save = self.pos;
-                    self.skip();
-                    if self.peek() == b',' {
-                        self.pos += 1;
-                        self.skip();
-                        invariants.push(self.ident()?);
-                    } else {
-                        self.pos = save;
-                        break;
-                    }
-                }
-                self.skip();
-            }
-        }
-        self.expect(b")")?;
+            self.list(b')', Self::ident)?
+        } else {
+            self.expect(b")")?;
+            Vec::new()
+        };
         self.skip();
         let barrier = if self.peek() == b'{' {
             // barrier_inside = "{" ~ (!k_loop_invariant ~ clause)* ~ stmt* ~ "}"
@@ -1133,14 +1111,7 @@ impl<'s> Fast<'s> {
     // ------------------------------------------------------------------ expressions
 
     fn checked(&self, expr: Expr, bare_op: Option<BinaryOp>, depth: u32) -> R<Built> {
-        if depth > MAX_EXPR_DEPTH {
-            return bail();
-        }
-        Ok(Built {
-            expr,
-            bare_op,
-            depth,
-        })
+        ours(checked(expr, bare_op, depth))
     }
 
     /// expr = binary ~ ("?" ~ expr ~ ":" ~ !":" ~ binary)*
@@ -1172,24 +1143,7 @@ impl<'s> Fast<'s> {
             }
             conds.push(self.binary()?);
         }
-        let mut acc = conds.pop().ok_or(Bail)?;
-        while let (Some(cond), Some(then)) = (conds.pop(), thens.pop()) {
-            let depth = 1 + cond.depth.max(then.depth).max(acc.depth);
-            let span = cond.expr.span.to(acc.expr.span);
-            acc = self.checked(
-                Expr {
-                    kind: ExprKind::Cond {
-                        cond: Box::new(cond.expr),
-                        then_expr: Box::new(then.expr),
-                        else_expr: Box::new(acc.expr),
-                    },
-                    span,
-                },
-                None,
-                depth,
-            )?;
-        }
-        Ok(acc)
+        ours(nest_conditionals(conds, thens, Span::default()))
     }
 
     /// binary = unary ~ (&infix_start ~ infix ~ unary)*, ending where pest's does.
@@ -1279,30 +1233,9 @@ impl<'s> Fast<'s> {
                 prec + 1
             };
             let rhs = self.climb(next_min)?;
-            lhs = self.infix(lhs, op, rhs)?;
+            lhs = ours(binary_node(lhs, op, rhs, &mut self.warnings))?;
         }
         Ok(lhs)
-    }
-
-    fn infix(&mut self, lhs: Built, op: BinaryOp, rhs: Built) -> R<Built> {
-        let span = lhs.expr.span.to(rhs.expr.span);
-        let conjunction = |b: &Built| matches!(b.bare_op, Some(BinaryOp::And | BinaryOp::Star));
-        if op == BinaryOp::Or && (conjunction(&lhs) || conjunction(&rhs)) {
-            self.warnings.push(SyntaxWarning::MixedAndOr { span });
-        }
-        let depth = 1 + lhs.depth.max(rhs.depth);
-        self.checked(
-            Expr {
-                kind: ExprKind::Binary {
-                    op,
-                    lhs: Box::new(lhs.expr),
-                    rhs: Box::new(rhs.expr),
-                },
-                span,
-            },
-            Some(op),
-            depth,
-        )
     }
 
     /// unary = prefix* ~ primary ~ postfix*
@@ -1337,22 +1270,7 @@ impl<'s> Fast<'s> {
             }
             first = false;
         }
-        for (op, start) in prefixes.into_iter().rev() {
-            let span = Span::new(start, acc.expr.span.end as usize);
-            let depth = acc.depth + 1;
-            acc = self.checked(
-                Expr {
-                    kind: ExprKind::Unary {
-                        op,
-                        operand: Box::new(acc.expr),
-                    },
-                    span,
-                },
-                None,
-                depth,
-            )?;
-        }
-        Ok(acc)
+        ours(apply_prefixes(acc, prefixes))
     }
 
     fn bracket_suffix(&mut self, base: Built) -> R<Built> {
@@ -1487,22 +1405,12 @@ impl<'s> Fast<'s> {
     fn call_args(&mut self) -> R<(Vec<Expr>, u32)> {
         self.expect(b"(")?;
         self.skip();
-        let mut args = Vec::new();
         let mut depth = 0;
-        if self.peek() != b')' {
-            loop {
-                let b = self.expr()?;
-                depth = depth.max(b.depth);
-                args.push(b.expr);
-                self.skip();
-                if self.peek() != b',' {
-                    break;
-                }
-                self.pos += 1;
-                self.skip();
-            }
-        }
-        self.expect(b")")?;
+        let args = self.list(b')', |p| {
+            let b = p.expr()?;
+            depth = depth.max(b.depth);
+            Ok(b.expr)
+        })?;
         Ok((args, depth))
     }
 
@@ -1882,22 +1790,12 @@ impl<'s> Fast<'s> {
         self.skip();
         self.expect(b"{")?;
         self.skip();
-        let mut elems = Vec::new();
         let mut sub = 0;
-        if self.peek() != b'}' {
-            loop {
-                let b = self.expr()?;
-                sub = sub.max(b.depth);
-                elems.push(b.expr);
-                self.skip();
-                if self.peek() != b',' {
-                    break;
-                }
-                self.pos += 1;
-                self.skip();
-            }
-        }
-        self.expect(b"}")?;
+        let elems = self.list(b'}', |p| {
+            let b = p.expr()?;
+            sub = sub.max(b.depth);
+            Ok(b.expr)
+        })?;
         self.wrap(ExprKind::Collection { kind, elem, elems }, start, sub)
     }
 }
