@@ -599,6 +599,7 @@ impl Built {
 }
 
 /// `expr` as built, refused (E0102) beyond [`MAX_EXPR_DEPTH`].
+#[inline]
 fn checked(expr: Expr, bare_op: Option<BinaryOp>, depth: u32) -> Res<Built> {
     if depth > MAX_EXPR_DEPTH {
         return Err(SyntaxError::TooDeep {
@@ -637,6 +638,7 @@ fn nest_conditionals(mut conds: Vec<Built>, mut thens: Vec<Built>, span: Span) -
 }
 
 /// `lhs op rhs`, with the W0101 check.
+#[inline]
 fn binary_node(
     lhs: Built,
     op: BinaryOp,
@@ -667,6 +669,7 @@ fn binary_node(
 }
 
 /// Prefix operators (outermost first, each with the offset of its token) around `acc`.
+#[inline]
 fn apply_prefixes(mut acc: Built, prefixes: Vec<(UnaryOp, usize)>) -> Res<Built> {
     for (op, start) in prefixes.into_iter().rev() {
         let span = Span::new(start, acc.expr.span.end as usize);

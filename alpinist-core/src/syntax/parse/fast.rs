@@ -21,7 +21,7 @@
 
 use num_bigint::BigUint;
 
-use super::{apply_prefixes, binary_node, checked, nest_conditionals, Built, Res};
+use super::{apply_prefixes, binary_node, nest_conditionals, Built, Res, MAX_EXPR_DEPTH};
 use crate::syntax::ir::*;
 use crate::syntax::SyntaxWarning;
 
@@ -79,6 +79,7 @@ fn bail<T>() -> R<T> {
 }
 
 /// The tree builder's errors (too deep) are pest's to report.
+#[inline]
 fn ours<T>(result: Res<T>) -> R<T> {
     result.map_err(|_| Bail)
 }
@@ -1110,8 +1111,16 @@ impl<'s> Fast<'s> {
 
     // ------------------------------------------------------------------ expressions
 
+    /// The builder's `checked`, without making the error that pest will report.
     fn checked(&self, expr: Expr, bare_op: Option<BinaryOp>, depth: u32) -> R<Built> {
-        ours(checked(expr, bare_op, depth))
+        if depth > MAX_EXPR_DEPTH {
+            return bail();
+        }
+        Ok(Built {
+            expr,
+            bare_op,
+            depth,
+        })
     }
 
     /// expr = binary ~ ("?" ~ expr ~ ":" ~ !":" ~ binary)*
@@ -1269,6 +1278,9 @@ impl<'s> Fast<'s> {
                 }
             }
             first = false;
+        }
+        if prefixes.is_empty() {
+            return Ok(acc);
         }
         ours(apply_prefixes(acc, prefixes))
     }
