@@ -1213,7 +1213,9 @@ proptest! {
     #[test]
     fn print_then_parse_is_identity(p in program()) {
         let text = syntax::print(&p, &Trivia::default());
-        match syntax::parse(&text) {
+        let result = syntax::parse(&text);
+        same_as_reference(&result, &text);
+        match result {
             Err(errors) => prop_assert!(
                 false,
                 "printed program does not parse:\n{}\n--- printed text ---\n{}",
@@ -1422,10 +1424,27 @@ fn mutate(source: &str, mutations: &[Mutation]) -> String {
     chars.into_iter().collect()
 }
 
-/// Parse, and print what parses: neither may panic.
+/// Parse, and print what parses: neither may panic. And the parser's fast path must give
+/// exactly what its reference, the pest path, gives: IR with spans, warnings, errors.
 fn parse_and_print(source: &str) {
-    if let Ok(parsed) = syntax::parse(source) {
+    let result = syntax::parse(source);
+    same_as_reference(&result, source);
+    if let Ok(parsed) = result {
         let _ = syntax::print(&parsed.program, &parsed.trivia);
+    }
+}
+
+fn same_as_reference(result: &Result<syntax::Parsed, Vec<SyntaxError>>, source: &str) {
+    match (result, &syntax::parse_reference(source)) {
+        (Ok(got), Ok(want)) => {
+            assert!(
+                got.program == want.program,
+                "fast path and pest differ on:\n{source}"
+            );
+            assert_eq!(got.warnings, want.warnings, "warnings differ on:\n{source}");
+        }
+        (Err(got), Err(want)) => assert_eq!(format!("{got:?}"), format!("{want:?}")),
+        (got, want) => panic!("fast path {got:?}\npest {want:?}\non:\n{source}"),
     }
 }
 

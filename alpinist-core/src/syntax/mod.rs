@@ -5,8 +5,9 @@
 //!
 //! Architecture invariants:
 //! - Parsing never panics, whatever the bytes; every failure is a [`SyntaxError`] with a span.
-//! - The grammar (`pvl.pest`) is the only place that knows PVL's concrete syntax besides the
-//!   printer; the rest of the crate sees only [`ir`].
+//! - The grammar (`pvl.pest`, mirrored for speed by the parser's fast path, which gives up
+//!   wherever it cannot follow the grammar exactly) is the only place that knows PVL's concrete
+//!   syntax besides the printer; the rest of the crate sees only [`ir`].
 //! - Comments are not in the IR. They are collected as [`Trivia`] by a scan of the source and
 //!   re-interleaved by the printer by source position, so every comment survives `fmt`.
 
@@ -19,7 +20,7 @@ mod trivia;
 
 pub use error::{SyntaxError, SyntaxWarning};
 pub use ir::*;
-pub use parse::parse;
+pub use parse::{parse, parse_reference};
 pub use print::{print, print_expr, print_stmt, print_type};
 pub use span::line_col;
 pub use trivia::{Comment, Trivia};

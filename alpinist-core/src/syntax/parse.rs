@@ -11,6 +11,9 @@
 //!   (VerCors 2.x); an unparenthesised mix of `&&`/`**` with `||` is warning W0101.
 //! - Errors carry stable codes (see `error.rs`) and say in words what was expected.
 //! - Work is linear in the input: no alternative of the grammar re-parses a nested expression.
+//! - Most files never reach pest: a hand-written fast path (`fast`) reads the common part of
+//!   the grammar about six times faster and gives up on the rest, errors included; wherever it
+//!   succeeds its result is exactly pest's ([`parse_reference`]).
 
 use std::cell::RefCell;
 
@@ -42,14 +45,40 @@ pub fn parse(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
     // pest (2.8) does not check the stack: the pre-scan bounds the recursion, and this makes
     // sure that the bounded recursion fits, whatever thread the caller parses on (a fresh
     // stack is mapped lazily when less than `PARSE_STACK` is left).
-    stacker::maybe_grow(PARSE_STACK, PARSE_STACK, || parse_on_a_big_stack(source))
+    stacker::maybe_grow(PARSE_STACK, PARSE_STACK, || {
+        parse_on_a_big_stack(source, true)
+    })
 }
 
-fn parse_on_a_big_stack(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
+/// [`parse`] without the fast path: pest and the tree builder only. For tests that compare
+/// the two paths; not part of the API.
+#[doc(hidden)]
+pub fn parse_reference(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
+    stacker::maybe_grow(PARSE_STACK, PARSE_STACK, || {
+        parse_on_a_big_stack(source, false)
+    })
+}
+
+fn parse_on_a_big_stack(source: &str, fast_path: bool) -> Result<Parsed, Vec<SyntaxError>> {
     if u32::try_from(source.len()).is_err() {
         return Err(vec![SyntaxError::TooLarge { len: source.len() }]);
     }
     check_nesting(source).map_err(|e| vec![e])?;
+    // The hand-written fast path reads the common cases; whatever it gives up on (every
+    // error among them) goes to pest, which alone reports errors.
+    if let Some((program, warnings)) = fast_path.then(|| fast::parse(source)).flatten() {
+        return Ok(Parsed {
+            program,
+            trivia: Trivia::scan(source),
+            warnings,
+        });
+    }
+    parse_with_pest(source)
+}
+
+/// The reference path: pest, then the tree builder. The only one that reports errors; the fast
+/// path must agree with it wherever that succeeds (see `fast`).
+fn parse_with_pest(source: &str) -> Result<Parsed, Vec<SyntaxError>> {
     let pairs = match PvlParser::parse(Rule::program, source) {
         Ok(pairs) => pairs,
         Err(err) => return Err(errors_with_recovery(source, err)),
@@ -567,6 +596,97 @@ impl Built {
             depth: 1,
         }
     }
+}
+
+/// `expr` as built, refused (E0102) beyond [`MAX_EXPR_DEPTH`].
+#[inline]
+fn checked(expr: Expr, bare_op: Option<BinaryOp>, depth: u32) -> Res<Built> {
+    if depth > MAX_EXPR_DEPTH {
+        return Err(SyntaxError::TooDeep {
+            limit: MAX_EXPR_DEPTH as usize,
+            span: expr.span,
+        });
+    }
+    Ok(Built {
+        expr,
+        bare_op,
+        depth,
+    })
+}
+
+/// `conds[0] ? thens[0] : (conds[1] ? thens[1] : ... last)`: one more condition than
+/// branches, nested to the right.
+fn nest_conditionals(mut conds: Vec<Built>, mut thens: Vec<Built>, span: Span) -> Res<Built> {
+    let mut acc = conds.pop().ok_or_else(|| internal(span, "an expression"))?;
+    while let (Some(cond), Some(then)) = (conds.pop(), thens.pop()) {
+        let depth = 1 + cond.depth.max(then.depth).max(acc.depth);
+        let span = cond.expr.span.to(acc.expr.span);
+        acc = checked(
+            Expr {
+                kind: ExprKind::Cond {
+                    cond: Box::new(cond.expr),
+                    then_expr: Box::new(then.expr),
+                    else_expr: Box::new(acc.expr),
+                },
+                span,
+            },
+            None,
+            depth,
+        )?;
+    }
+    Ok(acc)
+}
+
+/// `lhs op rhs`, with the W0101 check.
+#[inline]
+fn binary_node(
+    lhs: Built,
+    op: BinaryOp,
+    rhs: Built,
+    warnings: &mut Vec<SyntaxWarning>,
+) -> Res<Built> {
+    let span = lhs.expr.span.to(rhs.expr.span);
+    // 2.x reads `a && b || c` as `(a && b) || c` and `a || b && c` as `a || (b && c)`;
+    // 1.x read both left to right on one level. Only `||` can have a bare `&&`/`**`
+    // operand, since those bind tighter.
+    let conjunction = |b: &Built| matches!(b.bare_op, Some(BinaryOp::And | BinaryOp::Star));
+    if op == BinaryOp::Or && (conjunction(&lhs) || conjunction(&rhs)) {
+        warnings.push(SyntaxWarning::MixedAndOr { span });
+    }
+    let depth = 1 + lhs.depth.max(rhs.depth);
+    checked(
+        Expr {
+            kind: ExprKind::Binary {
+                op,
+                lhs: Box::new(lhs.expr),
+                rhs: Box::new(rhs.expr),
+            },
+            span,
+        },
+        Some(op),
+        depth,
+    )
+}
+
+/// Prefix operators (outermost first, each with the offset of its token) around `acc`.
+#[inline]
+fn apply_prefixes(mut acc: Built, prefixes: Vec<(UnaryOp, usize)>) -> Res<Built> {
+    for (op, start) in prefixes.into_iter().rev() {
+        let span = Span::new(start, acc.expr.span.end as usize);
+        let depth = acc.depth + 1;
+        acc = checked(
+            Expr {
+                kind: ExprKind::Unary {
+                    op,
+                    operand: Box::new(acc.expr),
+                },
+                span,
+            },
+            None,
+            depth,
+        )?;
+    }
+    Ok(acc)
 }
 
 struct Builder {
@@ -1321,38 +1441,7 @@ impl Builder {
             thens.push(self.expr_built(then)?);
             conds.push(self.binary(&mut items, 0)?);
         }
-        let mut acc = conds.pop().ok_or_else(|| internal(span, "an expression"))?;
-        while let (Some(cond), Some(then)) = (conds.pop(), thens.pop()) {
-            let depth = 1 + cond.depth.max(then.depth).max(acc.depth);
-            let span = cond.expr.span.to(acc.expr.span);
-            acc = self.checked(
-                Expr {
-                    kind: ExprKind::Cond {
-                        cond: Box::new(cond.expr),
-                        then_expr: Box::new(then.expr),
-                        else_expr: Box::new(acc.expr),
-                    },
-                    span,
-                },
-                None,
-                depth,
-            )?;
-        }
-        Ok(acc)
-    }
-
-    fn checked(&self, expr: Expr, bare_op: Option<BinaryOp>, depth: u32) -> Res<Built> {
-        if depth > MAX_EXPR_DEPTH {
-            return Err(SyntaxError::TooDeep {
-                limit: MAX_EXPR_DEPTH as usize,
-                span: expr.span,
-            });
-        }
-        Ok(Built {
-            expr,
-            bare_op,
-            depth,
-        })
+        nest_conditionals(conds, thens, span)
     }
 
     /// Precedence climbing over the stream of one `binary`, for operators binding at least as
@@ -1383,29 +1472,7 @@ impl Builder {
     }
 
     fn infix(&self, lhs: Built, op: BinaryOp, rhs: Built) -> Res<Built> {
-        let span = lhs.expr.span.to(rhs.expr.span);
-        // 2.x reads `a && b || c` as `(a && b) || c` and `a || b && c` as `a || (b && c)`;
-        // 1.x read both left to right on one level. Only `||` can have a bare `&&`/`**`
-        // operand, since those bind tighter.
-        let conjunction = |b: &Built| matches!(b.bare_op, Some(BinaryOp::And | BinaryOp::Star));
-        if op == BinaryOp::Or && (conjunction(&lhs) || conjunction(&rhs)) {
-            self.warnings
-                .borrow_mut()
-                .push(SyntaxWarning::MixedAndOr { span });
-        }
-        let depth = 1 + lhs.depth.max(rhs.depth);
-        self.checked(
-            Expr {
-                kind: ExprKind::Binary {
-                    op,
-                    lhs: Box::new(lhs.expr),
-                    rhs: Box::new(rhs.expr),
-                },
-                span,
-            },
-            Some(op),
-            depth,
-        )
+        binary_node(lhs, op, rhs, &mut self.warnings.borrow_mut())
     }
 
     /// `prefix* primary postfix*` from an expression stream: postfix operators bind tighter
@@ -1429,7 +1496,7 @@ impl Builder {
             // A name, or a call when the grammar's silent `call_or_name` gave a `call_tail`.
             let name = ident_of(&operand);
             match items.next_if(|p| p.as_rule() == Rule::call_tail) {
-                None => self.checked(
+                None => checked(
                     Expr {
                         span: name.span,
                         kind: ExprKind::Name(name),
@@ -1440,7 +1507,7 @@ impl Builder {
                 Some(tail) => {
                     let span = name.span.to(span_of(&tail));
                     let (args, given, yields, d) = self.call_tail(tail)?;
-                    self.checked(
+                    checked(
                         Expr {
                             kind: ExprKind::Call {
                                 receiver: None,
@@ -1464,22 +1531,7 @@ impl Builder {
         {
             acc = self.postfix(acc, suffix)?;
         }
-        for (op, start) in prefixes.into_iter().rev() {
-            let span = Span::new(start, acc.expr.span.end as usize);
-            let depth = acc.depth + 1;
-            acc = self.checked(
-                Expr {
-                    kind: ExprKind::Unary {
-                        op,
-                        operand: Box::new(acc.expr),
-                    },
-                    span,
-                },
-                None,
-                depth,
-            )?;
-        }
-        Ok(acc)
+        apply_prefixes(acc, prefixes)
     }
 
     fn postfix(&self, base: Built, suffix: Pair<'_, Rule>) -> Res<Built> {
@@ -1543,7 +1595,7 @@ impl Builder {
             }
             _ => return Err(internal(span, "a postfix operator")),
         };
-        self.checked(Expr { kind, span }, None, depth)
+        checked(Expr { kind, span }, None, depth)
     }
 
     /// `(args) with { .. } then { .. }`, and the depth of its deepest expression.
@@ -1762,7 +1814,7 @@ impl Builder {
             }
             _ => return Err(internal(span, "an expression")),
         };
-        self.checked(Expr { kind, span }, None, sub + 1)
+        checked(Expr { kind, span }, None, sub + 1)
     }
 
     fn binder(&self, pair: Pair<'_, Rule>) -> Res<Binder> {
@@ -1841,6 +1893,8 @@ fn malformed_gpuopt(form: &Pair<'_, Rule>) -> SyntaxError {
         span,
     }
 }
+
+mod fast;
 
 #[cfg(test)]
 mod tests;

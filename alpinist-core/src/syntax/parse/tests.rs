@@ -5,6 +5,7 @@ use super::*;
 
 /// Parse `src` as a whole file, failing the test with the errors otherwise.
 fn ok(src: &str) -> Parsed {
+    fast_path_matches_pest(src);
     match parse(src) {
         Ok(p) => p,
         Err(es) => panic!("{src}\n=> {es:?}"),
@@ -12,6 +13,7 @@ fn ok(src: &str) -> Parsed {
 }
 
 fn err(src: &str) -> SyntaxError {
+    fast_path_matches_pest(src);
     match parse(src) {
         Ok(_) => panic!("expected an error for {src}"),
         Err(mut es) => {
@@ -1136,4 +1138,123 @@ fn after_a_syntax_error_the_next_classes_are_parsed_too() {
     assert_eq!(&source[starts[0]..starts[0] + 1], ";");
     assert_eq!(&source[starts[1]..starts[1] + 1], "}");
     assert!(starts[1] > source.find("class C").unwrap());
+}
+
+// ------------------------------------------------------------------------------------------
+// The fast path against pest
+
+/// Whether the fast path read `src`; where it did, its result must be the pest path's exactly
+/// (IR with spans, warnings in order).
+fn fast_path_matches_pest(src: &str) -> bool {
+    if check_nesting(src).is_err() {
+        return false;
+    }
+    stacker::maybe_grow(PARSE_STACK, PARSE_STACK, || {
+        let Some((program, warnings)) = fast::parse(src) else {
+            return false;
+        };
+        match parse_with_pest(src) {
+            Ok(p) => {
+                assert_eq!(p.program, program, "fast path differs from pest on:\n{src}");
+                assert_eq!(p.warnings, warnings, "warnings differ on:\n{src}");
+            }
+            Err(e) => panic!("fast path accepts what pest rejects ({e:?}):\n{src}"),
+        }
+        true
+    })
+}
+
+fn pvl_files(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, String)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            pvl_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "pvl") {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                out.push((path, text));
+            }
+        }
+    }
+}
+
+fn corpus() -> Vec<(std::path::PathBuf, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    pvl_files(&root.join("examples"), &mut files);
+    pvl_files(&root.join("tests/data"), &mut files);
+    files.sort();
+    assert!(files.len() >= 12, "corpus not found");
+    files
+}
+
+#[test]
+fn fast_path_reads_every_example_as_pest_does() {
+    for (path, src) in corpus() {
+        let read = fast_path_matches_pest(&src);
+        // The examples are the idiomatic kernels: the fast path must not give up on them.
+        if path.components().any(|c| c.as_os_str() == "examples") {
+            assert!(read, "fast path gave up on {}", path.display());
+        }
+    }
+}
+
+/// Thousands of small edits of every file (a character removed, a token inserted): whatever
+/// the fast path reads must be read exactly as pest does.
+#[test]
+fn fast_path_agrees_with_pest_on_mutations() {
+    const TOKENS: &[&str] = &[
+        " ", ";", "(", ")", "{", "}", "[", "]", "-", "+", "++", "--", "!", "=", "==", ".", "..",
+        ",", "?", ":", "::", "->", "&&", "||", "**", "\\", "|", "x", "0", "in ", "else ", "if ",
+        "//c\n", "/*c*/", "/*", "{:", ":}", "seq", "<", ">", "int ", "new ", "\t",
+    ];
+    let mut read = 0usize;
+    let mut tried = 0usize;
+    for (_, src) in corpus() {
+        let bytes = src.len();
+        let mut at = 0usize;
+        let mut k = 0usize;
+        while at < bytes {
+            if src.is_char_boundary(at) {
+                let next = (at + 1..=bytes)
+                    .find(|&i| src.is_char_boundary(i))
+                    .unwrap_or(bytes);
+                let removed = format!("{}{}", &src[..at], &src[next..]);
+                let token = TOKENS[k % TOKENS.len()];
+                let inserted = format!("{}{}{}", &src[..at], token, &src[at..]);
+                for m in [removed, inserted] {
+                    tried += 1;
+                    read += usize::from(fast_path_matches_pest(&m));
+                }
+                k += 1;
+            }
+            at += 9;
+        }
+    }
+    // Most edits break the program; enough must not for the comparison to mean something.
+    assert!(
+        read * 10 > tried,
+        "fast path read only {read} of {tried} mutants"
+    );
+}
+
+/// Where pest's spans take in white space after a rule's empty optional or repeated tail
+/// (`new int[3] `, `f(x) `, `a.b `, `if (c) s `), the fast path must follow.
+#[test]
+fn fast_path_spans_follow_pest_around_white_space() {
+    let cases = [
+        "void f() { x = new int[3] ; y = new int[3] [4] ; z = new C(1) ; }",
+        "void f() { for (int i = c ? a : b[0] ; i < n ; i++ ) { } }",
+        "void f() { for (int i , j = 0 /* c */ ; ; i -- ) s(); }",
+        "void f() { x = f(a) /* c */ + a.b // c\n ; if (c) s(); // c\n else if (d) { } /* c */ }",
+        "void f() { par (int i = 0 .. n ) { } and B { } // c\n if (c) { } }",
+        "pure int f(int x ) = c ? a : b[x] ;",
+        "requires (\\forall int i ; i < c ? a : b[i] ; {: a[i] :} ) ; void f() ;",
+        "void f() { barrier(L ; a , b) { requires x ; s(); } x = unfolding p(x) in y [1] ; }",
+    ];
+    for src in cases {
+        assert!(fast_path_matches_pest(src), "fast path gave up on {src}");
+    }
 }
