@@ -237,15 +237,19 @@ fn broken_scans_are_caught_and_the_report_says_by_what() {
                 }
             }
             "race" => {
-                // A data race is the checker's to catch (not landed yet): the interval test
-                // alone is not required to see it, and the verdict must never be a pass.
+                // A data race is the checker's to catch: the interval test alone is not
+                // required to see it, the checker must, and the verdict is never a pass.
                 for n in &b.sizes {
                     let (code, document) = scan_test(&b.file, &b.kind, &["--n", n]);
                     assert_ne!(code, Some(0), "{} at n = {n}", b.file);
                     assert_ne!(document["verdict"], "pass", "{}", b.file);
-                    assert_eq!(document["race_freedom"]["status"], "not_checked");
+                    assert_eq!(
+                        document["race_freedom"]["status"], "not_proved",
+                        "{} at n = {n}: the checker must reject the race",
+                        b.file
+                    );
                     eprintln!(
-                        "{} at n = {n}: interval test {} (race check pending the checker)",
+                        "{} at n = {n}: interval test {}, race found by the checker",
                         b.file,
                         if results(&document)[0]["interval"]["passed"] == true {
                             "passed"

@@ -126,3 +126,32 @@ fn human_output_names_the_failure_with_its_span_and_a_counterexample() {
     );
     assert!(stdout(&out).contains("`add`: failed"), "{}", stdout(&out));
 }
+
+#[test]
+fn the_size_generic_scans_verify_at_n_16_and_32() {
+    // The same kernels with the power-of-two precondition replaced by a concrete size: the
+    // proof must not depend on N being symbolic.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut problems = Vec::new();
+    for scan in ["blelloch", "brent_kung", "kogge_stone", "sklansky"] {
+        let source = std::fs::read_to_string(format!("examples/prefix-sum/{scan}.pvl"))
+            .expect("the example exists");
+        assert!(
+            source.contains("requires isPow2(N);"),
+            "{scan}: precondition moved"
+        );
+        for n in [16, 32] {
+            let fixed = source.replace("requires isPow2(N);", &format!("requires N == {n};"));
+            let path = dir.path().join(format!("{scan}_{n}.pvl"));
+            std::fs::write(&path, fixed).expect("writable");
+            let (code, doc, err) = verify_json(path.to_str().expect("UTF-8 path"));
+            if code != Some(0) {
+                problems.push(format!(
+                    "{scan} at N = {n}: exit {code:?}; {:?}\n{err}",
+                    unverified(&doc)
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
