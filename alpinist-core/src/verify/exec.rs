@@ -317,15 +317,30 @@ impl<'c, 'p> Verifier<'c, 'p> {
 
     fn routine(&mut self, routine: &Routine<'p>) -> Result<(), EncodeError> {
         let mut store = Store::new();
+        if let (true, Some(class)) = (routine.has_this(), routine.class) {
+            let this = self.ctx.world.fresh("this", &Ty::Object(class.to_string()));
+            if let Term::Ref(r) = &this.term {
+                self.prover.assume(r.eq(&self.ctx.world.null).not());
+            }
+            store.insert("this".to_string(), this);
+        }
         for p in &routine.method.params {
             let ty = ty_of(&p.ty)?;
-            store.insert(p.name.name.clone(), self.ctx.world.fresh(&p.name.name, &ty));
+            let v = self.ctx.world.fresh(&p.name.name, &ty);
+            if let Some(fact) = fraction_range(&p.ty, &v) {
+                self.prover.assume(fact);
+            }
+            store.insert(p.name.name.clone(), v);
         }
         for c in &routine.contract.clauses {
             match &c.kind {
                 ClauseKind::Given(p) | ClauseKind::Yields(p) => {
                     let ty = ty_of(&p.ty)?;
-                    store.insert(p.name.name.clone(), self.ctx.world.fresh(&p.name.name, &ty));
+                    let v = self.ctx.world.fresh(&p.name.name, &ty);
+                    if let Some(fact) = fraction_range(&p.ty, &v) {
+                        self.prover.assume(fact);
+                    }
+                    store.insert(p.name.name.clone(), v);
                 }
                 ClauseKind::LockInvariant(_) => {
                     return Err(unsupported("lock invariants", c.span));
@@ -353,13 +368,28 @@ impl<'c, 'p> Verifier<'c, 'p> {
         st.mask = assertion::inhale(&mut self.prover, &mut ev, st.mask, &pre, &[])?;
         st.old = st.snapshot();
         if self.prover.unreachable() {
-            self.trusted.push(Trusted {
-                what: format!(
-                    "`{}`: its precondition is unsatisfiable, so everything about its body holds vacuously",
-                    routine.method.name.name
-                ),
-                span: routine.span,
-            });
+            // As VerCors: `requires false` says so on purpose (trusted, listed); any other
+            // unsatisfiable precondition is a mistake that would make everything verify.
+            let intended = pre
+                .iter()
+                .any(|e| matches!(e.kind, ExprKind::BoolLit(false)));
+            if intended {
+                self.trusted.push(Trusted {
+                    what: format!(
+                        "`{}`: `requires false`, so everything about its body holds vacuously",
+                        routine.method.name.name
+                    ),
+                    span: routine.span,
+                });
+            } else {
+                self.prover.obligations.push(Obligation {
+                    kind: ObligationKind::PreconditionUnsatisfiable,
+                    span: routine.method.name.span,
+                    status: Status::Failed { model: Vec::new() },
+                    time: std::time::Duration::ZERO,
+                    note: None,
+                });
+            }
         }
         self.check_post_framing(&st)?;
         match routine.body() {
@@ -377,7 +407,26 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 ev.defining = Some(routine.method.name.name.clone());
                 let v = ev.value(body)?;
                 self.flush(&mut ev);
-                self.exhale_post(st, Some(v))?;
+                if routine
+                    .method
+                    .modifiers
+                    .contains(&crate::syntax::Modifier::Inline)
+                {
+                    // As VerCors: an inline function is its body; its contract is neither
+                    // checked nor used anywhere (calls unfold the body).
+                    if !self.post.is_empty() {
+                        self.warnings.push(Warning {
+                            message: format!(
+                                "the postcondition of the inline function `{}` is ignored (as \
+                                 in VerCors, an inline function is its body)",
+                                routine.method.name.name
+                            ),
+                            span: routine.span,
+                        });
+                    }
+                } else {
+                    self.exhale_post(st, Some(v))?;
+                }
             }
             MethodBody::Block(block) => {
                 if let Flow::Normal(st) = self.block(st, block)? {
@@ -640,7 +689,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
     fn rhs(&mut self, st: State, e: &'p Expr) -> Result<(State, Value), EncodeError> {
         match &e.kind {
             ExprKind::Call {
-                receiver: None,
+                receiver,
                 name,
                 args,
                 given,
@@ -654,7 +703,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 if !yields.is_empty() {
                     return Err(unsupported("`yields` arguments", e.span));
                 }
-                self.call(st, &name.name, args, given, e.span)
+                self.call(st, receiver.as_deref(), &name.name, args, given, e.span)
             }
             ExprKind::NewArray { elem, dims } if dims.len() == 1 => {
                 let elem = ty_of(elem)?;
@@ -689,6 +738,13 @@ impl<'c, 'p> Verifier<'c, 'p> {
             &st.mask.amount(&r, &k).eq(real(0)),
         );
         self.prover.assume(r.eq(&w.null).not());
+        // A new object differs from every reference that exists already (those in locals are
+        // among them); the mask fact below says the same, but needs quantifier reasoning.
+        for v in st.store.values() {
+            if let Term::Ref(other) = &v.term {
+                self.prover.assume(r.eq(other).not());
+            }
+        }
         self.prover.assume(w.len_of(&r).eq(&n));
         self.prover.assume(nothing);
         let (rr, kk) = (r.clone(), n.clone());
@@ -724,6 +780,10 @@ impl<'c, 'p> Verifier<'c, 'p> {
 
     fn assign(&mut self, mut st: State, target: &'p Expr, v: Value) -> Result<State, EncodeError> {
         match &target.kind {
+            ExprKind::Name(id) if !st.store.contains_key(&id.name) => {
+                // A bare field name: `this.f`.
+                self.write_location(st, target, v)
+            }
             ExprKind::Name(id) => {
                 let Some(old) = st.store.get(&id.name) else {
                     return Err(EncodeError::UnboundName {
@@ -735,26 +795,35 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 st.store.insert(id.name.clone(), v);
                 Ok(st)
             }
-            ExprKind::Index { .. } | ExprKind::Field { .. } => {
-                let mut ev = eval(self.ctx, &st, true);
-                let (r, i, ty) = ev.location(target)?;
-                self.flush(&mut ev);
-                self.prover.check(Check {
-                    goal: st.mask.amount(&r, &i).eq(real(1)),
-                    kind: ObligationKind::InsufficientWritePermission,
-                    span: target.span,
-                });
-                let v = coerce(v, &ty, target.span)?;
-                st.heap = st.heap.write(ty.heap_kind(), &r, &i, &v.term.as_dynamic());
-                Ok(st)
-            }
+            ExprKind::Index { .. } | ExprKind::Field { .. } => self.write_location(st, target, v),
             _ => Err(unsupported("assignment to this target", target.span)),
         }
+    }
+
+    /// `target = v` for a heap location, with the write-permission check.
+    fn write_location(
+        &mut self,
+        mut st: State,
+        target: &'p Expr,
+        v: Value,
+    ) -> Result<State, EncodeError> {
+        let mut ev = eval(self.ctx, &st, true);
+        let (r, i, ty) = ev.location(target)?;
+        self.flush(&mut ev);
+        self.prover.check(Check {
+            goal: st.mask.amount(&r, &i).eq(real(1)),
+            kind: ObligationKind::InsufficientWritePermission,
+            span: target.span,
+        });
+        let v = coerce(v, &ty, target.span)?;
+        st.heap = st.heap.write(ty.heap_kind(), &r, &i, &v.term.as_dynamic());
+        Ok(st)
     }
 
     fn call(
         &mut self,
         st: State,
+        receiver: Option<&'p Expr>,
         name: &str,
         args: &'p [Expr],
         given: &'p [crate::syntax::GhostArg],
@@ -767,9 +836,44 @@ impl<'c, 'p> Verifier<'c, 'p> {
             .expect("checked by the caller");
         let mut ev = eval(self.ctx, &st, true);
         let mut store = Store::new();
+        if callee.has_this() {
+            let this = match receiver {
+                Some(r) => {
+                    let v = ev.value(r)?;
+                    if let Term::Ref(t) = &v.term {
+                        let w = &self.ctx.world;
+                        ev.checks.push(Check {
+                            goal: t.eq(&w.null).not(),
+                            kind: ObligationKind::NullDereference,
+                            span: r.span,
+                        });
+                    }
+                    Some(v)
+                }
+                None => st.store.get("this").cloned(),
+            };
+            match this {
+                Some(v) => {
+                    store.insert("this".to_string(), v);
+                }
+                None => {
+                    return Err(unsupported(
+                        "a call of an instance method without an object",
+                        span,
+                    ))
+                }
+            }
+        }
         for (p, a) in callee.method.params.iter().zip(args) {
             let ty = ty_of(&p.ty)?;
             let v = coerce(ev.value(a)?, &ty, a.span)?;
+            if let Some(range) = fraction_range(&p.ty, &v) {
+                ev.checks.push(Check {
+                    goal: range,
+                    kind: ObligationKind::PreconditionFailed,
+                    span: a.span,
+                });
+            }
             store.insert(p.name.name.clone(), v);
         }
         for g in given {
@@ -1141,6 +1245,18 @@ impl<'c, 'p> Verifier<'c, 'p> {
             None,
         )?;
         Ok(Flow::Normal(self.inhale_state(st, &post, &[], false)?))
+    }
+}
+
+/// What the type `frac` (0 < v ≤ 1) or `zfrac` (0 ≤ v ≤ 1) says about a value of it.
+fn fraction_range(ty: &crate::syntax::Type, v: &Value) -> Option<Bool> {
+    let Term::Real(x) = &v.term else {
+        return None;
+    };
+    match ty.kind {
+        crate::syntax::TypeKind::Frac => Some(Bool::and(&[x.gt(real(0)), x.le(real(1))])),
+        crate::syntax::TypeKind::ZFrac => Some(Bool::and(&[x.ge(real(0)), x.le(real(1))])),
+        _ => None,
     }
 }
 

@@ -526,13 +526,47 @@ impl<'a> Eval<'a> {
         if let Some((_, v)) = self.scopes.iter().rev().find(|(n, _)| n == name) {
             return Ok(v.clone());
         }
-        match self.store.get(name) {
-            Some(v) => Ok(v.clone()),
+        if let Some(v) = self.store.get(name) {
+            return Ok(v.clone());
+        }
+        // A bare field name means `this.f`.
+        match self.field_of_this(name, span) {
+            Some((r, i, ty)) => self.read_location(r, i, ty, span),
             None => Err(EncodeError::UnboundName {
                 name: name.to_string(),
                 span,
             }),
         }
+    }
+
+    /// The location of field `name` of `this`, when there is a `this` with such a field.
+    fn field_of_this(&mut self, name: &str, span: Span) -> Option<(Dynamic, Int, Ty)> {
+        let this = self.store.get("this")?.clone();
+        let (Term::Ref(r), Ty::Object(class)) = (&this.term, &this.ty) else {
+            return None;
+        };
+        let info = self.decls.program?.field(class, name)?.clone();
+        let w = self.decls.world;
+        self.require(r.eq(&w.null).not(), ObligationKind::NullDereference, span);
+        Some((r.clone(), Int::from_i64(info.index), info.ty))
+    }
+
+    /// The value at a location, with the permission check.
+    fn read_location(
+        &mut self,
+        r: Dynamic,
+        i: Int,
+        ty: Ty,
+        span: Span,
+    ) -> Result<Value, EncodeError> {
+        let Some(heap) = self.heap.clone() else {
+            return Err(unsupported("a heap read in a pure context", span));
+        };
+        if let Some(mask) = &self.mask {
+            let held = mask.amount(&r, &i).gt(real(0));
+            self.require(held, ObligationKind::InsufficientPermission, span);
+        }
+        Ok(value_of(&ty, heap.read(ty.heap_kind(), &r, &i)))
     }
 
     fn binary(
@@ -547,6 +581,11 @@ impl<'a> Eval<'a> {
             Add | Sub | Mul => {
                 let (a, b) = (self.value(lhs)?, self.value(rhs)?);
                 match (a.term, b.term) {
+                    // The 1.x spelling of concatenation.
+                    (Term::Seq(x), Term::Seq(y)) if op == Add => Value {
+                        term: Term::Seq(Seq::concat(&[x, y])),
+                        ty: a.ty,
+                    },
                     (Term::Int(x), Term::Int(y)) => Value::int(match op {
                         Add => Int::add(&[x, y]),
                         Sub => Int::sub(&[x, y]),
@@ -749,7 +788,14 @@ impl<'a> Eval<'a> {
                 Ok((r, i, *elem))
             }
             ExprKind::Field { base, name } => {
-                let (r, ty) = self.reference(base)?;
+                let b = match base_value {
+                    Some(b) => b,
+                    None => self.value(base)?,
+                };
+                let (r, ty) = match b.term {
+                    Term::Ref(r) => (r, b.ty),
+                    _ => return Err(ill_sorted("an object", &b.ty, base.span)),
+                };
                 let Ty::Object(class) = &ty else {
                     return Err(unsupported("this field access", e.span));
                 };
@@ -767,6 +813,15 @@ impl<'a> Eval<'a> {
                 );
                 Ok((r, Int::from_i64(info.index), info.ty))
             }
+            ExprKind::Name(id) if !self.store.contains_key(&id.name) => {
+                match self.field_of_this(&id.name, e.span) {
+                    Some(loc) => Ok(loc),
+                    None => Err(unsupported(
+                        "a permission to something other than an array cell or a field",
+                        e.span,
+                    )),
+                }
+            }
             _ => Err(unsupported(
                 "a permission to something other than an array cell or a field",
                 e.span,
@@ -780,15 +835,11 @@ impl<'a> Eval<'a> {
         base_value: Option<Value>,
         span: Span,
     ) -> Result<Value, EncodeError> {
-        let Some(heap) = self.heap.clone() else {
+        if self.heap.is_none() {
             return Err(unsupported("a heap read in a pure context", span));
-        };
-        let (r, i, ty) = self.location_with(e, base_value)?;
-        if let Some(mask) = &self.mask {
-            let held = mask.amount(&r, &i).gt(real(0));
-            self.require(held, ObligationKind::InsufficientPermission, span);
         }
-        Ok(value_of(&ty, heap.read(ty.heap_kind(), &r, &i)))
+        let (r, i, ty) = self.location_with(e, base_value)?;
+        self.read_location(r, i, ty, span)
     }
 
     fn field(
@@ -798,19 +849,52 @@ impl<'a> Eval<'a> {
         name: &str,
         span: Span,
     ) -> Result<Value, EncodeError> {
-        if name == "length" {
-            let (r, ty) = self.reference(base)?;
-            if matches!(ty, Ty::Array(_)) {
+        let b = self.value(base)?;
+        match &b.term {
+            Term::Seq(s) => self.seq_member(s, &b.ty, name, span),
+            Term::Ref(r) if name == "length" && matches!(b.ty, Ty::Array(_)) => {
                 let w = self.decls.world;
                 self.require(
                     r.eq(&w.null).not(),
                     ObligationKind::NullDereference,
                     base.span,
                 );
-                return Ok(Value::int(w.len_of(&r)));
+                Ok(Value::int(w.len_of(r)))
             }
+            _ => self.read_at(e, Some(b), span),
         }
-        self.read_at(e, None, span)
+    }
+
+    /// The 1.x sequence members `s.head`, `s.tail`, `s.isEmpty` (also written as calls).
+    fn seq_member(
+        &mut self,
+        s: &Seq,
+        ty: &Ty,
+        name: &str,
+        span: Span,
+    ) -> Result<Value, EncodeError> {
+        let len = s.length();
+        let zero = Int::from_i64(0);
+        match name {
+            "isEmpty" => Ok(Value::bool(len.eq(&zero))),
+            "head" => {
+                let Ty::Seq(elem) = ty else {
+                    return Err(ill_sorted("a sequence", ty, span));
+                };
+                self.require(len.gt(&zero), ObligationKind::IndexTooLarge, span);
+                Ok(value_of(elem, s.nth(zero)))
+            }
+            "tail" => {
+                self.require(len.gt(&zero), ObligationKind::IndexTooLarge, span);
+                let one = Int::from_i64(1);
+                let rest = Int::sub(&[len, one.clone()]);
+                Ok(Value {
+                    term: Term::Seq(seq_extract(s, &one, &rest)),
+                    ty: ty.clone(),
+                })
+            }
+            _ => Err(unsupported(format!("the sequence member `{name}`"), span)),
+        }
     }
 
     /// `s[i]`, with `0 <= i < |s|` checked.
@@ -861,6 +945,13 @@ impl<'a> Eval<'a> {
         let Some(functions) = self.decls.functions else {
             return Err(unsupported("calls in a pure context", span));
         };
+        if !functions.contains_key(name)
+            && matches!(name, "head" | "tail" | "isEmpty")
+            && args.len() == 1
+        {
+            let (seq, ty) = self.seq(&args[0])?;
+            return self.seq_member(&seq, &ty, name, span);
+        }
         let Some(f) = functions.get(name) else {
             return Err(unsupported(
                 format!("a call of `{name}` inside an expression (only pure functions can be)"),

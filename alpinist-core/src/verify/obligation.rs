@@ -33,6 +33,7 @@ pub enum ObligationKind {
     NotInjective,
     RecursionMayNotTerminate,
     BarrierNotUniform,
+    PreconditionUnsatisfiable,
 }
 
 impl ObligationKind {
@@ -60,6 +61,7 @@ impl ObligationKind {
             NotInjective => "E0618",
             RecursionMayNotTerminate => "E0619",
             BarrierNotUniform => "E0621",
+            PreconditionUnsatisfiable => "E0622",
         }
     }
 
@@ -90,6 +92,10 @@ impl ObligationKind {
             NotInjective => {
                 "the quantified permission may not be injective: two values of the bound \
                  variables may name the same location"
+            }
+            PreconditionUnsatisfiable => {
+                "the precondition is unsatisfiable, so the method verifies vacuously (write \
+                 `requires false;` if that is intended)"
             }
             BarrierNotUniform => {
                 "the barrier may not be reached by all threads of its block alike (a guard or \

@@ -21,12 +21,19 @@ pub struct FieldInfo {
 /// A method or pure function with the contract it was declared with.
 #[derive(Clone, Copy, Debug)]
 pub struct Routine<'p> {
+    /// The class it is declared in (`None` at top level).
+    pub class: Option<&'p str>,
     pub contract: &'p Contract,
     pub method: &'p Method,
     pub span: Span,
 }
 
 impl<'p> Routine<'p> {
+    /// An instance method: it has a `this`.
+    pub fn has_this(&self) -> bool {
+        self.class.is_some() && !self.method.modifiers.contains(&Modifier::Static)
+    }
+
     pub fn is_pure(&self) -> bool {
         self.method.modifiers.contains(&Modifier::Pure)
     }
@@ -100,6 +107,7 @@ impl<'p> ProgramInfo<'p> {
                 }
                 MemberKind::Method(method) => {
                     let r = Routine {
+                        class,
                         contract: &m.contract,
                         method,
                         span: m.span,

@@ -150,7 +150,7 @@ pub fn model_value(model: &z3::Model, term: &Term) -> Option<String> {
             None => "?".to_string(),
         },
         Term::Real(r) => match model.eval(r, true) {
-            Some(v) => v.to_string(),
+            Some(v) => unparen_negative(&v.to_string()),
             None => "?".to_string(),
         },
         Term::Ref(_) | Term::Seq(_) => return None,
