@@ -535,6 +535,22 @@ impl<'w, 'a> Walker<'w, 'a> {
             }
             _ => None,
         };
+        // Two binders laid out row-major, `a[c * row + col + e]` (constant c > 1): solved by
+        // `div` and `mod`. The update checks the solution names the location, and injectivity
+        // (which needs `0 <= col < c`) is still proved.
+        let row_major = match (&loc.kind, &binder_names[..]) {
+            (ExprKind::Index { base, index }, [x, y])
+                if !mentions(base, x) && !mentions(base, y) =>
+            {
+                match (linear_coefficient(index, x), linear_coefficient(index, y)) {
+                    (Some(c), Some(1)) if c > 1 => Some((0, 1, c)),
+                    (Some(1), Some(c)) if c > 1 => Some((1, 0, c)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let linear = if row_major.is_some() { None } else { linear };
         let injective_by_construction = linear.is_some() && binders.len() == 1;
         if !binders.is_empty() && !injective_by_construction {
             self.check_injective(&binders, &positive, &r, &i, atom);
@@ -549,7 +565,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                         span: atom.span,
                     });
                 }
-                self.mask = self.update(&binders, linear, &positive, &r, &i, &p, false);
+                self.mask = self.update(&binders, linear, row_major, &positive, &r, &i, &p, false);
                 self.removed = true;
             }
             Mode::Inhale => {
@@ -562,7 +578,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                 }
                 self.prover
                     .assume(close(&binders, &guard.implies(Bool::and(&exists))));
-                self.mask = self.update(&binders, linear, &positive, &r, &i, &p, true);
+                self.mask = self.update(&binders, linear, row_major, &positive, &r, &i, &p, true);
                 let now = self.mask.amount(&r, &i);
                 self.prover
                     .assume(close(&binders, &positive.implies(now.le(real(1)))));
@@ -615,6 +631,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         &mut self,
         xs: &[Int],
         linear: Option<(usize, i64)>,
+        row_major: Option<(usize, usize, i64)>,
         positive: &Bool,
         r: &Dynamic,
         i: &Int,
@@ -646,6 +663,29 @@ impl<'w, 'a> Walker<'w, 'a> {
             let hit = Bool::and(&[divides, r.eq(&rr), positive.substitute(&at)]);
             let old = self.mask.amount(&rr, &kk);
             let body = hit.ite(&change(old.clone(), p.substitute(&at)), &old);
+            let (array, fact) = define_array(w, &rr, &kk, &Dynamic::from_ast(&body));
+            self.prover.assume(fact);
+            return Mask { array };
+        }
+        if let Some((row, col, c)) = row_major {
+            let w = self.eval.decls.world;
+            let rr = Dynamic::fresh_const("R", &w.ref_sort);
+            let kk = Int::fresh_const("K");
+            let zero = Int::from_i64(0);
+            let offset = i.substitute(&[(&xs[0], &zero), (&xs[1], &zero)]);
+            let diff = Int::sub(&[kk.clone(), offset]);
+            let c = Int::from_i64(c);
+            let mut solved = vec![zero.clone(), zero];
+            solved[row] = diff.div(&c);
+            solved[col] = diff.modulo(&c);
+            let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&solved).collect();
+            let hit = Bool::and(&[
+                r.eq(&rr),
+                positive.substitute(&pairs),
+                i.substitute(&pairs).eq(&kk),
+            ]);
+            let old = self.mask.amount(&rr, &kk);
+            let body = hit.ite(&change(old.clone(), p.substitute(&pairs)), &old);
             let (array, fact) = define_array(w, &rr, &kk, &Dynamic::from_ast(&body));
             self.prover.assume(fact);
             return Mask { array };
