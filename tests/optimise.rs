@@ -219,6 +219,22 @@ fn unrolled_examples_compute_what_the_originals_compute() {
             ],
         ),
         (
+            "examples/loop_unroll/countdown.pvl",
+            "steps",
+            vec![
+                (vec![2, 6], vec![vec![0, 0]]),
+                (vec![3, 11], vec![vec![1, 2, 3]]),
+            ],
+        ),
+        (
+            "examples/loop_unroll/halving.pvl",
+            "halvings",
+            vec![
+                (vec![2, 4], vec![vec![0, 0]]),
+                (vec![1, 1000], vec![vec![7]]),
+            ],
+        ),
+        (
             "examples/loop_unroll/doubling.pvl",
             "ceilPow2",
             vec![
@@ -243,4 +259,50 @@ fn unrolled_examples_compute_what_the_originals_compute() {
             );
         }
     }
+}
+
+#[test]
+fn unroll_flag_picks_the_loop_variable_or_lists_the_candidates() {
+    // One loop: the variable is the guard variable the body updates.
+    let out = run(&[
+        "optimise",
+        "--unroll",
+        "2",
+        "--no-verify",
+        "examples/loop_unroll/repeated_add.pvl",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unrolled the loop over `i`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("verification: skipped"),
+        "{}",
+        stderr(&out)
+    );
+    // Two loops over `i`: both are listed with their positions, exit 2.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two.pvl");
+    std::fs::write(
+        &path,
+        "class C {\n  requires n > 2;\n  void m(int n) {\n    int i = 0;\n    while (i < n) {\n      i = i + 1;\n    }\n    i = 0;\n    while (i < n) {\n      i = i + 1;\n    }\n  }\n}\n",
+    )
+    .unwrap();
+    let out = run(&[
+        "optimise",
+        "--unroll",
+        "2",
+        "--loop",
+        "i",
+        &path.to_string_lossy(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("2 loops over `i` match"), "{err}");
+    assert!(
+        err.contains("the loop at 5:5") && err.contains("the loop at 9:5"),
+        "{err}"
+    );
 }

@@ -72,6 +72,8 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
             Err(exit) => return exit,
         }
     }
+    // Inner loops first: unrolling an outer loop copies the inner ones.
+    requests.sort_by_key(|r| r.loop_span.end - r.loop_span.start);
     if requests.is_empty() {
         emit_plain("nothing to optimise: no `gpuopt loop_unroll` annotation and no `--unroll`");
         return Exit::BadInput;
@@ -411,14 +413,24 @@ fn flag_request(
         [(span, names)] => {
             let var = match var {
                 Some(v) => v.to_string(),
-                None if names.len() == 1 => names.iter().next().cloned().unwrap_or_default(),
                 None => {
-                    emit_plain(format_args!(
+                    // The guard variables the body updates in the template's form.
+                    let fits: Vec<&String> = names
+                        .iter()
+                        .filter(|n| unroll::plan(program, *span, n, factor).is_ok())
+                        .collect();
+                    match fits.as_slice() {
+                        [one] => (*one).clone(),
+                        _ if names.len() == 1 => names.iter().next().cloned().unwrap_or_default(),
+                        _ => {
+                            emit_plain(format_args!(
                         "the guard of the loop at {} reads {}: say which is the loop variable with `--loop VAR`",
                         at(*span),
                         names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
                     ));
-                    return Err(Exit::BadInput);
+                            return Err(Exit::BadInput);
+                        }
+                    }
                 }
             };
             Ok(Request {
