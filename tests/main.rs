@@ -5,6 +5,7 @@ mod common;
 mod diagnostics;
 #[cfg(feature = "opencl")]
 mod opencl;
+mod optimise;
 mod properties;
 mod roundtrip;
 mod verify;

@@ -138,9 +138,27 @@ pub fn main() -> ExitCode {
                 mbqi: !no_mbqi,
             },
         ),
-        Command::Optimise { file, .. } => {
-            commands::front_end_then_pending(std::slice::from_ref(&file), "optimise")
-        }
+        Command::Optimise {
+            file,
+            unroll,
+            merge,
+            tile,
+            r#loop,
+            output,
+            no_verify,
+            json,
+        } => commands::optimise::run(
+            &file,
+            &commands::optimise::Options {
+                unroll,
+                merge,
+                tile,
+                var: r#loop,
+                output,
+                no_verify,
+                json,
+            },
+        ),
         Command::Report { .. } => commands::not_implemented("report"),
         Command::ScanTest(args) => commands::opencl::scan_test(&args),
         Command::Devices => commands::opencl::devices(),

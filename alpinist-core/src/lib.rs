@@ -7,4 +7,5 @@ pub mod interp;
 #[cfg(feature = "opencl")]
 pub mod opencl;
 pub mod syntax;
+pub mod transform;
 pub mod verify;

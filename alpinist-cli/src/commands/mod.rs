@@ -3,9 +3,10 @@
 pub mod check;
 pub mod fmt;
 pub mod opencl;
+pub mod optimise;
 pub mod verify;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use alpinist_core::check::Checked;
 use alpinist_core::syntax::{self, Parsed};
@@ -56,20 +57,6 @@ pub fn front_end(path: &Path) -> Result<(Source, Parsed, Checked), Exit> {
             Err(Exit::BadInput)
         }
     }
-}
-
-/// Run the front end on every file (so input errors are reported now), then say that the
-/// subcommand itself has not landed yet.
-pub fn front_end_then_pending(files: &[PathBuf], subcommand: &str) -> Exit {
-    let worst = files
-        .iter()
-        .filter_map(|file| front_end(file).err())
-        .max()
-        .unwrap_or(Exit::Success);
-    if worst != Exit::Success {
-        return worst;
-    }
-    not_implemented(subcommand)
 }
 
 /// The one placeholder design.md allows, until the subcommand's issue lands.

@@ -1,0 +1,279 @@
+//! Transformations of code *and* annotations (design.md, "Transformation templates").
+//!
+//! Every optimisation has the same shape: an applicability check that returns a typed
+//! [`Refusal`] (stable code E09xx, with the span of what failed), then a rewrite of the IR.
+//!
+//! Architecture invariants:
+//! - A transformation never drops an annotation silently: it rewrites it or refuses.
+//! - Generated names come from [`FreshNames`] and never clash with a name in the program.
+//! - Generated nodes reuse the span of the node they were derived from.
+//! - The applicability check is never skipped (`--no-verify` skips only reverification).
+
+pub mod unroll;
+
+use std::collections::BTreeSet;
+
+use crate::syntax::{Block, Item, Member, MemberKind, MethodBody, Program, Span, Stmt, StmtKind};
+
+/// Why an optimisation does not apply. Codes are part of the interface: never renumber.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum Refusal {
+    #[error("cannot unroll: the loop guard `{guard}` does not compare `{var}`")]
+    #[diagnostic(
+        code(E0901),
+        help("the guard must be a comparison (<, <=, >, >=, !=) of the loop variable")
+    )]
+    GuardShape {
+        guard: String,
+        var: String,
+        #[label("this guard")]
+        span: Span,
+    },
+
+    #[error("cannot unroll: the guard `{guard}` reads more than local variables and constants")]
+    #[diagnostic(code(E0902))]
+    GuardReadsHeap {
+        guard: String,
+        #[label("this guard")]
+        span: Span,
+    },
+
+    #[error(
+        "cannot unroll: the loop body does not update `{var}` by `{var} = {var} op c` (op one of + - * /, c a positive constant) exactly once, unconditionally"
+    )]
+    #[diagnostic(code(E0903))]
+    UpdateShape {
+        var: String,
+        #[label("{detail}")]
+        span: Span,
+        detail: String,
+    },
+
+    #[error("cannot unroll: the loop body assigns `{name}`, a variable of the guard")]
+    #[diagnostic(code(E0904))]
+    BodyWritesGuardVariable {
+        name: String,
+        #[label("assigned here")]
+        span: Span,
+    },
+
+    #[error(
+        "cannot show that the loop runs at least {factor} times: the guard `{guard}` may be false on iteration {iteration}"
+    )]
+    #[diagnostic(
+        code(E0905),
+        help("the guard must provably hold for the first {factor} iterations in the state at loop entry")
+    )]
+    TooFewIterations {
+        factor: u32,
+        iteration: u32,
+        guard: String,
+        #[label("this loop")]
+        span: Span,
+    },
+
+    #[error("cannot check whether the loop can be unrolled: {reason}")]
+    #[diagnostic(code(E0906))]
+    CannotCheck {
+        reason: String,
+        #[label("this loop")]
+        span: Span,
+    },
+
+    #[error("cannot unroll by {factor}: the factor must be a positive integer")]
+    #[diagnostic(code(E0907))]
+    BadFactor {
+        factor: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("cannot unroll this loop: {what} is not supported yet")]
+    #[diagnostic(code(E0908))]
+    Unsupported {
+        what: String,
+        #[label("this loop")]
+        span: Span,
+    },
+}
+
+impl Refusal {
+    pub fn span(&self) -> Span {
+        match self {
+            Refusal::GuardShape { span, .. }
+            | Refusal::GuardReadsHeap { span, .. }
+            | Refusal::UpdateShape { span, .. }
+            | Refusal::BodyWritesGuardVariable { span, .. }
+            | Refusal::TooFewIterations { span, .. }
+            | Refusal::CannotCheck { span, .. }
+            | Refusal::BadFactor { span, .. }
+            | Refusal::Unsupported { span, .. } => *span,
+        }
+    }
+}
+
+/// Generates names that clash with no name in the program (nor with each other).
+#[derive(Clone, Debug)]
+pub struct FreshNames {
+    taken: BTreeSet<String>,
+}
+
+impl FreshNames {
+    /// Every name occurring in `program` (identifiers of any kind) is taken.
+    pub fn new(program: &Program) -> FreshNames {
+        let mut taken = BTreeSet::new();
+        // The IR serialises every identifier as `{"name": .., "span": ..}`: collecting the
+        // strings under `name` keys covers every kind of node without a hand-written walk.
+        if let Ok(value) = serde_json::to_value(program) {
+            collect_names(&value, &mut taken);
+        }
+        FreshNames { taken }
+    }
+
+    /// `base`, or `base_1`, `base_2`, … : the first that is not taken; it is taken afterwards.
+    pub fn fresh(&mut self, base: &str) -> String {
+        let mut candidate = base.to_string();
+        let mut n = 0u64;
+        while self.taken.contains(&candidate) {
+            n += 1;
+            candidate = format!("{base}_{n}");
+        }
+        self.taken.insert(candidate.clone());
+        candidate
+    }
+
+    pub fn is_taken(&self, name: &str) -> bool {
+        self.taken.contains(name)
+    }
+}
+
+fn collect_names(value: &serde_json::Value, out: &mut BTreeSet<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map {
+                if key == "name" {
+                    if let serde_json::Value::String(s) = v {
+                        out.insert(s.clone());
+                    }
+                }
+                collect_names(v, out);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_names(v, out)),
+        _ => {}
+    }
+}
+
+/// Calls `f` on every statement of every method body, outermost first.
+pub fn visit_stmts<'a>(program: &'a Program, f: &mut dyn FnMut(&'a Stmt)) {
+    fn stmt<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Stmt)) {
+        f(s);
+        match &s.kind {
+            StmtKind::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                stmt(then_branch, f);
+                if let Some(e) = else_branch {
+                    stmt(e, f);
+                }
+            }
+            StmtKind::While { body, .. } => stmt(body, f),
+            StmtKind::For {
+                init, update, body, ..
+            } => {
+                for s in [init, update].into_iter().flatten() {
+                    stmt(s, f);
+                }
+                stmt(body, f);
+            }
+            StmtKind::Block(b) => b.stmts.iter().for_each(|s| stmt(s, f)),
+            StmtKind::Par(group) => group
+                .blocks
+                .iter()
+                .for_each(|b| b.body.stmts.iter().for_each(|s| stmt(s, f))),
+            StmtKind::Barrier(b) => b.body.stmts.iter().for_each(|s| stmt(s, f)),
+            StmtKind::Ghost(g) => stmt(g, f),
+            StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
+                body.stmts.iter().for_each(|s| stmt(s, f))
+            }
+            _ => {}
+        }
+    }
+    for body in method_bodies(program) {
+        body.stmts.iter().for_each(|s| stmt(s, f));
+    }
+}
+
+/// The block bodies of every method, in file order.
+pub fn method_bodies(program: &Program) -> Vec<&Block> {
+    let mut out = Vec::new();
+    for item in &program.items {
+        let members: Vec<&Member> = match item {
+            Item::Class(c) => c.members.iter().collect(),
+            Item::Member(m) => vec![m],
+        };
+        for m in members {
+            if let MemberKind::Method(method) = &m.kind {
+                if let MethodBody::Block(b) = &method.body {
+                    out.push(b);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Calls `f` on every statement list (blocks, par bodies, barrier bodies) of every method,
+/// outermost first; `f` may splice the list.
+pub fn visit_stmt_lists_mut(program: &mut Program, f: &mut dyn FnMut(&mut Vec<Stmt>)) {
+    fn list(stmts: &mut Vec<Stmt>, f: &mut dyn FnMut(&mut Vec<Stmt>)) {
+        f(stmts);
+        for s in stmts.iter_mut() {
+            stmt(s, f);
+        }
+    }
+    fn stmt(s: &mut Stmt, f: &mut dyn FnMut(&mut Vec<Stmt>)) {
+        match &mut s.kind {
+            StmtKind::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                stmt(then_branch, f);
+                if let Some(e) = else_branch {
+                    stmt(e, f);
+                }
+            }
+            StmtKind::While { body, .. } | StmtKind::For { body, .. } => stmt(body, f),
+            StmtKind::Block(b) => list(&mut b.stmts, f),
+            StmtKind::Par(group) => group
+                .blocks
+                .iter_mut()
+                .for_each(|b| list(&mut b.body.stmts, f)),
+            StmtKind::Barrier(b) => list(&mut b.body.stmts, f),
+            StmtKind::Ghost(g) => stmt(g, f),
+            StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
+                list(&mut body.stmts, f)
+            }
+            _ => {}
+        }
+    }
+    for item in &mut program.items {
+        let members: Vec<&mut Member> = match item {
+            Item::Class(c) => c.members.iter_mut().collect(),
+            Item::Member(m) => vec![m],
+        };
+        for m in members {
+            if let MemberKind::Method(method) = &mut m.kind {
+                if let MethodBody::Block(b) = &mut method.body {
+                    list(&mut b.stmts, f);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,741 @@
+//! Loop unrolling (design.md, "Transformation templates"): K copies of body + update before the
+//! loop, each copy but the last followed by an `assert` of every loop invariant, then the loop
+//! with its bound invariant shifted by K updates.
+//!
+//! Applicability: the guard compares the loop variable `i` and reads only locals and constants;
+//! the body updates `i` exactly once, unconditionally, by `i = i op c` (op in + - * /, c a
+//! positive constant) and assigns no other variable of the guard; and, proved with Z3 in the
+//! state at loop entry, the guard holds for the first K iterations. The proof runs on a *probe*:
+//! the method cut at the loop (code after it dropped, postconditions dropped, preconditions
+//! kept), the loop replaced by `assert cond[i := upd^k(i)]` for k in 0..K.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use num_bigint::BigUint;
+
+use super::Refusal;
+use crate::syntax::{
+    print_expr, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Ident, Item, MemberKind,
+    MethodBody, Modifier, Program, Span, Stmt, StmtKind,
+};
+use crate::verify::{verify_program, Limits, Outcome};
+
+/// What the syntactic check found out about a loop.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The span of the `while` statement.
+    pub loop_span: Span,
+    pub var: String,
+    pub factor: u32,
+    pub op: BinaryOp,
+    pub step: BigUint,
+    pub cond: Expr,
+}
+
+/// Times of one unrolling.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timings {
+    /// The syntactic checks and the rewrite.
+    pub rewrite: Duration,
+    /// The Z3 proof that the guard holds for the first K iterations.
+    pub applicability: Duration,
+}
+
+/// Unroll the loop at `loop_span` (a `while` statement) by `factor`, after checking that it
+/// applies. The `gpuopt loop_unroll` line before the loop, if any, is left alone (the caller
+/// removes the lines it applied).
+pub fn unroll(
+    program: &Program,
+    loop_span: Span,
+    var: &str,
+    factor: u32,
+    limits: &Limits,
+) -> Result<(Program, Timings), Refusal> {
+    let start = Instant::now();
+    let plan = plan(program, loop_span, var, factor)?;
+    let planned = start.elapsed();
+    let check_start = Instant::now();
+    check_applicable(program, &plan, limits)?;
+    let applicability = check_start.elapsed();
+    let rewrite_start = Instant::now();
+    let out = apply(program, &plan)?;
+    Ok((
+        out,
+        Timings {
+            rewrite: planned + rewrite_start.elapsed(),
+            applicability,
+        },
+    ))
+}
+
+/// The syntactic part of the applicability check.
+pub fn plan(program: &Program, loop_span: Span, var: &str, factor: u32) -> Result<Plan, Refusal> {
+    if factor == 0 {
+        return Err(Refusal::BadFactor {
+            factor: factor.to_string(),
+            span: loop_span,
+        });
+    }
+    let stmt = find_stmt(program, loop_span).ok_or_else(|| Refusal::CannotCheck {
+        reason: "no loop at this position".into(),
+        span: loop_span,
+    })?;
+    let (cond, body) = match &stmt.kind {
+        StmtKind::While { cond, body, .. } => (cond, body),
+        StmtKind::For { .. } => {
+            return Err(Refusal::Unsupported {
+                what: "a `for` loop".into(),
+                span: loop_span,
+            })
+        }
+        _ => {
+            return Err(Refusal::CannotCheck {
+                reason: "the statement is not a loop".into(),
+                span: loop_span,
+            })
+        }
+    };
+    // The guard: a comparison mentioning `var`, reading only names, literals and arithmetic.
+    let guard_text = print_expr(cond);
+    let compares = matches!(
+        &cond.kind,
+        ExprKind::Binary {
+            op: BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge | BinaryOp::Neq,
+            ..
+        }
+    );
+    let mut guard_vars = BTreeSet::new();
+    if !pure_locals(cond, &mut guard_vars) {
+        return Err(Refusal::GuardReadsHeap {
+            guard: guard_text,
+            span: cond.span,
+        });
+    }
+    if !compares || !guard_vars.contains(var) {
+        return Err(Refusal::GuardShape {
+            guard: guard_text,
+            var: var.to_string(),
+            span: cond.span,
+        });
+    }
+    // The update: exactly one top-level `var = var op c` in the body, no other write to `var`.
+    let top: Vec<&Stmt> = match &body.kind {
+        StmtKind::Block(b) => b.stmts.iter().collect(),
+        _ => vec![body.as_ref()],
+    };
+    let mut update: Option<(BinaryOp, BigUint)> = None;
+    for s in &top {
+        if let Some(u) = update_of(s, var) {
+            match u {
+                Ok(found) if update.is_none() => update = Some(found),
+                Ok(_) => {
+                    return Err(Refusal::UpdateShape {
+                        var: var.into(),
+                        span: s.span,
+                        detail: "a second update".into(),
+                    })
+                }
+                Err(detail) => {
+                    return Err(Refusal::UpdateShape {
+                        var: var.into(),
+                        span: s.span,
+                        detail,
+                    })
+                }
+            }
+            continue;
+        }
+        let mut writes = Vec::new();
+        assigned(s, &mut writes);
+        if let Some((name, span)) = writes.iter().find(|(n, _)| n == var) {
+            // A write to `var` that is not the unconditional top-level update.
+            return Err(Refusal::UpdateShape {
+                var: name.clone(),
+                span: *span,
+                detail: "a conditional or nested assignment".into(),
+            });
+        }
+        if let Some((name, span)) = writes.iter().find(|(n, _)| guard_vars.contains(n)) {
+            return Err(Refusal::BodyWritesGuardVariable {
+                name: name.clone(),
+                span: *span,
+            });
+        }
+    }
+    let Some((op, step)) = update else {
+        return Err(Refusal::UpdateShape {
+            var: var.into(),
+            span: body.span,
+            detail: "no update of the loop variable".into(),
+        });
+    };
+    Ok(Plan {
+        loop_span,
+        var: var.to_string(),
+        factor,
+        op,
+        step,
+        cond: cond.clone(),
+    })
+}
+
+/// `Some(Ok)` for `var = var op c` (also `var++`/`var--`), `Some(Err)` for another write to
+/// `var` at this statement, `None` when the statement is not an assignment to `var`.
+fn update_of(s: &Stmt, var: &str) -> Option<Result<(BinaryOp, BigUint), String>> {
+    match &s.kind {
+        StmtKind::Increment(e) if is_name(e, var) => Some(Ok((BinaryOp::Add, BigUint::from(1u8)))),
+        StmtKind::Decrement(e) if is_name(e, var) => Some(Ok((BinaryOp::Sub, BigUint::from(1u8)))),
+        StmtKind::Assign { target, value } if is_name(target, var) => {
+            let ExprKind::Binary { op, lhs, rhs } = &value.kind else {
+                return Some(Err("not of the form `i = i op c`".into()));
+            };
+            if !matches!(
+                op,
+                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
+            ) {
+                return Some(Err(format!("`{}` is not one of + - * /", op.symbol())));
+            }
+            // `i op c`, or `c + i` / `c * i` (commutative).
+            let constant = if is_name(lhs, var) {
+                rhs
+            } else if is_name(rhs, var) && matches!(op, BinaryOp::Add | BinaryOp::Mul) {
+                lhs
+            } else {
+                return Some(Err("not of the form `i = i op c`".into()));
+            };
+            match &constant.kind {
+                ExprKind::IntLit(c) if *c > BigUint::from(0u8) => Some(Ok((*op, c.clone()))),
+                ExprKind::IntLit(_) => Some(Err("the step must be positive".into())),
+                _ => Some(Err("the step is not a constant".into())),
+            }
+        }
+        _ => None,
+    }
+}
+
+fn is_name(e: &Expr, var: &str) -> bool {
+    matches!(&e.kind, ExprKind::Name(id) if id.name == var)
+}
+
+/// True when `e` reads only names, literals, arithmetic, comparisons and `.length`; collects
+/// the names.
+fn pure_locals(e: &Expr, names: &mut BTreeSet<String>) -> bool {
+    match &e.kind {
+        ExprKind::IntLit(_) | ExprKind::BoolLit(_) => true,
+        ExprKind::Name(id) => {
+            names.insert(id.name.clone());
+            true
+        }
+        ExprKind::Unary { operand, .. } => pure_locals(operand, names),
+        ExprKind::Binary { lhs, rhs, .. } => pure_locals(lhs, names) && pure_locals(rhs, names),
+        ExprKind::Cond {
+            cond,
+            then_expr,
+            else_expr,
+        } => {
+            pure_locals(cond, names)
+                && pure_locals(then_expr, names)
+                && pure_locals(else_expr, names)
+        }
+        // An array's length never changes; the reference is a local.
+        ExprKind::Field { base, name } if name.name == "length" => {
+            matches!(base.kind, ExprKind::Name(_)) && pure_locals(base, names)
+        }
+        _ => false,
+    }
+}
+
+/// Every local variable `s` may assign, with the span of the assignment.
+fn assigned(s: &Stmt, out: &mut Vec<(String, Span)>) {
+    fn target_name(e: &Expr) -> Option<&Ident> {
+        match &e.kind {
+            ExprKind::Name(id) => Some(id),
+            _ => None,
+        }
+    }
+    fn in_expr(e: &Expr, out: &mut Vec<(String, Span)>) {
+        // Ghost results `then { y = z; }` write the locals named on the right.
+        if let ExprKind::Call { yields, .. } = &e.kind {
+            for y in yields {
+                if let Some(id) = target_name(&y.value) {
+                    out.push((id.name.clone(), y.span));
+                }
+            }
+        }
+    }
+    match &s.kind {
+        StmtKind::Assign { target, value } => {
+            if let Some(id) = target_name(target) {
+                out.push((id.name.clone(), s.span));
+            }
+            in_expr(value, out);
+        }
+        StmtKind::Increment(e) | StmtKind::Decrement(e) => {
+            if let Some(id) = target_name(e) {
+                out.push((id.name.clone(), s.span));
+            }
+        }
+        StmtKind::Expr(e) => in_expr(e, out),
+        StmtKind::LocalDecl { vars, .. } => {
+            for v in vars {
+                if let Some(init) = &v.init {
+                    in_expr(init, out);
+                }
+            }
+        }
+        StmtKind::If {
+            then_branch,
+            else_branch,
+            ..
+        } => {
+            assigned(then_branch, out);
+            if let Some(e) = else_branch {
+                assigned(e, out);
+            }
+        }
+        StmtKind::While { body, .. } => assigned(body, out),
+        StmtKind::For {
+            init, update, body, ..
+        } => {
+            for s in [init, update].into_iter().flatten() {
+                assigned(s, out);
+            }
+            assigned(body, out);
+        }
+        StmtKind::Block(b) => b.stmts.iter().for_each(|s| assigned(s, out)),
+        StmtKind::Par(group) => group
+            .blocks
+            .iter()
+            .for_each(|b| b.body.stmts.iter().for_each(|s| assigned(s, out))),
+        StmtKind::Barrier(b) => b.body.stmts.iter().for_each(|s| assigned(s, out)),
+        StmtKind::Ghost(s) => assigned(s, out),
+        StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
+            body.stmts.iter().for_each(|s| assigned(s, out))
+        }
+        _ => {}
+    }
+}
+
+/// `upd(e)`: `e op step`.
+fn upd(plan: &Plan, e: Expr) -> Expr {
+    let span = e.span;
+    Expr {
+        kind: ExprKind::Binary {
+            op: plan.op,
+            lhs: Box::new(e),
+            rhs: Box::new(Expr {
+                kind: ExprKind::IntLit(plan.step.clone()),
+                span,
+            }),
+        },
+        span,
+    }
+}
+
+/// `e` with every `var` replaced by `by` (the guard has no binders).
+fn subst(e: &Expr, var: &str, by: &Expr) -> Expr {
+    let mut out = e.clone();
+    fn go(e: &mut Expr, var: &str, by: &Expr) {
+        match &mut e.kind {
+            ExprKind::Name(id) if id.name == var => *e = by.clone(),
+            ExprKind::Unary { operand, .. } => go(operand, var, by),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                go(lhs, var, by);
+                go(rhs, var, by);
+            }
+            ExprKind::Cond {
+                cond,
+                then_expr,
+                else_expr,
+            } => {
+                go(cond, var, by);
+                go(then_expr, var, by);
+                go(else_expr, var, by);
+            }
+            ExprKind::Field { base, .. } => go(base, var, by),
+            _ => {}
+        }
+    }
+    go(&mut out, var, by);
+    out
+}
+
+fn set_spans(e: &mut Expr, span: Span) {
+    e.span = span;
+    match &mut e.kind {
+        ExprKind::Unary { operand, .. } => set_spans(operand, span),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            set_spans(lhs, span);
+            set_spans(rhs, span);
+        }
+        ExprKind::Cond {
+            cond,
+            then_expr,
+            else_expr,
+        } => {
+            set_spans(cond, span);
+            set_spans(then_expr, span);
+            set_spans(else_expr, span);
+        }
+        ExprKind::Field { base, name } => {
+            name.span = span;
+            set_spans(base, span)
+        }
+        ExprKind::Name(id) => id.span = span,
+        _ => {}
+    }
+}
+
+/// Spans no source file has: they mark the probe's asserts, one per iteration.
+const MARK_BASE: u32 = u32::MAX - (1 << 20);
+
+/// The Z3 part of the applicability check: the guard holds for the first K iterations in the
+/// state at loop entry.
+pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Result<(), Refusal> {
+    let var_expr = Expr {
+        kind: ExprKind::Name(Ident {
+            name: plan.var.clone(),
+            span: plan.cond.span,
+        }),
+        span: plan.cond.span,
+    };
+    let mut asserts = Vec::new();
+    let mut current = var_expr;
+    for k in 0..plan.factor {
+        let mark = Span {
+            start: MARK_BASE + k,
+            end: MARK_BASE + k,
+        };
+        let mut cond = subst(&plan.cond, &plan.var, &current);
+        set_spans(&mut cond, mark);
+        asserts.push(Stmt {
+            kind: StmtKind::Assert(cond),
+            span: mark,
+        });
+        current = upd(plan, current);
+    }
+    let probe = probe(program, plan.loop_span, asserts).ok_or_else(|| Refusal::CannotCheck {
+        reason: "the loop is inside a construct the check does not cut through".into(),
+        span: plan.loop_span,
+    })?;
+    let reports = verify_program(&probe, limits, 1);
+    let cannot = |reason: String| Refusal::CannotCheck {
+        reason,
+        span: plan.loop_span,
+    };
+    let Some(report) = reports.iter().find(|r| {
+        r.obligations
+            .iter()
+            .any(|o| o.span.start >= MARK_BASE && o.span.start < MARK_BASE + plan.factor)
+            || (r.span.start <= plan.loop_span.start && plan.loop_span.end <= r.span.end)
+    }) else {
+        return Err(cannot("the method holding the loop was not checked".into()));
+    };
+    if report.outcome() == Outcome::Unsupported {
+        let why = report
+            .error
+            .as_ref()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "unsupported construct".into());
+        return Err(cannot(format!(
+            "the verifier cannot encode the method: {why}"
+        )));
+    }
+    for k in 0..plan.factor {
+        let mine: Vec<_> = report
+            .obligations
+            .iter()
+            .filter(|o| o.span.start == MARK_BASE + k)
+            .collect();
+        let all_verified = !mine.is_empty()
+            && mine
+                .iter()
+                .all(|o| o.status == crate::verify::Status::Verified);
+        if !all_verified {
+            return Err(Refusal::TooFewIterations {
+                factor: plan.factor,
+                iteration: k + 1,
+                guard: print_expr(&plan.cond),
+                span: plan.loop_span,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The method holding `loop_span` cut at the loop: the loop replaced by `replacement`, the code
+/// after it dropped (in every enclosing block), the postconditions of the method and of the
+/// enclosing par blocks dropped (preconditions kept); other methods' bodies dropped (their
+/// contracts are what callers use), pure functions kept.
+fn probe(program: &Program, loop_span: Span, replacement: Vec<Stmt>) -> Option<Program> {
+    let mut out = program.clone();
+    let mut found = false;
+    let members = out.items.iter_mut().flat_map(|item| match item {
+        Item::Class(c) => c.members.iter_mut().collect::<Vec<_>>(),
+        Item::Member(m) => vec![m],
+    });
+    for member in members {
+        let MemberKind::Method(method) = &mut member.kind else {
+            continue;
+        };
+        let MethodBody::Block(body) = &mut method.body else {
+            continue;
+        };
+        if contains(method.span, loop_span) {
+            let stmts = cut(&body.stmts, loop_span, &replacement)?;
+            body.stmts = stmts;
+            member.contract.clauses = pre_only(&member.contract.clauses);
+            found = true;
+        } else if !method.modifiers.contains(&Modifier::Pure) {
+            method.body = MethodBody::Abstract;
+        }
+    }
+    found.then_some(out)
+}
+
+fn contains(outer: Span, inner: Span) -> bool {
+    outer.start <= inner.start && inner.end <= outer.end
+}
+
+fn pre_only(clauses: &[Clause]) -> Vec<Clause> {
+    clauses
+        .iter()
+        .filter_map(|c| match &c.kind {
+            ClauseKind::Ensures(_) | ClauseKind::Yields(_) => None,
+            ClauseKind::Context(e) => Some(Clause {
+                kind: ClauseKind::Requires(e.clone()),
+                span: c.span,
+            }),
+            _ => Some(c.clone()),
+        })
+        .collect()
+}
+
+fn cut(stmts: &[Stmt], target: Span, replacement: &[Stmt]) -> Option<Vec<Stmt>> {
+    for (j, s) in stmts.iter().enumerate() {
+        if s.span == target && matches!(s.kind, StmtKind::While { .. }) {
+            let mut out = stmts[..j].to_vec();
+            out.extend(replacement.iter().cloned());
+            return Some(out);
+        }
+        if !contains(s.span, target) {
+            continue;
+        }
+        let mut inner = s.clone();
+        let ok = match &mut inner.kind {
+            StmtKind::Block(b) => cut_block(b, target, replacement),
+            StmtKind::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                if contains(then_branch.span, target) {
+                    cut_stmt(then_branch, target, replacement)
+                } else if let Some(e) = else_branch {
+                    cut_stmt(e, target, replacement)
+                } else {
+                    false
+                }
+            }
+            StmtKind::While { body, .. } | StmtKind::For { body, .. } => {
+                cut_stmt(body, target, replacement)
+            }
+            StmtKind::Ghost(g) => cut_stmt(g, target, replacement),
+            StmtKind::Par(group) => {
+                let mut ok = false;
+                for block in &mut group.blocks {
+                    if contains(block.span, target) {
+                        ok = cut_block(&mut block.body, target, replacement);
+                        block.contract.clauses = pre_only(&block.contract.clauses);
+                    }
+                }
+                ok
+            }
+            _ => false,
+        };
+        if !ok {
+            return None;
+        }
+        let mut out = stmts[..j].to_vec();
+        out.push(inner);
+        return Some(out);
+    }
+    None
+}
+
+fn cut_block(b: &mut Block, target: Span, replacement: &[Stmt]) -> bool {
+    match cut(&b.stmts, target, replacement) {
+        Some(stmts) => {
+            b.stmts = stmts;
+            true
+        }
+        None => false,
+    }
+}
+
+fn cut_stmt(s: &mut Stmt, target: Span, replacement: &[Stmt]) -> bool {
+    match cut(std::slice::from_ref(s), target, replacement) {
+        Some(stmts) => {
+            *s = Stmt {
+                kind: StmtKind::Block(Block {
+                    stmts,
+                    span: s.span,
+                }),
+                span: s.span,
+            };
+            true
+        }
+        None => false,
+    }
+}
+
+/// Find the statement with this span.
+pub fn find_stmt(program: &Program, span: Span) -> Option<&Stmt> {
+    let mut found = None;
+    super::visit_stmts(program, &mut |s| {
+        if s.span == span && found.is_none() {
+            found = Some(s);
+        }
+    });
+    found
+}
+
+/// The rewrite (the checks have passed).
+pub fn apply(program: &Program, plan: &Plan) -> Result<Program, Refusal> {
+    let mut out = program.clone();
+    let mut done = false;
+    super::visit_stmt_lists_mut(&mut out, &mut |stmts| {
+        if done {
+            return;
+        }
+        if let Some(j) = stmts
+            .iter()
+            .position(|s| s.span == plan.loop_span && matches!(s.kind, StmtKind::While { .. }))
+        {
+            let replacement = rewrite(&stmts[j], plan);
+            stmts.splice(j..=j, replacement);
+            done = true;
+        }
+    });
+    if done {
+        Ok(out)
+    } else {
+        Err(Refusal::CannotCheck {
+            reason: "no loop at this position".into(),
+            span: plan.loop_span,
+        })
+    }
+}
+
+fn rewrite(stmt: &Stmt, plan: &Plan) -> Vec<Stmt> {
+    let StmtKind::While {
+        contract,
+        cond,
+        body,
+    } = &stmt.kind
+    else {
+        return vec![stmt.clone()];
+    };
+    let copy: Vec<Stmt> = match &body.kind {
+        StmtKind::Block(b)
+            if !b
+                .stmts
+                .iter()
+                .any(|s| matches!(s.kind, StmtKind::LocalDecl { .. })) =>
+        {
+            b.stmts.clone()
+        }
+        _ => vec![body.as_ref().clone()],
+    };
+    let invariants: Vec<&Expr> = contract
+        .clauses
+        .iter()
+        .filter_map(|c| match &c.kind {
+            ClauseKind::LoopInvariant(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for k in 0..plan.factor {
+        out.extend(copy.iter().cloned());
+        if k + 1 < plan.factor {
+            for inv in &invariants {
+                out.push(Stmt {
+                    kind: StmtKind::Assert((*inv).clone()),
+                    span: inv.span,
+                });
+            }
+        }
+    }
+    let mut writes = Vec::new();
+    assigned(body, &mut writes);
+    let written: BTreeSet<String> = writes.into_iter().map(|(n, _)| n).collect();
+    let mut contract = contract.clone();
+    for clause in &mut contract.clauses {
+        if let ClauseKind::LoopInvariant(e) = &mut clause.kind {
+            shift(e, plan, &written);
+        }
+    }
+    out.push(Stmt {
+        kind: StmtKind::While {
+            contract,
+            cond: cond.clone(),
+            body: body.clone(),
+        },
+        span: stmt.span,
+    });
+    out
+}
+
+/// Shift the bound conjuncts of an invariant by K updates: `a <= i` becomes `a + cK <= i` for
+/// `+`, `a * c^K <= i` for `*`; `i <= b` becomes `i <= b - cK` for `-`, `i <= b / c^K` for `/`
+/// (also with `<`, `>=`, `>`). Bounds that mention a variable the body writes stay as they are.
+fn shift(e: &mut Expr, plan: &Plan, written: &BTreeSet<String>) {
+    let ExprKind::Binary { op, lhs, rhs } = &mut e.kind else {
+        return;
+    };
+    if *op == BinaryOp::And {
+        shift(lhs, plan, written);
+        shift(rhs, plan, written);
+        return;
+    }
+    // Normalise to "bound below var" / "bound above var".
+    let var = plan.var.as_str();
+    let (bound, below) = match op {
+        BinaryOp::Le | BinaryOp::Lt if is_name(rhs, var) => (lhs, true),
+        BinaryOp::Ge | BinaryOp::Gt if is_name(lhs, var) => (rhs, true),
+        BinaryOp::Le | BinaryOp::Lt if is_name(lhs, var) => (rhs, false),
+        BinaryOp::Ge | BinaryOp::Gt if is_name(rhs, var) => (lhs, false),
+        _ => return,
+    };
+    let increasing = matches!(plan.op, BinaryOp::Add | BinaryOp::Mul);
+    if below != increasing {
+        return;
+    }
+    let mut names = BTreeSet::new();
+    if !pure_locals(bound, &mut names) || names.iter().any(|n| n == var || written.contains(n)) {
+        return;
+    }
+    let k = plan.factor;
+    let amount = match plan.op {
+        BinaryOp::Add | BinaryOp::Sub => &plan.step * BigUint::from(k),
+        _ => plan.step.pow(k),
+    };
+    let span = bound.span;
+    let new_bound = match (&bound.kind, plan.op) {
+        (ExprKind::IntLit(a), BinaryOp::Add) => ExprKind::IntLit(a + &amount),
+        (ExprKind::IntLit(a), BinaryOp::Mul) => ExprKind::IntLit(a * &amount),
+        (ExprKind::IntLit(a), BinaryOp::Div) => ExprKind::IntLit(a / &amount),
+        (ExprKind::IntLit(a), BinaryOp::Sub) if *a >= amount => ExprKind::IntLit(a - &amount),
+        _ => ExprKind::Binary {
+            op: plan.op,
+            lhs: Box::new((**bound).clone()),
+            rhs: Box::new(Expr {
+                kind: ExprKind::IntLit(amount),
+                span,
+            }),
+        },
+    };
+    bound.kind = new_bound;
+}
