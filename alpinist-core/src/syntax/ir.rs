@@ -548,6 +548,99 @@ pub enum Assoc {
     None,
 }
 
+impl Expr {
+    /// Calls `f` on each direct subexpression, in source order: operands, arguments (ghost
+    /// ones included), a quantifier's binder ranges, condition and body, a `\let`'s value and
+    /// body. Binding is the caller's business: a visitor that tracks scopes handles
+    /// quantifiers and `\let` itself.
+    pub fn for_each_child(&self, f: &mut dyn FnMut(&Expr)) {
+        match &self.kind {
+            ExprKind::IntLit(_)
+            | ExprKind::BoolLit(_)
+            | ExprKind::Null
+            | ExprKind::This
+            | ExprKind::Result
+            | ExprKind::PermLit(_)
+            | ExprKind::Name(_) => {}
+            ExprKind::Unary { operand: x, .. }
+            | ExprKind::Old(x)
+            | ExprKind::Length(x)
+            | ExprKind::Trigger(x)
+            | ExprKind::Field { base: x, .. } => f(x),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                f(lhs);
+                f(rhs);
+            }
+            ExprKind::Cond {
+                cond,
+                then_expr,
+                else_expr,
+            } => {
+                f(cond);
+                f(then_expr);
+                f(else_expr);
+            }
+            ExprKind::Index { base, index } => {
+                f(base);
+                f(index);
+            }
+            ExprKind::Slice { base, from, to } => {
+                f(base);
+                for x in [from, to].into_iter().flatten() {
+                    f(x);
+                }
+            }
+            ExprKind::Update { base, index, value } => {
+                f(base);
+                f(index);
+                f(value);
+            }
+            ExprKind::Call {
+                receiver,
+                args,
+                given,
+                yields,
+                ..
+            } => {
+                if let Some(r) = receiver {
+                    f(r);
+                }
+                args.iter().for_each(&mut *f);
+                given.iter().chain(yields).for_each(|g| f(&g.value));
+            }
+            ExprKind::New { args, .. } | ExprKind::Builtin { args, .. } => args.iter().for_each(f),
+            ExprKind::NewArray { dims, .. } => dims.iter().for_each(f),
+            ExprKind::Collection { elems, .. } => elems.iter().for_each(f),
+            ExprKind::MapLit { entries, .. } => {
+                for (k, v) in entries {
+                    f(k);
+                    f(v);
+                }
+            }
+            ExprKind::Let { value, body, .. } => {
+                f(value);
+                f(body);
+            }
+            ExprKind::Quantifier(q) => {
+                for b in &q.binders {
+                    if let Some((lo, hi)) = &b.range {
+                        f(lo);
+                        f(hi);
+                    }
+                }
+                if let Some(c) = &q.cond {
+                    f(c);
+                }
+                f(&q.body);
+            }
+            ExprKind::Unfolding { pred, body } => {
+                f(pred);
+                f(body);
+            }
+        }
+    }
+}
+
 impl BinaryOp {
     /// Binding strength: higher binds tighter. `?:` is level 1, unary operators 11.
     pub fn precedence(self) -> u8 {

@@ -119,104 +119,7 @@ pub fn names(e: &Expr, into: &mut BTreeSet<String>) {
 /// Calls `f` on `e` and every subexpression.
 pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
     f(e);
-    match &e.kind {
-        ExprKind::Unary { operand, .. } => visit(operand, f),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            visit(lhs, f);
-            visit(rhs, f);
-        }
-        ExprKind::Cond {
-            cond,
-            then_expr,
-            else_expr,
-        } => {
-            visit(cond, f);
-            visit(then_expr, f);
-            visit(else_expr, f);
-        }
-        ExprKind::Index { base, index } => {
-            visit(base, f);
-            visit(index, f);
-        }
-        ExprKind::Slice { base, from, to } => {
-            visit(base, f);
-            for x in [from, to].into_iter().flatten() {
-                visit(x, f);
-            }
-        }
-        ExprKind::Update { base, index, value } => {
-            visit(base, f);
-            visit(index, f);
-            visit(value, f);
-        }
-        ExprKind::Field { base, .. } => visit(base, f),
-        ExprKind::Call {
-            receiver,
-            args,
-            given,
-            yields,
-            ..
-        } => {
-            if let Some(r) = receiver {
-                visit(r, f);
-            }
-            for a in args {
-                visit(a, f);
-            }
-            for g in given.iter().chain(yields) {
-                visit(&g.value, f);
-            }
-        }
-        ExprKind::New { args, .. } | ExprKind::Builtin { args, .. } => {
-            for a in args {
-                visit(a, f);
-            }
-        }
-        ExprKind::NewArray { dims, .. } => {
-            for d in dims {
-                visit(d, f);
-            }
-        }
-        ExprKind::Old(x) | ExprKind::Length(x) | ExprKind::Trigger(x) => visit(x, f),
-        ExprKind::Quantifier(q) => {
-            for b in &q.binders {
-                if let Some((lo, hi)) = &b.range {
-                    visit(lo, f);
-                    visit(hi, f);
-                }
-            }
-            if let Some(c) = &q.cond {
-                visit(c, f);
-            }
-            visit(&q.body, f);
-        }
-        ExprKind::Let { value, body, .. } => {
-            visit(value, f);
-            visit(body, f);
-        }
-        ExprKind::Collection { elems, .. } => {
-            for x in elems {
-                visit(x, f);
-            }
-        }
-        ExprKind::MapLit { entries, .. } => {
-            for (k, v) in entries {
-                visit(k, f);
-                visit(v, f);
-            }
-        }
-        ExprKind::Unfolding { pred, body } => {
-            visit(pred, f);
-            visit(body, f);
-        }
-        ExprKind::IntLit(_)
-        | ExprKind::BoolLit(_)
-        | ExprKind::Null
-        | ExprKind::This
-        | ExprKind::Result
-        | ExprKind::PermLit(_)
-        | ExprKind::Name(_) => {}
-    }
+    e.for_each_child(&mut |c| visit(c, f));
 }
 
 static INVERSES: AtomicUsize = AtomicUsize::new(0);
@@ -457,7 +360,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         }
         let n = self.region.len();
         let all_bound = self.eval.bound().to_vec();
-        let all_guards = self.eval_guards();
+        let all_guards = self.eval.guards().to_vec();
         let mut binders = Vec::new();
         let mut binder_names = Vec::new();
         let mut guards = Vec::new();
@@ -588,10 +491,6 @@ impl<'w, 'a> Walker<'w, 'a> {
         Ok(())
     }
 
-    fn eval_guards(&self) -> Vec<Bool> {
-        self.eval.guards().to_vec()
-    }
-
     /// Two different values of the binders, both with a positive amount, name two different
     /// locations.
     fn check_injective(&mut self, xs: &[Int], positive: &Bool, r: &Dynamic, i: &Int, atom: &Expr) {
@@ -618,14 +517,13 @@ impl<'w, 'a> Walker<'w, 'a> {
 
     /// The mask with `p` added (or subtracted) at `(r, i)` for every value of `xs` where
     /// `positive` holds.
-    /// The mask with `p` added (or subtracted) at `(r, i)` for every value of `xs` where
-    /// `positive` holds.
     ///
     /// Quantified: the new mask at `(R, K)` is computed from the binder values that name
-    /// `(R, K)` — the linear binder solved from `K`, every other binder by an inverse function
-    /// `inv(R, K)` with `inv(loc(xs)) = x` assumed where the atom holds. The update applies
-    /// only where those values really name `(R, K)` (checked in the update itself), so the
-    /// inverse functions are never trusted beyond that one axiom.
+    /// `(R, K)` — a linear binder solved from `K` (two row-major binders by `div`/`mod`), every
+    /// other binder by an inverse function `inv(R, K)` with `inv(loc(xs)) = x` assumed where
+    /// the atom holds. The update applies only where those values really name `(R, K)`
+    /// (checked in the update itself), so the inverse functions are never trusted beyond that
+    /// one axiom.
     #[allow(clippy::too_many_arguments)]
     fn update(
         &mut self,
@@ -650,89 +548,61 @@ impl<'w, 'a> Walker<'w, 'a> {
             let new = positive.ite(&change(old.clone(), p.clone()), &old);
             return self.mask.set(r, i, &new);
         }
-        if let (Some((_, a)), [x]) = (linear, xs) {
-            let w = self.eval.decls.world;
-            let rr = Dynamic::fresh_const("R", &w.ref_sort);
-            let kk = Int::fresh_const("K");
-            let offset = i.substitute(&[(x, &Int::from_i64(0))]);
-            let a = Int::from_i64(a);
-            let diff = Int::sub(&[kk.clone(), offset]);
-            let inverse = diff.div(&a);
-            let divides = diff.modulo(&a).eq(Int::from_i64(0));
-            let at = [(x, &inverse)];
-            let hit = Bool::and(&[divides, r.eq(&rr), positive.substitute(&at)]);
-            let old = self.mask.amount(&rr, &kk);
-            let body = hit.ite(&change(old.clone(), p.substitute(&at)), &old);
-            let (array, fact) = define_array(w, &rr, &kk, &Dynamic::from_ast(&body));
-            self.prover.assume(fact);
-            return Mask { array };
-        }
+        let w = self.eval.decls.world;
+        let rr = Dynamic::fresh_const("R", &w.ref_sort);
+        let kk = Int::fresh_const("K");
+        let zero = Int::from_i64(0);
+        // The binder values naming (R, K), and conditions for them to exist.
+        let mut solved: Vec<Int> = Vec::new();
+        let mut conditions = Vec::new();
+        // Whether the solution names (R, K)'s index by construction (one linear binder).
+        let mut index_exact = false;
         if let Some((row, col, c)) = row_major {
-            let w = self.eval.decls.world;
-            let rr = Dynamic::fresh_const("R", &w.ref_sort);
-            let kk = Int::fresh_const("K");
-            let zero = Int::from_i64(0);
             let offset = i.substitute(&[(&xs[0], &zero), (&xs[1], &zero)]);
             let diff = Int::sub(&[kk.clone(), offset]);
             let c = Int::from_i64(c);
-            let mut solved = vec![zero.clone(), zero];
+            solved = vec![zero.clone(), zero.clone()];
             solved[row] = diff.div(&c);
             solved[col] = diff.modulo(&c);
-            let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&solved).collect();
-            let hit = Bool::and(&[
-                r.eq(&rr),
-                positive.substitute(&pairs),
-                i.substitute(&pairs).eq(&kk),
-            ]);
-            let old = self.mask.amount(&rr, &kk);
-            let body = hit.ite(&change(old.clone(), p.substitute(&pairs)), &old);
-            let (array, fact) = define_array(w, &rr, &kk, &Dynamic::from_ast(&body));
-            self.prover.assume(fact);
-            return Mask { array };
-        }
-        let w = self.eval.decls.world;
-        let id = INVERSES.fetch_add(1, Ordering::Relaxed);
-        let rr = Dynamic::fresh_const("R", &w.ref_sort);
-        let kk = Int::fresh_const("K");
-        let mut solved: Vec<Int> = Vec::new();
-        let mut inv_at_loc = Vec::new();
-        let mut conditions = Vec::new();
-        for (k, x) in xs.iter().enumerate() {
-            if let Some((lk, a)) = linear {
-                if lk == k {
-                    let offset = i.substitute(&[(x, &Int::from_i64(0))]);
+        } else {
+            let id = INVERSES.fetch_add(1, Ordering::Relaxed);
+            let mut inv_at_loc = Vec::new();
+            for (k, x) in xs.iter().enumerate() {
+                if let Some((_, a)) = linear.filter(|(lk, _)| *lk == k) {
+                    let offset = i.substitute(&[(x, &zero)]);
                     let a = Int::from_i64(a);
                     let diff = Int::sub(&[kk.clone(), offset]);
-                    conditions.push(diff.modulo(&a).eq(Int::from_i64(0)));
+                    conditions.push(diff.modulo(&a).eq(&zero));
                     solved.push(diff.div(&a));
                     continue;
                 }
-            }
-            let f = FuncDecl::new(
-                format!("inv{id}_{k}"),
-                &[&w.ref_sort, &Z3Sort::int()],
-                &Z3Sort::int(),
-            );
-            let at_loc = f
-                .apply(&[r as &dyn Ast, i as &dyn Ast])
-                .as_int()
-                .expect("int");
-            inv_at_loc.push(at_loc.eq(x));
-            solved.push(
-                f.apply(&[&rr as &dyn Ast, &kk as &dyn Ast])
+                let f = FuncDecl::new(
+                    format!("inv{id}_{k}"),
+                    &[&w.ref_sort, &Z3Sort::int()],
+                    &Z3Sort::int(),
+                );
+                let at_loc = f
+                    .apply(&[r as &dyn Ast, i as &dyn Ast])
                     .as_int()
-                    .expect("int"),
-            );
-        }
-        if !inv_at_loc.is_empty() {
-            self.prover
-                .assume(close(xs, &positive.implies(Bool::and(&inv_at_loc))));
+                    .expect("int");
+                inv_at_loc.push(at_loc.eq(x));
+                solved.push(
+                    f.apply(&[&rr as &dyn Ast, &kk as &dyn Ast])
+                        .as_int()
+                        .expect("int"),
+                );
+            }
+            if inv_at_loc.is_empty() {
+                index_exact = true;
+            } else {
+                self.prover
+                    .assume(close(xs, &positive.implies(Bool::and(&inv_at_loc))));
+            }
         }
         let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&solved).collect();
         conditions.push(r.substitute(&pairs).eq(&rr));
         conditions.push(positive.substitute(&pairs));
-        if !inv_at_loc.is_empty() {
-            // With only the linear binder, the index is `K` by construction.
+        if !index_exact {
             conditions.push(i.substitute(&pairs).eq(&kk));
         }
         let hit = Bool::and(&conditions);

@@ -20,7 +20,7 @@
 use std::time::Instant;
 
 use z3::ast::{Ast, Bool, Dynamic, Int};
-use z3::{Params, SatResult, Solver};
+use z3::{SatResult, Solver};
 
 use crate::syntax::{
     Barrier, Block, ClauseKind, Contract, Expr, ExprKind, MethodBody, ParGroup, Span, Stmt,
@@ -30,7 +30,7 @@ use crate::syntax::{
 use super::assertion::{self, Prover, RegionIter};
 use super::expr::{unsupported, Decls, EncodeError, Eval, FunctionDecl, Functions};
 use super::obligation::{Check, Obligation, ObligationKind, Status, Trusted, Warning};
-use super::program::{clauses, ty_of, ProgramInfo, Routine};
+use super::program::{clauses, post_clauses, pre_clauses, ty_of, ProgramInfo, Routine};
 use super::recursion;
 use super::solver::{model_value, Limits};
 use super::state::{real, Heap, Mask, Snapshot, Store, Term, Ty, Value, World};
@@ -79,22 +79,26 @@ impl SolverProver {
     /// Best effort, for warnings: a small budget, and "don't know" counts as reachable
     /// (satisfiability with quantified axioms is where Z3 is slowest).
     fn unreachable(&self) -> bool {
-        let mut small = Params::new();
-        small.set_u32("rlimit", REACHABILITY_RLIMIT);
-        self.solver.set_params(&small);
-        let r = self.solver.check();
-        self.solver.set_params(&self.limits.params());
-        r == SatResult::Unsat
+        self.with_rlimit(REACHABILITY_RLIMIT, || {
+            self.solver.check() == SatResult::Unsat
+        })
     }
 
     /// Whether `goal` is provable within a small budget (nothing recorded).
     fn probe(&self, goal: &Bool) -> bool {
-        let mut small = Params::new();
-        small.set_u32("rlimit", PROBE_RLIMIT);
-        self.solver.set_params(&small);
-        let proved = self.prove(goal) == Status::Verified;
+        self.with_rlimit(PROBE_RLIMIT, || self.prove(goal) == Status::Verified)
+    }
+
+    /// Runs `f` with Z3's budget lowered to `rlimit`, then restores the method's limits.
+    fn with_rlimit<R>(&self, rlimit: u32, f: impl FnOnce() -> R) -> R {
+        let small = Limits {
+            rlimit,
+            ..self.limits
+        };
+        self.solver.set_params(&small.params());
+        let r = f();
         self.solver.set_params(&self.limits.params());
-        proved
+        r
     }
 
     fn prove(&self, goal: &Bool) -> Status {
@@ -234,9 +238,7 @@ pub fn check_routine(
         own: None,
         self_calls: Vec::new(),
     };
-    let error = if !routine.is_pure()
-        && recursion::mutually_recursive(program).contains(&routine.method.name.name)
-    {
+    let error = if !routine.is_pure() && program.cyclic.contains(&routine.method.name.name) {
         Some(unsupported(
             "a method in a cycle of calls through other methods (mutual recursion is not \
              proved to terminate)",
@@ -1119,14 +1121,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 });
             }
             self.flush(&mut ev);
-            let pre = self.with_everywhere(clauses(&block.contract, |k| match k {
-                ClauseKind::Requires(e) | ClauseKind::Context(e) => Some(e),
-                _ => None,
-            }));
-            let post = self.with_everywhere(clauses(&block.contract, |k| match k {
-                ClauseKind::Ensures(e) | ClauseKind::Context(e) => Some(e),
-                _ => None,
-            }));
+            let pre = self.with_everywhere(pre_clauses(&block.contract));
+            let post = self.with_everywhere(post_clauses(&block.contract));
             for c in &block.contract.clauses {
                 if !matches!(
                     c.kind,
@@ -1206,14 +1202,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
         if !b.body.stmts.is_empty() || !b.invariants.is_empty() {
             return Err(unsupported("a barrier with a body or invariants", span));
         }
-        let pre = self.with_everywhere(clauses(&b.contract, |k| match k {
-            ClauseKind::Requires(e) | ClauseKind::Context(e) => Some(e),
-            _ => None,
-        }));
-        let post = self.with_everywhere(clauses(&b.contract, |k| match k {
-            ClauseKind::Ensures(e) | ClauseKind::Context(e) => Some(e),
-            _ => None,
-        }));
+        let pre = self.with_everywhere(pre_clauses(&b.contract));
+        let post = self.with_everywhere(post_clauses(&b.contract));
 
         // Each side is self-framing.
         for side in [&pre, &post] {
@@ -1390,13 +1380,12 @@ fn declare_functions(
             },
         );
     }
-    let cyclic = recursion::mutually_recursive(program);
     for f in program.functions() {
         let name = &f.method.name.name;
         let MethodBody::Expr(body) = &f.method.body else {
             continue;
         };
-        if cyclic.contains(name) {
+        if program.cyclic.contains(name) {
             warnings.push(Warning {
                 message: format!(
                     "the definition of `{name}` is not used: it is mutually recursive with \
@@ -1475,39 +1464,6 @@ fn definition(
         &[&pattern],
         &pre.implies(full.eq(value.term.as_dynamic())),
     );
-    let terminates = calls.is_empty() || decreases(&decl.params, &store, &pre, &calls);
+    let terminates = calls.is_empty() || recursion::terminates(&decl.params, &store, &pre, &calls);
     Ok(((ax1, ax2), terminates))
-}
-
-/// Some measure of `recursion.rs` decreases at every recursive call (under the call's path
-/// condition and the precondition) and is bounded below.
-fn decreases(
-    params: &[(String, Ty)],
-    store: &Store,
-    pre: &Bool,
-    calls: &[(Bool, Vec<Value>)],
-) -> bool {
-    let solver = Solver::new();
-    let mut p = Params::new();
-    p.set_u32("rlimit", 2_000_000);
-    solver.set_params(&p);
-    let tys: Vec<Ty> = params.iter().map(|(_, t)| t.clone()).collect();
-    let own: Vec<Term> = params
-        .iter()
-        .filter_map(|(n, _)| store.get(n).map(|v| v.term.clone()))
-        .collect();
-    recursion::measures(&tys).iter().any(|m| {
-        calls.iter().all(|(guard, args)| {
-            let args: Vec<Term> = args.iter().map(|v| v.term.clone()).collect();
-            let Some(goal) = recursion::decrease(m, &own, &args) else {
-                return false;
-            };
-            let goal = Bool::and(&[pre.clone(), guard.clone()]).implies(&goal);
-            solver.push();
-            solver.assert(goal.not());
-            let ok = solver.check() == SatResult::Unsat;
-            solver.pop(1);
-            ok
-        })
-    })
 }

@@ -1,7 +1,7 @@
 //! Declarations of a checked program as the verifier needs them: fields with their location
 //! ids, methods and pure functions by name, and PVL types as checker types.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::syntax::{
     ClauseKind, Contract, Expr, Item, Member, MemberKind, Method, MethodBody, Modifier, Program,
@@ -40,17 +40,11 @@ impl<'p> Routine<'p> {
 
     /// `requires` and `context` clauses, in order (the callee's side of a call).
     pub fn pre(&self) -> Vec<&'p Expr> {
-        clauses(self.contract, |k| match k {
-            ClauseKind::Requires(e) | ClauseKind::Context(e) => Some(e),
-            _ => None,
-        })
+        pre_clauses(self.contract)
     }
 
     pub fn post(&self) -> Vec<&'p Expr> {
-        clauses(self.contract, |k| match k {
-            ClauseKind::Ensures(e) | ClauseKind::Context(e) => Some(e),
-            _ => None,
-        })
+        post_clauses(self.contract)
     }
 
     pub fn everywhere(&self) -> Vec<&'p Expr> {
@@ -63,6 +57,22 @@ impl<'p> Routine<'p> {
     pub fn body(&self) -> &'p MethodBody {
         &self.method.body
     }
+}
+
+/// `requires` and `context` clauses, in order: what a method, par block or barrier asks for.
+pub fn pre_clauses(contract: &Contract) -> Vec<&Expr> {
+    clauses(contract, |k| match k {
+        ClauseKind::Requires(e) | ClauseKind::Context(e) => Some(e),
+        _ => None,
+    })
+}
+
+/// `ensures` and `context` clauses, in order: what it gives back.
+pub fn post_clauses(contract: &Contract) -> Vec<&Expr> {
+    clauses(contract, |k| match k {
+        ClauseKind::Ensures(e) | ClauseKind::Context(e) => Some(e),
+        _ => None,
+    })
 }
 
 pub fn clauses<'p>(
@@ -81,6 +91,8 @@ pub struct ProgramInfo<'p> {
     fields: BTreeMap<(String, String), FieldInfo>,
     routines: BTreeMap<String, Routine<'p>>,
     pub order: Vec<Routine<'p>>,
+    /// Routines in a call cycle through another routine (computed once; see `recursion.rs`).
+    pub cyclic: BTreeSet<String>,
 }
 
 impl<'p> ProgramInfo<'p> {
@@ -89,6 +101,7 @@ impl<'p> ProgramInfo<'p> {
             fields: BTreeMap::new(),
             routines: BTreeMap::new(),
             order: Vec::new(),
+            cyclic: BTreeSet::new(),
         };
         let mut next_field = 0i64;
         let mut add =
@@ -128,6 +141,7 @@ impl<'p> ProgramInfo<'p> {
                 Item::Member(m) => add(&mut info, None, m),
             }
         }
+        info.cyclic = super::recursion::mutually_recursive(&info);
         info
     }
 

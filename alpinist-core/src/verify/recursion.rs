@@ -12,12 +12,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use z3::ast::{Bool, Int};
+use z3::{Params, SatResult, Solver};
 
 use crate::syntax::{Expr, ExprKind, MethodBody, Stmt, StmtKind};
 
 use super::assertion::visit;
 use super::program::{ProgramInfo, Routine};
-use super::state::{Term, Ty};
+use super::state::{Store, Term, Ty, Value};
 
 /// A measure: its value for a list of parameter (or argument) terms.
 pub type Measure = Box<dyn Fn(&[Term]) -> Option<Int>>;
@@ -59,6 +60,39 @@ pub fn decrease(measure: &Measure, own: &[Term], args: &[Term]) -> Option<Bool> 
     let x = measure(own)?;
     let a = measure(args)?;
     Some(Bool::and(&[x.ge(Int::from_i64(0)), a.lt(&x)]))
+}
+
+/// Some measure of [`measures`] decreases at every recursive call (under the call's path
+/// condition and the precondition) and is bounded below.
+pub fn terminates(
+    params: &[(String, Ty)],
+    store: &Store,
+    pre: &Bool,
+    calls: &[(Bool, Vec<Value>)],
+) -> bool {
+    let solver = Solver::new();
+    let mut p = Params::new();
+    p.set_u32("rlimit", 2_000_000);
+    solver.set_params(&p);
+    let tys: Vec<Ty> = params.iter().map(|(_, t)| t.clone()).collect();
+    let own: Vec<Term> = params
+        .iter()
+        .filter_map(|(n, _)| store.get(n).map(|v| v.term.clone()))
+        .collect();
+    measures(&tys).iter().any(|m| {
+        calls.iter().all(|(guard, args)| {
+            let args: Vec<Term> = args.iter().map(|v| v.term.clone()).collect();
+            let Some(goal) = decrease(m, &own, &args) else {
+                return false;
+            };
+            let goal = Bool::and(&[pre.clone(), guard.clone()]).implies(&goal);
+            solver.push();
+            solver.assert(goal.not());
+            let ok = solver.check() == SatResult::Unsat;
+            solver.pop(1);
+            ok
+        })
+    })
 }
 
 /// Routines that are part of a call cycle through at least one *other* routine.

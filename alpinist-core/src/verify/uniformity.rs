@@ -246,7 +246,7 @@ fn reads_no_heap(
         // is on sequences and maps.
         _ => {
             let mut ok = true;
-            children(e, &mut |c| ok = ok && reads_no_heap(c, params, bound, pure));
+            e.for_each_child(&mut |c| ok = ok && reads_no_heap(c, params, bound, pure));
             ok
         }
     }
@@ -475,7 +475,7 @@ impl<'a> Analysis<'a> {
     /// The join of the taints of the direct subexpressions of `e`.
     fn children(&self, e: &Expr, state: &State, bound: &mut Vec<(String, Taint)>) -> Taint {
         let mut t = None;
-        children(e, &mut |c| t = join(t, self.expr(c, state, bound)));
+        e.for_each_child(&mut |c| t = join(t, self.expr(c, state, bound)));
         t
     }
 
@@ -787,96 +787,7 @@ fn free_names(e: &Expr, bound: &mut Vec<String>, out: &mut Vec<(String, Span)>) 
             free_names(&q.body, bound, out);
             bound.truncate(depth);
         }
-        _ => children(e, &mut |c| free_names(c, bound, out)),
-    }
-}
-
-/// Calls `f` on each direct subexpression of `e` (binders of `\let` and quantifiers are the
-/// caller's business: those two forms are handled before this is reached).
-fn children(e: &Expr, f: &mut dyn FnMut(&Expr)) {
-    match &e.kind {
-        ExprKind::IntLit(_)
-        | ExprKind::BoolLit(_)
-        | ExprKind::Null
-        | ExprKind::This
-        | ExprKind::Result
-        | ExprKind::PermLit(_)
-        | ExprKind::Name(_) => {}
-        ExprKind::Unary { operand: x, .. }
-        | ExprKind::Old(x)
-        | ExprKind::Length(x)
-        | ExprKind::Trigger(x)
-        | ExprKind::Field { base: x, .. } => f(x),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            f(lhs);
-            f(rhs);
-        }
-        ExprKind::Cond {
-            cond,
-            then_expr,
-            else_expr,
-        } => {
-            f(cond);
-            f(then_expr);
-            f(else_expr);
-        }
-        ExprKind::Index { base, index } => {
-            f(base);
-            f(index);
-        }
-        ExprKind::Slice { base, from, to } => {
-            f(base);
-            for x in [from, to].into_iter().flatten() {
-                f(x);
-            }
-        }
-        ExprKind::Update { base, index, value } => {
-            f(base);
-            f(index);
-            f(value);
-        }
-        ExprKind::Call {
-            receiver,
-            args,
-            given,
-            yields,
-            ..
-        } => {
-            if let Some(r) = receiver {
-                f(r);
-            }
-            args.iter().for_each(&mut *f);
-            given.iter().chain(yields).for_each(|g| f(&g.value));
-        }
-        ExprKind::New { args, .. } | ExprKind::Builtin { args, .. } => args.iter().for_each(f),
-        ExprKind::NewArray { dims, .. } => dims.iter().for_each(f),
-        ExprKind::Collection { elems, .. } => elems.iter().for_each(f),
-        ExprKind::MapLit { entries, .. } => {
-            for (k, v) in entries {
-                f(k);
-                f(v);
-            }
-        }
-        ExprKind::Let { value, body, .. } => {
-            f(value);
-            f(body);
-        }
-        ExprKind::Quantifier(q) => {
-            for b in &q.binders {
-                if let Some((lo, hi)) = &b.range {
-                    f(lo);
-                    f(hi);
-                }
-            }
-            if let Some(c) = &q.cond {
-                f(c);
-            }
-            f(&q.body);
-        }
-        ExprKind::Unfolding { pred, body } => {
-            f(pred);
-            f(body);
-        }
+        _ => e.for_each_child(&mut |c| free_names(c, bound, out)),
     }
 }
 
