@@ -107,21 +107,12 @@ fn refused_inputs_exit_1_with_their_reason() {
 fn unimplemented_optimisations_are_exit_2_never_ignored() {
     for (args, what) in [
         (
-            &["optimise", "examples/iteration_merging/even_sum.pvl"][..],
-            "not implemented yet: `gpuopt iter_merge",
+            &["optimise", "examples/data_prefetching/pair_accumulate.pvl"][..],
+            "not implemented yet: `gpuopt glob_to_reg`",
         ),
         (
-            &["optimise", "examples/tiling/saxpy_inter.pvl"][..],
-            "not implemented yet: `gpuopt tile",
-        ),
-        (
-            &[
-                "optimise",
-                "--merge",
-                "2",
-                "examples/loop_unroll/multiply.pvl",
-            ][..],
-            "not implemented yet: `--merge`",
+            &["optimise", "examples/kernel_fusion/add_then_double.pvl"][..],
+            "not implemented yet: `gpuopt fuse`",
         ),
     ] {
         let out = run(args);

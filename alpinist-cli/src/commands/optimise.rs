@@ -1,16 +1,18 @@
 //! `alpinist optimise`: apply the file's `gpuopt` annotations and/or the flags, then reverify.
 //!
-//! Implemented: loop unrolling (`gpuopt loop_unroll i K;`, `--unroll K [--loop VAR]`). Every
-//! other `gpuopt` kind and flag is exit 2 "not implemented yet", never silently ignored.
+//! The requests (`gpuopt` lines and flags) become [`Optimisation`]s on target spans and go
+//! through the one entry point [`transform::apply`]. A `gpuopt` kind without a transformation
+//! is exit 2 "not implemented yet", never silently ignored.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use alpinist_core::syntax::{
-    self, line_col, ExprKind, GpuOptKind, Item, MemberKind, Program, Span, Stmt, StmtKind,
+    self, line_col, Expr, ExprKind, GpuOptKind, Item, MemberKind, MethodBody, Program, Span, Stmt,
+    StmtKind, TileLayout,
 };
-use alpinist_core::transform::{self, unroll};
+use alpinist_core::transform::{self, unroll, Optimisation, Refusal};
 use alpinist_core::verify::{verify_program, Limits, MethodReport, Outcome};
 
 use super::front_end;
@@ -28,12 +30,11 @@ pub struct Options {
     pub json: bool,
 }
 
-/// One loop to unroll.
+/// One optimisation of one target (a loop, or a par statement for tiling).
 struct Request {
-    loop_span: Span,
-    var: String,
-    factor: u32,
-    /// The `gpuopt` statement it came from, removed from the output once applied.
+    target: Span,
+    optimisation: Optimisation,
+    /// The `gpuopt` line it came from, removed from the output once applied.
     gpuopt: Option<Span>,
 }
 
@@ -42,40 +43,42 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
         Ok(x) => x,
         Err(exit) => return exit,
     };
-    if options.merge.is_some() {
-        emit_plain("not implemented yet: `--merge` (iteration merging)");
-        return Exit::BadInput;
-    }
-    if options.tile.is_some() {
-        emit_plain("not implemented yet: `--tile` (tiling)");
-        return Exit::BadInput;
-    }
-    if options.var.is_some() && options.unroll.is_none() {
-        emit_plain("`--loop` selects the loop a flag applies to: give `--unroll K` with it");
-        return Exit::BadInput;
-    }
     let program = &parsed.program;
     let at = |span: Span| {
         let (l, c) = line_col(&source.text, span.start as usize);
         format!("{l}:{c}")
     };
+    let flags = match flag_optimisations(options) {
+        Ok(flags) => flags,
+        Err(message) => {
+            emit_plain(message);
+            return Exit::BadInput;
+        }
+    };
     let mut requests = match annotation_requests(program, &at) {
         Ok(r) => r,
         Err(exit) => return exit,
     };
-    if let Some(k) = options.unroll {
-        match flag_request(program, k, options.var.as_deref(), &at) {
+    for optimisation in flags {
+        match flag_request(program, optimisation, options.var.as_deref(), &at) {
             Ok(request) => {
-                requests.retain(|r| r.loop_span != request.loop_span);
+                // A flag overrides an annotation of the same kind on the same target.
+                requests.retain(|r| {
+                    r.target != request.target
+                        || std::mem::discriminant(&r.optimisation)
+                            != std::mem::discriminant(&request.optimisation)
+                });
                 requests.push(request);
             }
             Err(exit) => return exit,
         }
     }
-    // Inner loops first: unrolling an outer loop copies the inner ones.
-    requests.sort_by_key(|r| r.loop_span.end - r.loop_span.start);
+    // Inner targets first: transforming an outer statement copies the inner ones.
+    requests.sort_by_key(|r| r.target.end - r.target.start);
     if requests.is_empty() {
-        emit_plain("nothing to optimise: no `gpuopt loop_unroll` annotation and no `--unroll`");
+        emit_plain(
+            "nothing to optimise: no `gpuopt` annotation and no `--unroll`, `--merge` or `--tile`",
+        );
         return Exit::BadInput;
     }
     let limits = Limits::default();
@@ -112,27 +115,24 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
     let mut applicability_time = Duration::ZERO;
     let mut applied = Vec::new();
     for request in &requests {
-        match unroll::unroll(
-            &current,
-            request.loop_span,
-            &request.var,
-            request.factor,
-            &limits,
-        ) {
+        match transform::apply(&current, request.target, &request.optimisation, &limits) {
             Ok((next, timings)) => {
                 current = next;
                 rewrite_time += timings.rewrite;
                 applicability_time += timings.applicability;
                 applied.push(format!(
-                    "unrolled the loop over `{}` at {} by {}",
-                    request.var,
-                    at(request.loop_span),
-                    request.factor
+                    "{} at {}",
+                    request.optimisation.done(),
+                    at(request.target)
                 ));
             }
             Err(refusal) => {
+                let exit = match refusal {
+                    Refusal::NotImplemented { .. } => Exit::BadInput,
+                    _ => Exit::Negative,
+                };
                 emit(&source, refusal);
-                return Exit::Negative;
+                return exit;
             }
         }
     }
@@ -289,21 +289,118 @@ fn worst(reports: &[MethodReport]) -> Outcome {
         .unwrap_or(Outcome::Verified)
 }
 
-/// The `gpuopt loop_unroll` annotations; any other kind is "not implemented yet".
+/// The optimisations the command-line flags ask for, in a fixed order.
+fn flag_optimisations(options: &Options) -> Result<Vec<Optimisation>, String> {
+    let positive = |flag: &str, k: u32| {
+        if k == 0 {
+            Err(format!("`{flag}` needs a positive factor"))
+        } else {
+            Ok(k)
+        }
+    };
+    let var = options.var.clone().unwrap_or_default();
+    let mut out = Vec::new();
+    if let Some(k) = options.unroll {
+        let factor = positive("--unroll", k)?;
+        out.push(Optimisation::Unroll {
+            var: var.clone(),
+            factor,
+        });
+    }
+    if let Some(k) = options.merge {
+        let factor = positive("--merge", k)?;
+        out.push(Optimisation::Merge {
+            var: var.clone(),
+            factor,
+        });
+    }
+    if options.var.is_some() && out.is_empty() {
+        return Err(
+            "`--loop` selects the loop a flag applies to: give `--unroll K` or `--merge M` with it"
+                .into(),
+        );
+    }
+    if let Some(spec) = &options.tile {
+        out.push(parse_tile(spec)?);
+    }
+    Ok(out)
+}
+
+/// `inter:T` or `intra:T`.
+fn parse_tile(spec: &str) -> Result<Optimisation, String> {
+    let bad =
+        || format!("`--tile {spec}`: expected `inter:T` or `intra:T` with T a positive integer");
+    let (layout, size) = spec.split_once(':').ok_or_else(bad)?;
+    let layout = match layout {
+        "inter" => TileLayout::Inter,
+        "intra" => TileLayout::Intra,
+        _ => return Err(bad()),
+    };
+    let size = size
+        .parse::<u32>()
+        .ok()
+        .filter(|t| *t > 0)
+        .ok_or_else(bad)?;
+    Ok(Optimisation::Tile { layout, size })
+}
+
+/// A `gpuopt` line as an optimisation, or why it cannot be one.
+fn annotated(kind: &GpuOptKind) -> Result<Optimisation, String> {
+    let literal = |e: &Expr, what: &str| match &e.kind {
+        ExprKind::IntLit(n) => u32::try_from(n)
+            .ok()
+            .filter(|k| *k > 0)
+            .ok_or_else(|| format!("the {what} must be a positive integer literal")),
+        _ => Err(format!("the {what} must be a positive integer literal")),
+    };
+    match kind {
+        GpuOptKind::LoopUnroll { var, factor } => Ok(Optimisation::Unroll {
+            var: var.name.clone(),
+            factor: literal(factor, "unrolling factor")?,
+        }),
+        GpuOptKind::IterMerge { var, factor } => Ok(Optimisation::Merge {
+            var: var.name.clone(),
+            factor: literal(factor, "merging factor")?,
+        }),
+        GpuOptKind::Tile { layout, size } => Ok(Optimisation::Tile {
+            layout: *layout,
+            size: literal(size, "tile size")?,
+        }),
+        GpuOptKind::MatrixLin { .. } => {
+            Err("not implemented yet: `gpuopt matrix_lin` (matrix linearisation)".into())
+        }
+        GpuOptKind::GlobToReg { .. } => {
+            Err("not implemented yet: `gpuopt glob_to_reg` (data prefetching)".into())
+        }
+        GpuOptKind::Fuse { .. } => Err("not implemented yet: `gpuopt fuse` (kernel fusion)".into()),
+    }
+}
+
+fn is_loop(s: &Stmt) -> bool {
+    matches!(s.kind, StmtKind::While { .. } | StmtKind::For { .. })
+}
+
+/// The par statements directly in `body`, outside loops and branches too.
+fn par_statements(stmts: &[Stmt]) -> Vec<Span> {
+    let mut out = Vec::new();
+    for s in stmts {
+        transform::visit_stmt(s, &mut |s| {
+            if matches!(s.kind, StmtKind::Par(_)) {
+                out.push(s.span);
+            }
+        });
+    }
+    out
+}
+
+/// The `gpuopt` annotations: a loop optimisation stands right before its loop; a tiling line
+/// stands before a par statement, or on a method whose body has exactly one par statement.
 fn annotation_requests(
     program: &Program,
     at: &dyn Fn(Span) -> String,
 ) -> Result<Vec<Request>, Exit> {
     let mut out = Vec::new();
-    let mut error = None;
-    let pending = |kind: &GpuOptKind| match kind {
-        GpuOptKind::LoopUnroll { .. } => None,
-        GpuOptKind::IterMerge { .. } => Some("iter_merge (iteration merging)"),
-        GpuOptKind::MatrixLin { .. } => Some("matrix_lin (matrix linearisation)"),
-        GpuOptKind::GlobToReg { .. } => Some("glob_to_reg (prefetching)"),
-        GpuOptKind::Tile { .. } => Some("tile (tiling)"),
-        GpuOptKind::Fuse { .. } => Some("fuse (kernel fusion)"),
-    };
+    let mut error: Option<String> = None;
     for item in &program.items {
         let members: Vec<_> = match item {
             Item::Class(c) => c.members.iter().collect(),
@@ -311,14 +408,49 @@ fn annotation_requests(
         };
         for m in members {
             for g in &m.gpuopts {
-                if let Some(what) = pending(&g.kind) {
+                let optimisation = match annotated(&g.kind) {
+                    Ok(o) => o,
+                    Err(message) => {
+                        error.get_or_insert(format!("{message} (the `gpuopt` at {})", at(g.span)));
+                        continue;
+                    }
+                };
+                if optimisation.targets_loop() {
                     error.get_or_insert(format!(
-                        "not implemented yet: `gpuopt {what}` at {}",
+                        "the `gpuopt` at {} names a loop: put it right before that loop",
                         at(g.span)
                     ));
+                    continue;
+                }
+                let pars = match &m.kind {
+                    MemberKind::Method(method) => match &method.body {
+                        MethodBody::Block(b) => par_statements(&b.stmts),
+                        _ => Vec::new(),
+                    },
+                    _ => Vec::new(),
+                };
+                match pars.as_slice() {
+                    [one] => out.push(Request {
+                        target: *one,
+                        optimisation,
+                        gpuopt: Some(g.span),
+                    }),
+                    [] => {
+                        error.get_or_insert(format!(
+                            "the `gpuopt tile` at {} stands on a method without a par block",
+                            at(g.span)
+                        ));
+                    }
+                    many => {
+                        error.get_or_insert(format!(
+                            "the `gpuopt tile` at {} stands on a method with {} par blocks ({}): put it right before the one to tile",
+                            at(g.span),
+                            many.len(),
+                            many.iter().map(|s| at(*s)).collect::<Vec<_>>().join(", ")
+                        ));
+                    }
                 }
             }
-            let _ = matches!(m.kind, MemberKind::Field(_));
         }
     }
     let mut lists: Vec<Vec<Stmt>> = Vec::new();
@@ -329,41 +461,34 @@ fn annotation_requests(
             let StmtKind::GpuOpt(g) = &s.kind else {
                 continue;
             };
-            if let Some(what) = pending(&g.kind) {
-                error.get_or_insert(format!(
-                    "not implemented yet: `gpuopt {what}` at {}",
-                    at(g.span)
-                ));
-                continue;
-            }
-            let GpuOptKind::LoopUnroll { var, factor } = &g.kind else {
-                continue;
+            let optimisation = match annotated(&g.kind) {
+                Ok(o) => o,
+                Err(message) => {
+                    error.get_or_insert(format!("{message} (the `gpuopt` at {})", at(g.span)));
+                    continue;
+                }
             };
-            let factor = match &factor.kind {
-                ExprKind::IntLit(n) => u32::try_from(n).ok().filter(|k| *k > 0),
-                _ => None,
-            };
-            let Some(factor) = factor else {
-                error.get_or_insert(format!(
-                    "the unrolling factor at {} must be a positive integer literal",
-                    at(g.span)
-                ));
-                continue;
+            let fits = |next: &Stmt| {
+                if optimisation.targets_loop() {
+                    is_loop(next)
+                } else {
+                    matches!(next.kind, StmtKind::Par(_))
+                }
             };
             match stmts.get(j + 1) {
-                Some(next)
-                    if matches!(next.kind, StmtKind::While { .. } | StmtKind::For { .. }) =>
-                {
-                    out.push(Request {
-                        loop_span: next.span,
-                        var: var.name.clone(),
-                        factor,
-                        gpuopt: Some(s.span),
-                    })
-                }
+                Some(next) if fits(next) => out.push(Request {
+                    target: next.span,
+                    optimisation,
+                    gpuopt: Some(s.span),
+                }),
                 _ => {
+                    let what = if optimisation.targets_loop() {
+                        "a loop"
+                    } else {
+                        "a par block"
+                    };
                     error.get_or_insert(format!(
-                        "`gpuopt loop_unroll` at {} does not stand before a loop",
+                        "the `gpuopt` at {} does not stand right before {what}",
                         at(g.span)
                     ));
                 }
@@ -379,17 +504,46 @@ fn annotation_requests(
     }
 }
 
-/// The loop `--unroll K [--loop VAR]` designates: the one while loop (whose guard mentions VAR).
+/// The statement a flag designates: the one loop (whose guard mentions `--loop VAR`) for
+/// `--unroll`/`--merge`, the one par statement for `--tile`.
 fn flag_request(
     program: &Program,
-    factor: u32,
+    optimisation: Optimisation,
     var: Option<&str>,
     at: &dyn Fn(Span) -> String,
 ) -> Result<Request, Exit> {
-    if factor == 0 {
-        emit_plain("`--unroll` needs a positive factor");
-        return Err(Exit::BadInput);
+    if !optimisation.targets_loop() {
+        let mut pars = Vec::new();
+        for body in transform::method_bodies(program) {
+            pars.extend(par_statements(&body.stmts));
+        }
+        return match pars.as_slice() {
+            [one] => Ok(Request {
+                target: *one,
+                optimisation,
+                gpuopt: None,
+            }),
+            [] => {
+                emit_plain("no par block to tile");
+                Err(Exit::BadInput)
+            }
+            many => {
+                emit_plain(format_args!(
+                    "{} par blocks match `--tile`; put `gpuopt tile` right before the one to tile:\n{}",
+                    many.len(),
+                    many.iter()
+                        .map(|s| format!("  the par block at {}", at(*s)))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ));
+                Err(Exit::BadInput)
+            }
+        };
     }
+    let flag = match optimisation {
+        Optimisation::Merge { .. } => "--merge",
+        _ => "--unroll",
+    };
     let mut loops: Vec<(Span, BTreeSet<String>)> = Vec::new();
     transform::visit_stmts(program, &mut |s| {
         if let StmtKind::While { cond, .. }
@@ -407,7 +561,7 @@ fn flag_request(
     let which = var.map_or(String::new(), |v| format!(" over `{v}`"));
     match loops.as_slice() {
         [] => {
-            emit_plain(format_args!("no loop{which} to unroll"));
+            emit_plain(format_args!("no loop{which} for `{flag}`"));
             Err(Exit::BadInput)
         }
         [(span, names)] => {
@@ -417,26 +571,30 @@ fn flag_request(
                     // The guard variables the body updates in the template's form.
                     let fits: Vec<&String> = names
                         .iter()
-                        .filter(|n| unroll::plan(program, *span, n, factor).is_ok())
+                        .filter(|n| unroll::plan(program, *span, n, 1).is_ok())
                         .collect();
                     match fits.as_slice() {
                         [one] => (*one).clone(),
                         _ if names.len() == 1 => names.iter().next().cloned().unwrap_or_default(),
                         _ => {
                             emit_plain(format_args!(
-                        "the guard of the loop at {} reads {}: say which is the loop variable with `--loop VAR`",
-                        at(*span),
-                        names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-                    ));
+                                "the guard of the loop at {} reads {}: say which is the loop variable with `--loop VAR`",
+                                at(*span),
+                                names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                            ));
                             return Err(Exit::BadInput);
                         }
                     }
                 }
             };
+            let optimisation = match optimisation {
+                Optimisation::Unroll { factor, .. } => Optimisation::Unroll { var, factor },
+                Optimisation::Merge { factor, .. } => Optimisation::Merge { var, factor },
+                tile => tile,
+            };
             Ok(Request {
-                loop_span: *span,
-                var,
-                factor,
+                target: *span,
+                optimisation,
                 gpuopt: None,
             })
         }
@@ -452,7 +610,7 @@ fn flag_request(
                 })
                 .collect();
             emit_plain(format_args!(
-                "{} loops{which} match `--unroll`; pick one with `--loop VAR`:\n{}",
+                "{} loops{which} match `{flag}`; pick one with `--loop VAR`:\n{}",
                 many.len(),
                 list.join("\n")
             ));

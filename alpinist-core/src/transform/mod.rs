@@ -12,8 +12,83 @@
 pub mod unroll;
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
-use crate::syntax::{Block, Item, Member, MemberKind, MethodBody, Program, Span, Stmt, StmtKind};
+use crate::syntax::{
+    Block, Item, Member, MemberKind, MethodBody, Program, Span, Stmt, StmtKind, TileLayout,
+};
+use crate::verify::Limits;
+
+/// One requested optimisation, independent of where it was requested (a `gpuopt` line or a
+/// command-line flag). The target it applies to is a span: a loop for unrolling and merging,
+/// a par statement for tiling.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Optimisation {
+    Unroll { var: String, factor: u32 },
+    Merge { var: String, factor: u32 },
+    Tile { layout: TileLayout, size: u32 },
+}
+
+impl Optimisation {
+    /// Whether the target is a loop (else a par statement).
+    pub fn targets_loop(&self) -> bool {
+        matches!(
+            self,
+            Optimisation::Unroll { .. } | Optimisation::Merge { .. }
+        )
+    }
+
+    /// What was done, in words, for the report ("unrolled the loop over `i` by 2").
+    pub fn done(&self) -> String {
+        match self {
+            Optimisation::Unroll { var, factor } => {
+                format!("unrolled the loop over `{var}` by {factor}")
+            }
+            Optimisation::Merge { var, factor } => {
+                format!("merged the iterations of the loop over `{var}` by {factor}")
+            }
+            Optimisation::Tile { layout, size } => {
+                let layout = match layout {
+                    TileLayout::Inter => "inter",
+                    TileLayout::Intra => "intra",
+                };
+                format!("tiled the par block ({layout}-tile, size {size})")
+            }
+        }
+    }
+}
+
+/// Times of one optimisation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timings {
+    /// The syntactic checks and the rewrite.
+    pub rewrite: Duration,
+    /// The Z3 part of the applicability check.
+    pub applicability: Duration,
+}
+
+/// Applies `optimisation` to the statement at `target`, after checking that it applies. A
+/// `gpuopt` line that requested it is left alone: the caller removes the lines it applied.
+pub fn apply(
+    program: &Program,
+    target: Span,
+    optimisation: &Optimisation,
+    limits: &Limits,
+) -> Result<(Program, Timings), Refusal> {
+    match optimisation {
+        Optimisation::Unroll { var, factor } => {
+            unroll::unroll(program, target, var, *factor, limits)
+        }
+        Optimisation::Merge { .. } => Err(Refusal::NotImplemented {
+            what: "iteration merging".into(),
+            span: target,
+        }),
+        Optimisation::Tile { .. } => Err(Refusal::NotImplemented {
+            what: "tiling".into(),
+            span: target,
+        }),
+    }
+}
 
 /// Why an optimisation does not apply. Codes are part of the interface: never renumber.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
@@ -95,6 +170,15 @@ pub enum Refusal {
         #[label("this loop")]
         span: Span,
     },
+
+    /// Not a refusal of the program: the optimisation itself is missing (exit 2, not 1).
+    #[error("not implemented yet: {what}")]
+    #[diagnostic(code(E0909))]
+    NotImplemented {
+        what: String,
+        #[label("requested here")]
+        span: Span,
+    },
 }
 
 impl Refusal {
@@ -107,7 +191,8 @@ impl Refusal {
             | Refusal::TooFewIterations { span, .. }
             | Refusal::CannotCheck { span, .. }
             | Refusal::BadFactor { span, .. }
-            | Refusal::Unsupported { span, .. } => *span,
+            | Refusal::Unsupported { span, .. }
+            | Refusal::NotImplemented { span, .. } => *span,
         }
     }
 }
@@ -166,43 +251,45 @@ fn collect_names(value: &serde_json::Value, out: &mut BTreeSet<String>) {
 
 /// Calls `f` on every statement of every method body, outermost first.
 pub fn visit_stmts<'a>(program: &'a Program, f: &mut dyn FnMut(&'a Stmt)) {
-    fn stmt<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Stmt)) {
-        f(s);
-        match &s.kind {
-            StmtKind::If {
-                then_branch,
-                else_branch,
-                ..
-            } => {
-                stmt(then_branch, f);
-                if let Some(e) = else_branch {
-                    stmt(e, f);
-                }
-            }
-            StmtKind::While { body, .. } => stmt(body, f),
-            StmtKind::For {
-                init, update, body, ..
-            } => {
-                for s in [init, update].into_iter().flatten() {
-                    stmt(s, f);
-                }
-                stmt(body, f);
-            }
-            StmtKind::Block(b) => b.stmts.iter().for_each(|s| stmt(s, f)),
-            StmtKind::Par(group) => group
-                .blocks
-                .iter()
-                .for_each(|b| b.body.stmts.iter().for_each(|s| stmt(s, f))),
-            StmtKind::Barrier(b) => b.body.stmts.iter().for_each(|s| stmt(s, f)),
-            StmtKind::Ghost(g) => stmt(g, f),
-            StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
-                body.stmts.iter().for_each(|s| stmt(s, f))
-            }
-            _ => {}
-        }
-    }
     for body in method_bodies(program) {
-        body.stmts.iter().for_each(|s| stmt(s, f));
+        body.stmts.iter().for_each(|s| visit_stmt(s, f));
+    }
+}
+
+/// Calls `f` on `s` and every statement nested in it, outermost first.
+pub fn visit_stmt<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Stmt)) {
+    f(s);
+    match &s.kind {
+        StmtKind::If {
+            then_branch,
+            else_branch,
+            ..
+        } => {
+            visit_stmt(then_branch, f);
+            if let Some(e) = else_branch {
+                visit_stmt(e, f);
+            }
+        }
+        StmtKind::While { body, .. } => visit_stmt(body, f),
+        StmtKind::For {
+            init, update, body, ..
+        } => {
+            for s in [init, update].into_iter().flatten() {
+                visit_stmt(s, f);
+            }
+            visit_stmt(body, f);
+        }
+        StmtKind::Block(b) => b.stmts.iter().for_each(|s| visit_stmt(s, f)),
+        StmtKind::Par(group) => group
+            .blocks
+            .iter()
+            .for_each(|b| b.body.stmts.iter().for_each(|s| visit_stmt(s, f))),
+        StmtKind::Barrier(b) => b.body.stmts.iter().for_each(|s| visit_stmt(s, f)),
+        StmtKind::Ghost(g) => visit_stmt(g, f),
+        StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
+            body.stmts.iter().for_each(|s| visit_stmt(s, f))
+        }
+        _ => {}
     }
 }
 

@@ -10,11 +10,11 @@
 //! kept), the loop replaced by `assert cond[i := upd^k(i)]` for k in 0..K.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use num_bigint::BigUint;
 
-use super::Refusal;
+use super::{Refusal, Timings};
 use crate::syntax::{
     print_expr, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Ident, Item, MemberKind,
     MethodBody, Modifier, Program, Span, Stmt, StmtKind,
@@ -31,15 +31,6 @@ pub struct Plan {
     pub op: BinaryOp,
     pub step: BigUint,
     pub cond: Expr,
-}
-
-/// Times of one unrolling.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Timings {
-    /// The syntactic checks and the rewrite.
-    pub rewrite: Duration,
-    /// The Z3 proof that the guard holds for the first K iterations.
-    pub applicability: Duration,
 }
 
 /// Unroll the loop at `loop_span` (a `while` statement) by `factor`, after checking that it
