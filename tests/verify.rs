@@ -73,6 +73,24 @@ fn every_example_verifies_or_is_refused_as_unsupported() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// Programs outside `examples/` (they are not kernels) that exercise the checker's encodings:
+/// each must verify.
+#[test]
+fn every_program_in_verify_ok_verifies() {
+    let files = pvl_files("tests/data/verify_ok");
+    assert!(!files.is_empty(), "tests/data/verify_ok/ went missing");
+    for path in &files {
+        let file = relative(path);
+        let (code, doc, err) = verify_json(&file);
+        assert_eq!(
+            code,
+            Some(0),
+            "{file}: unverified {:?}\n{err}",
+            unverified(&doc)
+        );
+    }
+}
+
 #[test]
 fn broken_variants_fail_where_expected() {
     let files = pvl_files("tests/data/verify");

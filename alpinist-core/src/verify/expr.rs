@@ -32,7 +32,7 @@ use crate::syntax::{
 use super::obligation::{Check, ObligationKind};
 use super::program::{ty_of, ProgramInfo};
 use super::state::{
-    elem_sort, real, seq_extract, value_of, Heap, Mask, Snapshot, Store, Term, Ty, Value, World,
+    real, seq_extract, value_of, Heap, Mask, Snapshot, Store, Term, Ty, Value, World,
 };
 
 /// The sorts of [`Env`] (the pure-expression entry point, [`super::check_pure`]).
@@ -496,10 +496,7 @@ impl<'a> Eval<'a> {
                 elems,
             } => {
                 let elem_ty = ty_of(elem)?;
-                if !matches!(elem_ty, Ty::Int | Ty::Bool) {
-                    return Err(unsupported("a sequence of this element type", elem.span));
-                }
-                let mut parts = vec![Seq::empty(&elem_sort(&elem_ty))];
+                let mut parts = vec![Seq::empty(&self.decls.world.sort_of(&elem_ty))];
                 for x in elems {
                     let v = self.value(x)?;
                     parts.push(Seq::unit(&v.term.as_dynamic()));
@@ -865,7 +862,8 @@ impl<'a> Eval<'a> {
         }
     }
 
-    /// The 1.x sequence members `s.head`, `s.tail`, `s.isEmpty` (also written as calls).
+    /// The 1.x sequence members `s.head`, `s.tail`, `s.isEmpty`, `s.size` (also written as
+    /// calls).
     fn seq_member(
         &mut self,
         s: &Seq,
@@ -877,6 +875,7 @@ impl<'a> Eval<'a> {
         let zero = Int::from_i64(0);
         match name {
             "isEmpty" => Ok(Value::bool(len.eq(&zero))),
+            "size" => Ok(Value::int(len)),
             "head" => {
                 let Ty::Seq(elem) = ty else {
                     return Err(ill_sorted("a sequence", ty, span));

@@ -166,19 +166,29 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
         TypeKind::Frac | TypeKind::ZFrac | TypeKind::Rational => Ty::Perm,
         TypeKind::Array { elem, .. } => Ty::Array(Box::new(ty_of(elem)?)),
         TypeKind::Class(c) => Ty::Object(c.name.clone()),
-        TypeKind::Seq(elem) if matches!(elem.kind, TypeKind::Int | TypeKind::Bool) => {
-            Ty::Seq(Box::new(ty_of(elem)?))
+        TypeKind::Seq(elem) => {
+            let elem_ty = ty_of(elem)?;
+            let nested_once =
+                |t: &Ty| matches!(t, Ty::Seq(inner) if !matches!(**inner, Ty::Seq(_)));
+            if elem_ty == Ty::Perm || (matches!(elem_ty, Ty::Seq(_)) && !nested_once(&elem_ty)) {
+                return Err(EncodeError::Unsupported {
+                    what: "sequences of this element type (elements may be int, boolean, \
+                           references, or sequences of those)"
+                        .into(),
+                    span: ty.span,
+                });
+            }
+            Ty::Seq(Box::new(elem_ty))
         }
         TypeKind::Void
         | TypeKind::Resource
-        | TypeKind::Seq(_)
         | TypeKind::Set(_)
         | TypeKind::Bag(_)
         | TypeKind::Option(_)
         | TypeKind::Map(..) => {
             return Err(EncodeError::Unsupported {
-                what: "values of this type (sequences of other than int or boolean, \
-                       sets, bags, options, maps and resources are not encoded yet)"
+                what: "values of this type (sets, bags, options, maps and resources are not \
+                       encoded yet)"
                     .into(),
                 span: ty.span,
             })

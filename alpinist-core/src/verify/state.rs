@@ -23,7 +23,7 @@ pub enum Ty {
     Array(Box<Ty>),
     /// An object reference of the named class.
     Object(String),
-    /// `seq<int>` or `seq<boolean>` (Z3 sequences).
+    /// `seq<T>` (Z3 sequences) for T an int, boolean, reference, or a sequence of those.
     Seq(Box<Ty>),
     /// The type of `null`: compatible with every reference type.
     Null,
@@ -41,8 +41,16 @@ impl Ty {
             Ty::Bool => HeapKind::Bool,
             Ty::Perm => HeapKind::Perm,
             Ty::Array(_) | Ty::Object(_) | Ty::Null => HeapKind::Ref,
-            Ty::Seq(e) if **e == Ty::Bool => HeapKind::SeqBool,
-            Ty::Seq(_) => HeapKind::SeqInt,
+            Ty::Seq(e) => match &**e {
+                Ty::Bool => HeapKind::SeqBool,
+                e if e.is_ref() => HeapKind::SeqRef,
+                Ty::Seq(inner) => match &**inner {
+                    Ty::Bool => HeapKind::SeqSeqBool,
+                    inner if inner.is_ref() => HeapKind::SeqSeqRef,
+                    _ => HeapKind::SeqSeqInt,
+                },
+                _ => HeapKind::SeqInt,
+            },
         }
     }
 }
@@ -115,15 +123,24 @@ pub enum HeapKind {
     Ref,
     SeqInt,
     SeqBool,
+    SeqRef,
+    SeqSeqInt,
+    SeqSeqBool,
+    SeqSeqRef,
 }
 
-const HEAP_KINDS: [HeapKind; 6] = [
+/// In the order of the enum: `Heap` indexes its arrays by `kind as usize`.
+const HEAP_KINDS: [HeapKind; 10] = [
     HeapKind::Int,
     HeapKind::Bool,
     HeapKind::Perm,
     HeapKind::Ref,
     HeapKind::SeqInt,
     HeapKind::SeqBool,
+    HeapKind::SeqRef,
+    HeapKind::SeqSeqInt,
+    HeapKind::SeqSeqBool,
+    HeapKind::SeqSeqRef,
 ];
 
 /// One curried array per value sort.
@@ -298,13 +315,30 @@ impl World {
     }
 
     pub fn value_sort(&self, kind: HeapKind) -> Z3Sort {
-        match kind {
-            HeapKind::Int => Z3Sort::int(),
-            HeapKind::Bool => Z3Sort::bool(),
-            HeapKind::Perm => Z3Sort::real(),
-            HeapKind::Ref => self.ref_sort.clone(),
-            HeapKind::SeqInt => Z3Sort::seq(&Z3Sort::int()),
-            HeapKind::SeqBool => Z3Sort::seq(&Z3Sort::bool()),
+        let seq = |elem: Ty| Ty::Seq(Box::new(elem));
+        let object = || Ty::Object(String::new());
+        self.sort_of(&match kind {
+            HeapKind::Int => Ty::Int,
+            HeapKind::Bool => Ty::Bool,
+            HeapKind::Perm => Ty::Perm,
+            HeapKind::Ref => object(),
+            HeapKind::SeqInt => seq(Ty::Int),
+            HeapKind::SeqBool => seq(Ty::Bool),
+            HeapKind::SeqRef => seq(object()),
+            HeapKind::SeqSeqInt => seq(seq(Ty::Int)),
+            HeapKind::SeqSeqBool => seq(seq(Ty::Bool)),
+            HeapKind::SeqSeqRef => seq(seq(object())),
+        })
+    }
+
+    /// The Z3 sort of values of `ty`.
+    pub fn sort_of(&self, ty: &Ty) -> Z3Sort {
+        match ty {
+            Ty::Int => Z3Sort::int(),
+            Ty::Bool => Z3Sort::bool(),
+            Ty::Perm => Z3Sort::real(),
+            Ty::Array(_) | Ty::Object(_) | Ty::Null => self.ref_sort.clone(),
+            Ty::Seq(elem) => Z3Sort::seq(&self.sort_of(elem)),
         }
     }
 
@@ -336,7 +370,7 @@ impl World {
             Ty::Array(_) | Ty::Object(_) | Ty::Null => {
                 Term::Ref(Dynamic::fresh_const(name, &self.ref_sort))
             }
-            Ty::Seq(e) => Term::Seq(Seq::fresh_const(name, &elem_sort(e))),
+            Ty::Seq(e) => Term::Seq(Seq::fresh_const(name, &self.sort_of(e))),
         };
         Value {
             term,
@@ -368,15 +402,6 @@ pub fn value_of(ty: &Ty, d: Dynamic) -> Value {
 
 pub fn real(n: i64) -> Real {
     Real::from_int(&Int::from_i64(n))
-}
-
-/// The Z3 sort of a sequence element (`int` or `boolean`).
-pub fn elem_sort(elem: &Ty) -> Z3Sort {
-    if *elem == Ty::Bool {
-        Z3Sort::bool()
-    } else {
-        Z3Sort::int()
-    }
 }
 
 /// `s[offset .. offset + length]` — the one sequence operation z3 0.22 does not wrap.
