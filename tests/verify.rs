@@ -91,6 +91,23 @@ fn every_program_in_verify_ok_verifies() {
     }
 }
 
+/// Programs using constructs the checker does not encode: each is refused as unsupported (exit
+/// 2), never given a verdict.
+#[test]
+fn every_program_in_verify_unsupported_is_refused() {
+    let files = pvl_files("tests/data/verify_unsupported");
+    assert!(
+        !files.is_empty(),
+        "tests/data/verify_unsupported/ went missing"
+    );
+    for path in &files {
+        let file = relative(path);
+        let (code, doc, err) = verify_json(&file);
+        assert_eq!(code, Some(2), "{file}: {doc}\n{err}");
+        assert!(doc.to_string().contains("unsupported"), "{file}: {doc}");
+    }
+}
+
 #[test]
 fn broken_variants_fail_where_expected() {
     let files = pvl_files("tests/data/verify");

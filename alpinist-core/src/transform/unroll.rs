@@ -19,7 +19,7 @@ use crate::syntax::{
     print_expr, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Ident, Item, MemberKind,
     MethodBody, Modifier, Program, Span, Stmt, StmtKind,
 };
-use crate::verify::{verify_program, Limits, Outcome};
+use crate::verify::{verify_routine_at, Limits, Outcome};
 
 /// What the syntactic check found out about a loop.
 #[derive(Clone, Debug)]
@@ -410,17 +410,11 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
         reason: "the loop is inside a construct the check does not cut through".into(),
         span: plan.loop_span,
     })?;
-    let reports = verify_program(&probe, limits, 1);
     let cannot = |reason: String| Refusal::CannotCheck {
         reason,
         span: plan.loop_span,
     };
-    let Some(report) = reports.iter().find(|r| {
-        r.obligations
-            .iter()
-            .any(|o| o.span.start >= MARK_BASE && o.span.start < MARK_BASE + plan.factor)
-            || (r.span.start <= plan.loop_span.start && plan.loop_span.end <= r.span.end)
-    }) else {
+    let Some(report) = verify_routine_at(&probe, plan.loop_span, limits) else {
         return Err(cannot("the method holding the loop was not checked".into()));
     };
     if report.outcome() == Outcome::Unsupported {

@@ -214,7 +214,7 @@ pub fn check_routine(
     routine: &Routine<'_>,
     limits: &Limits,
 ) -> MethodOutcome {
-    let world = World::new();
+    let world = World::with_heap_kinds(&program.extra_heap_kinds());
     let mut prover = SolverProver::new(limits);
     for a in world.axioms() {
         prover.assume(a);
@@ -717,7 +717,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                     kind: ObligationKind::IndexNegative,
                     span: dims[0].span,
                 });
-                self.allocate(st, elem, n)
+                self.allocate(st, elem, n, e.span)
             }
             _ => {
                 let mut ev = eval(self.ctx, &st, true);
@@ -730,7 +730,13 @@ impl<'c, 'p> Verifier<'c, 'p> {
 
     /// A new array of `n` cells: a reference nobody holds anything of, with full permission to
     /// its cells, which are zero (or false, or null).
-    fn allocate(&mut self, mut st: State, elem: Ty, n: Int) -> Result<(State, Value), EncodeError> {
+    fn allocate(
+        &mut self,
+        mut st: State,
+        elem: Ty,
+        n: Int,
+        span: Span,
+    ) -> Result<(State, Value), EncodeError> {
         let w = &self.ctx.world;
         let r = Dynamic::fresh_const("new", &w.ref_sort);
         let ty = Ty::Array(Box::new(elem.clone()));
@@ -763,7 +769,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             Ty::Perm => Dynamic::from_ast(&real(0)),
             _ => w.null.clone(),
         };
-        let kind = elem.heap_kind();
+        let kind = w.heap_kind(&elem, span)?;
         let k3 = Int::fresh_const("k");
         let cell = st.heap.read(kind, &r, &k3);
         let inside = Bool::and(&[k3.ge(Int::from_i64(0)), k3.lt(&n)]);
@@ -818,7 +824,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
             span: target.span,
         });
         let v = coerce(v, &ty, target.span)?;
-        st.heap = st.heap.write(ty.heap_kind(), &r, &i, &v.term.as_dynamic());
+        let kind = self.ctx.world.heap_kind(&ty, target.span)?;
+        st.heap = st.heap.write(kind, &r, &i, &v.term.as_dynamic());
         Ok(st)
     }
 

@@ -563,7 +563,8 @@ impl<'a> Eval<'a> {
             let held = mask.amount(&r, &i).gt(real(0));
             self.require(held, ObligationKind::InsufficientPermission, span);
         }
-        Ok(value_of(&ty, heap.read(ty.heap_kind(), &r, &i)))
+        let kind = self.decls.world.heap_kind(&ty, span)?;
+        Ok(value_of(&ty, heap.read(kind, &r, &i)))
     }
 
     fn binary(

@@ -9,7 +9,7 @@ use crate::syntax::{
 };
 
 use super::expr::EncodeError;
-use super::state::Ty;
+use super::state::{HeapKind, Ty, BASE_HEAP_KINDS};
 
 /// A field: its location index (negative, see `state.rs`) and type.
 #[derive(Clone, Debug)]
@@ -143,6 +143,19 @@ impl<'p> ProgramInfo<'p> {
         }
         info.cyclic = super::recursion::mutually_recursive(&info);
         info
+    }
+
+    /// The heap kinds beyond [`BASE_HEAP_KINDS`] that the program's fields need.
+    pub fn extra_heap_kinds(&self) -> Vec<HeapKind> {
+        let mut kinds: Vec<HeapKind> = self
+            .fields
+            .values()
+            .map(|f| f.ty.heap_kind())
+            .filter(|k| !BASE_HEAP_KINDS.contains(k))
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        kinds
     }
 
     pub fn field(&self, class: &str, name: &str) -> Option<&FieldInfo> {

@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 use z3::ast::{self, Array, Ast, Bool, Dynamic, Int, Real, Seq};
 use z3::{FuncDecl, Sort as Z3Sort};
 
+use super::expr::EncodeError;
+use crate::syntax::Span;
+
 /// A value type of the checker (what a PVL type means here).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ty {
@@ -130,7 +133,7 @@ pub enum HeapKind {
 }
 
 /// In the order of the enum: `Heap` indexes its arrays by `kind as usize`.
-const HEAP_KINDS: [HeapKind; 10] = [
+pub const HEAP_KINDS: [HeapKind; 10] = [
     HeapKind::Int,
     HeapKind::Bool,
     HeapKind::Perm,
@@ -143,10 +146,24 @@ const HEAP_KINDS: [HeapKind; 10] = [
     HeapKind::SeqSeqRef,
 ];
 
-/// One curried array per value sort.
+/// The kinds every heap has; the others exist only where the program has a field of that kind
+/// ([`World::with_heap_kinds`]). Each array is in every havoc and every heap `ite`, and the
+/// sequence-of-sequence sorts among them slow Z3 down on programs that never use them (the
+/// two-dimensional Blelloch proof went from 6 s to over 10 minutes).
+pub const BASE_HEAP_KINDS: [HeapKind; 6] = [
+    HeapKind::Int,
+    HeapKind::Bool,
+    HeapKind::Perm,
+    HeapKind::Ref,
+    HeapKind::SeqInt,
+    HeapKind::SeqBool,
+];
+
+/// One curried array per value sort of the world's heap kinds (`None` for the others: a
+/// location of such a kind is refused as unsupported before it reaches the heap).
 #[derive(Clone, Debug)]
 pub struct Heap {
-    arrays: Vec<Array>,
+    arrays: Vec<Option<Array>>,
 }
 
 impl Heap {
@@ -156,23 +173,31 @@ impl Heap {
             arrays: HEAP_KINDS
                 .iter()
                 .map(|&k| {
-                    Array::fresh_const(
-                        "heap",
-                        &world.ref_sort,
-                        &Z3Sort::array(&Z3Sort::int(), &world.value_sort(k)),
-                    )
+                    world.has_heap_kind(k).then(|| {
+                        Array::fresh_const(
+                            "heap",
+                            &world.ref_sort,
+                            &Z3Sort::array(&Z3Sort::int(), &world.value_sort(k)),
+                        )
+                    })
                 })
                 .collect(),
         }
     }
 
+    fn array(&self, kind: HeapKind) -> &Array {
+        self.arrays[kind as usize]
+            .as_ref()
+            .expect("locations of a kind the world lacks are refused by World::heap_kind")
+    }
+
     pub fn read(&self, kind: HeapKind, r: &Dynamic, i: &Int) -> Dynamic {
-        cell(&self.arrays[kind as usize], r, i)
+        cell(self.array(kind), r, i)
     }
 
     pub fn write(&self, kind: HeapKind, r: &Dynamic, i: &Int, v: &Dynamic) -> Heap {
         let mut h = self.clone();
-        h.arrays[kind as usize] = store_cell(&self.arrays[kind as usize], r, i, v);
+        h.arrays[kind as usize] = Some(store_cell(self.array(kind), r, i, v));
         h
     }
 
@@ -183,7 +208,7 @@ impl Heap {
                 .arrays
                 .iter()
                 .zip(&b.arrays)
-                .map(|(x, y)| cond.ite(x, y))
+                .map(|(x, y)| x.as_ref().zip(y.as_ref()).map(|(x, y)| cond.ite(x, y)))
                 .collect(),
         }
     }
@@ -202,10 +227,11 @@ impl Heap {
             .iter()
             .zip(&fresh.arrays)
             .map(|(old, new)| {
+                let (old, new) = old.as_ref().zip(new.as_ref())?;
                 let body = owned.ite(&cell(old, &r, &k), &cell(new, &r, &k));
                 let (array, fact) = define_array(world, &r, &k, &body);
                 facts.push(fact);
-                array
+                Some(array)
             })
             .collect();
         (Heap { arrays }, facts)
@@ -299,18 +325,49 @@ pub struct World {
     /// Integer `/` and `%` outside the case every semantics agrees on (see `expr.rs`).
     pub div_other: FuncDecl,
     pub mod_other: FuncDecl,
+    /// Indexed by `kind as usize`: whether heaps have an array of that kind.
+    heap_kinds: [bool; HEAP_KINDS.len()],
 }
 
 impl World {
+    /// A world whose heaps have the [`BASE_HEAP_KINDS`] only.
     pub fn new() -> World {
+        World::with_heap_kinds(&[])
+    }
+
+    /// A world whose heaps have the [`BASE_HEAP_KINDS`] and `extra`.
+    pub fn with_heap_kinds(extra: &[HeapKind]) -> World {
         let ref_sort = Z3Sort::uninterpreted("Ref".into());
         let int = Z3Sort::int();
+        let mut heap_kinds = [false; HEAP_KINDS.len()];
+        for &kind in BASE_HEAP_KINDS.iter().chain(extra) {
+            heap_kinds[kind as usize] = true;
+        }
         World {
             null: Dynamic::new_const("null", &ref_sort),
             len: FuncDecl::new("len", &[&ref_sort], &int),
             div_other: FuncDecl::new("div_unspecified", &[&int, &int], &int),
             mod_other: FuncDecl::new("mod_unspecified", &[&int, &int], &int),
             ref_sort,
+            heap_kinds,
+        }
+    }
+
+    pub fn has_heap_kind(&self, kind: HeapKind) -> bool {
+        self.heap_kinds[kind as usize]
+    }
+
+    /// The heap kind of locations holding `ty`, or unsupported where heaps lack it (an array
+    /// of sequences of references or of sequences; fields of any kind are always present).
+    pub fn heap_kind(&self, ty: &Ty, span: Span) -> Result<HeapKind, EncodeError> {
+        let kind = ty.heap_kind();
+        if self.has_heap_kind(kind) {
+            Ok(kind)
+        } else {
+            Err(EncodeError::Unsupported {
+                what: "array cells holding sequences of references or of sequences".into(),
+                span,
+            })
         }
     }
 
