@@ -184,6 +184,11 @@ impl<'w, 'a> Walker<'w, 'a> {
     }
 
     fn flush(&mut self) {
+        if std::mem::take(&mut self.eval.uses_sum) {
+            for a in self.eval.decls.world.sum_axioms() {
+                self.prover.assume(a);
+            }
+        }
         for c in std::mem::take(&mut self.eval.checks) {
             self.prover.check(c);
         }

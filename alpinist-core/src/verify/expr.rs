@@ -162,6 +162,55 @@ fn ill_sorted(expected: &str, found: &Ty, span: Span) -> EncodeError {
     }
 }
 
+enum Bound {
+    Lower,
+    Upper,
+}
+
+/// The conjuncts of `e` (split at `&&`).
+fn conjuncts_of<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match &e.kind {
+        ExprKind::Binary {
+            op: BinaryOp::And,
+            lhs,
+            rhs,
+        } => {
+            conjuncts_of(lhs, out);
+            conjuncts_of(rhs, out);
+        }
+        _ => out.push(e),
+    }
+}
+
+/// `lo <= k`, `k >= lo`, `lo < k`, `k > lo` (lower) or `k < hi`, `hi > k`, `k <= hi`, `hi >= k`
+/// (upper) with the other side free of `k`: the bound and what to add to it to make the range
+/// half-open [lo, hi).
+fn range_bound<'e>(e: &'e Expr, k: &str) -> Option<(Bound, &'e Expr, i64)> {
+    let ExprKind::Binary { op, lhs, rhs } = &e.kind else {
+        return None;
+    };
+    let is_k = |x: &Expr| matches!(&x.kind, ExprKind::Name(id) if id.name == k);
+    let free = |x: &Expr| {
+        let mut mentions = false;
+        super::assertion::visit(x, &mut |y| {
+            mentions |= matches!(&y.kind, ExprKind::Name(id) if id.name == k);
+        });
+        !mentions
+    };
+    let (bound, other, shift) = match op {
+        BinaryOp::Le if is_k(rhs) => (Bound::Lower, lhs, 0),
+        BinaryOp::Lt if is_k(rhs) => (Bound::Lower, lhs, 1),
+        BinaryOp::Ge if is_k(lhs) => (Bound::Lower, rhs, 0),
+        BinaryOp::Gt if is_k(lhs) => (Bound::Lower, rhs, 1),
+        BinaryOp::Lt if is_k(lhs) => (Bound::Upper, rhs, 0),
+        BinaryOp::Le if is_k(lhs) => (Bound::Upper, rhs, 1),
+        BinaryOp::Gt if is_k(rhs) => (Bound::Upper, lhs, 0),
+        BinaryOp::Ge if is_k(rhs) => (Bound::Upper, lhs, 1),
+        _ => return None,
+    };
+    free(other).then_some((bound, &**other, shift))
+}
+
 /// A pure function as Z3 declarations: the function and its *limited* twin (calls inside its
 /// own definition use the twin, so Z3 unfolds the definition once per term it meets).
 pub struct FunctionDecl {
@@ -194,6 +243,10 @@ pub struct Eval<'a> {
     /// Record definedness checks (null, bounds, permission, division, function preconditions).
     pub definedness: bool,
     pub checks: Vec<Check>,
+    /// A term of `World::sum` was built: whoever takes the checks assumes
+    /// [`World::sum_axioms`] first. Only then: the axioms quantify over arrays, which leaves
+    /// Z3's array theory incomplete (failures would come back unknown) in every query.
+    pub uses_sum: bool,
     /// Names bound inside the expression (quantifiers, `\let`), innermost last.
     scopes: Vec<(String, Value)>,
     /// Quantifier-bound constants in scope: checks are closed over them.
@@ -217,6 +270,7 @@ impl<'a> Eval<'a> {
             result: None,
             definedness: false,
             checks: Vec::new(),
+            uses_sum: false,
             scopes: Vec::new(),
             bound: Vec::new(),
             guards: Vec::new(),
@@ -394,7 +448,12 @@ impl<'a> Eval<'a> {
                 let is_forall = match q.kind {
                     QuantifierKind::Forall | QuantifierKind::ForallStar => true,
                     QuantifierKind::Exists => false,
-                    QuantifierKind::Sum => return Err(unsupported("`\\sum`", span)),
+                    QuantifierKind::Sum => {
+                        let mark = self.mark();
+                        let r = self.sum(q, span);
+                        self.restore(mark);
+                        return Ok(Value::int(r?));
+                    }
                 };
                 let mark = self.mark();
                 let r = self.quantifier(q, is_forall);
@@ -736,6 +795,89 @@ impl<'a> Eval<'a> {
         } else {
             ast::exists_const(&bounds, &[], &Bool::and(&[guard, body]))
         })
+    }
+
+    /// `(\sum int k; cond; body)`: the sum of `body` over the integers k in [lo, hi) that
+    /// `cond` (or the binder's `lo .. hi`) bounds, filtered by the rest of `cond`. A range of
+    /// known length is summed out term by term; otherwise it is `sum(λk. filter ? body : 0, lo,
+    /// hi)` (see `World::sum_axioms`). The caller restores the scopes.
+    fn sum(&mut self, q: &crate::syntax::Quantifier, span: Span) -> Result<Int, EncodeError> {
+        let [binder] = q.binders.as_slice() else {
+            return Err(unsupported("`\\sum` over more than one binder", span));
+        };
+        if binder.ty.kind != TypeKind::Int {
+            return Err(unsupported(
+                "`\\sum` over a binder that is not an `int`",
+                binder.ty.span,
+            ));
+        }
+        let k = binder.name.name.as_str();
+        let mut filter: Vec<&Expr> = Vec::new();
+        let (lo, hi) = match &binder.range {
+            Some((lo, hi)) => {
+                filter.extend(q.cond.iter());
+                (self.int(lo)?, self.int(hi)?)
+            }
+            None => {
+                let mut conjuncts = Vec::new();
+                if let Some(c) = &q.cond {
+                    conjuncts_of(c, &mut conjuncts);
+                }
+                let mut lo = None;
+                let mut hi = None;
+                for c in conjuncts {
+                    match range_bound(c, k) {
+                        Some((Bound::Lower, e, shift)) if lo.is_none() => lo = Some((e, shift)),
+                        Some((Bound::Upper, e, shift)) if hi.is_none() => hi = Some((e, shift)),
+                        _ => filter.push(c),
+                    }
+                }
+                let (Some((lo, lo_shift)), Some((hi, hi_shift))) = (lo, hi) else {
+                    return Err(unsupported(
+                        "a `\\sum` whose condition does not bound its binder from both sides \
+                         (write `lo <= k && k < hi && ...`)",
+                        span,
+                    ));
+                };
+                let lo = self.int(lo)? + Int::from_i64(lo_shift);
+                let hi = self.int(hi)? + Int::from_i64(hi_shift);
+                (lo, hi)
+            }
+        };
+        let x = self.bind_quantified(k);
+        self.guards.push(Bool::and(&[lo.le(&x), x.lt(&hi)]));
+        let mut kept = Vec::new();
+        for c in filter {
+            let c = self.bool(c)?;
+            self.guards.push(c.clone());
+            kept.push(c);
+        }
+        let body = self.int(&q.body)?;
+        let term = Bool::and(&kept).ite(&body, &Int::from_i64(0));
+        // Substituted rather than selected from the lambda: lambdas leave Z3's array theory
+        // incomplete, so a wrong claim would come back unknown instead of failed.
+        const UNROLLED: i64 = 256;
+        if let (Some(l), Some(h)) = (lo.simplify().as_i64(), hi.simplify().as_i64()) {
+            if h.saturating_sub(l) <= UNROLLED {
+                let terms: Vec<Int> = (l..h)
+                    .map(|i| term.substitute(&[(&x, &Int::from_i64(i))]))
+                    .collect();
+                return Ok(if terms.is_empty() {
+                    Int::from_i64(0)
+                } else {
+                    Int::add(&terms.iter().collect::<Vec<_>>())
+                });
+            }
+        }
+        let summand = ast::lambda_const(&[&x as &dyn Ast], &Dynamic::from_ast(&term));
+        self.uses_sum = true;
+        Ok(self
+            .decls
+            .world
+            .sum
+            .apply(&[&summand as &dyn Ast, &lo, &hi])
+            .as_int()
+            .expect("sum returns an int"))
     }
 
     /// The location `base[index]` or `base.f`, with the checks that it exists: reference not

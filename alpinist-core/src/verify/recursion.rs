@@ -128,28 +128,32 @@ pub fn mutually_recursive(program: &ProgramInfo<'_>) -> BTreeSet<String> {
 }
 
 fn routine_calls(r: &Routine<'_>, out: &mut BTreeSet<String>) {
-    let mut on_expr = |e: &Expr| {
+    routine_exprs(r, &mut |e: &Expr| {
         visit(e, &mut |x| {
             if let ExprKind::Call { name, .. } = &x.kind {
                 out.insert(name.name.clone());
             }
         })
-    };
+    });
+}
+
+/// Calls `f` on every expression of a routine: contract, body, nested contracts.
+pub fn routine_exprs(r: &Routine<'_>, f: &mut dyn FnMut(&Expr)) {
     for c in &r.contract.clauses {
         if let crate::syntax::ClauseKind::Requires(e)
         | crate::syntax::ClauseKind::Ensures(e)
         | crate::syntax::ClauseKind::Context(e)
         | crate::syntax::ClauseKind::ContextEverywhere(e) = &c.kind
         {
-            on_expr(e);
+            f(e);
         }
     }
     match &r.method.body {
         MethodBody::Abstract => {}
-        MethodBody::Expr(e) => on_expr(e),
+        MethodBody::Expr(e) => f(e),
         MethodBody::Block(b) => {
             for s in &b.stmts {
-                stmt_exprs(s, &mut on_expr);
+                stmt_exprs(s, f);
             }
         }
     }

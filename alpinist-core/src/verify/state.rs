@@ -327,6 +327,13 @@ pub struct World {
     pub mod_other: FuncDecl,
     /// Indexed by `kind as usize`: whether heaps have an array of that kind.
     heap_kinds: [bool; HEAP_KINDS.len()],
+    /// `sum(a, lo, hi)`: a[lo] + … + a[hi − 1] for an `Int → Int` array `a` (0 when hi ≤ lo),
+    /// and its limited twin, which [`World::sum_axioms`] never unfold (one unfolding per
+    /// `sum` term, so instantiation terminates).
+    pub sum: FuncDecl,
+    sum_limited: FuncDecl,
+    /// Built once: each build quantifies over fresh constants, a new term for Z3.
+    sum_axioms: std::cell::OnceCell<Vec<Bool>>,
 }
 
 impl World {
@@ -350,7 +357,54 @@ impl World {
             mod_other: FuncDecl::new("mod_unspecified", &[&int, &int], &int),
             ref_sort,
             heap_kinds,
+            sum: sum_decl("sum"),
+            sum_limited: sum_decl("sum_limited"),
+            sum_axioms: std::cell::OnceCell::new(),
         }
+    }
+
+    /// The definition of [`World::sum`], by recursion on the range peeled at either end:
+    /// closed formulas about fresh functions that the true sum satisfies, so assuming them is
+    /// sound anywhere. Triggered by `sum` terms only; the unfoldings mention `sum_limited`.
+    pub fn sum_axioms(&self) -> Vec<Bool> {
+        self.sum_axioms
+            .get_or_init(|| self.build_sum_axioms())
+            .clone()
+    }
+
+    fn build_sum_axioms(&self) -> Vec<Bool> {
+        let a = Array::fresh_const("a", &Z3Sort::int(), &Z3Sort::int());
+        let lo = Int::fresh_const("lo");
+        let hi = Int::fresh_const("hi");
+        let apply = |f: &FuncDecl, lo: &Int, hi: &Int| {
+            f.apply(&[&a as &dyn Ast, lo, hi])
+                .as_int()
+                .expect("sum returns an int")
+        };
+        let one = Int::from_i64(1);
+        let zero = Int::from_i64(0);
+        let full = apply(&self.sum, &lo, &hi);
+        let at = |i: &Int| a.select(i).as_int().expect("an Int → Int array");
+        let nonempty = lo.lt(&hi);
+        let last = nonempty.ite(
+            &(apply(&self.sum_limited, &lo, &(&hi - &one)) + at(&(&hi - &one))),
+            &zero,
+        );
+        let first = nonempty.ite(
+            &(at(&lo) + apply(&self.sum_limited, &(&lo + &one), &hi)),
+            &zero,
+        );
+        let body = Bool::and(&[
+            full.eq(&apply(&self.sum_limited, &lo, &hi)),
+            full.eq(&last),
+            full.eq(&first),
+        ]);
+        let pattern = z3::Pattern::new(&[&full as &dyn Ast]);
+        vec![ast::forall_const(
+            &[&a as &dyn Ast, &lo, &hi],
+            &[&pattern],
+            &body,
+        )]
     }
 
     pub fn has_heap_kind(&self, kind: HeapKind) -> bool {
@@ -459,6 +513,11 @@ pub fn value_of(ty: &Ty, d: Dynamic) -> Value {
 
 pub fn real(n: i64) -> Real {
     Real::from_int(&Int::from_i64(n))
+}
+
+fn sum_decl(name: &str) -> FuncDecl {
+    let int = Z3Sort::int();
+    FuncDecl::new(name, &[&Z3Sort::array(&int, &int), &int, &int], &int)
 }
 
 /// `s[offset .. offset + length]` — the one sequence operation z3 0.22 does not wrap.
