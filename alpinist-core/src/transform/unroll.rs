@@ -19,7 +19,7 @@ use crate::syntax::{
     print_expr, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Ident, Item, MemberKind,
     MethodBody, Modifier, Program, Span, Stmt, StmtKind,
 };
-use crate::verify::{verify_program, Limits, Outcome};
+use crate::verify::{verify_program, Limits, MethodReport, Outcome};
 
 /// What the syntactic check found out about a loop.
 #[derive(Clone, Debug)]
@@ -205,13 +205,13 @@ fn update_of(s: &Stmt, var: &str) -> Option<Result<(BinaryOp, BigUint), String>>
     }
 }
 
-fn is_name(e: &Expr, var: &str) -> bool {
+pub(crate) fn is_name(e: &Expr, var: &str) -> bool {
     matches!(&e.kind, ExprKind::Name(id) if id.name == var)
 }
 
 /// True when `e` reads only names, literals, arithmetic, comparisons and `.length`; collects
 /// the names.
-fn pure_locals(e: &Expr, names: &mut BTreeSet<String>) -> bool {
+pub(crate) fn pure_locals(e: &Expr, names: &mut BTreeSet<String>) -> bool {
     match &e.kind {
         ExprKind::IntLit(_) | ExprKind::BoolLit(_) => true,
         ExprKind::Name(id) => {
@@ -352,7 +352,7 @@ fn subst(e: &Expr, var: &str, by: &Expr) -> Expr {
     out
 }
 
-fn set_spans(e: &mut Expr, span: Span) {
+pub(crate) fn set_spans(e: &mut Expr, span: Span) {
     e.span = span;
     match &mut e.kind {
         ExprKind::Unary { operand, .. } => set_spans(operand, span),
@@ -379,7 +379,7 @@ fn set_spans(e: &mut Expr, span: Span) {
 }
 
 /// Spans no source file has: they mark the probe's asserts, one per iteration.
-const MARK_BASE: u32 = u32::MAX - (1 << 20);
+pub(crate) const MARK_BASE: u32 = u32::MAX - (1 << 20);
 
 /// The Z3 part of the applicability check: the guard holds for the first K iterations in the
 /// state at loop entry.
@@ -394,10 +394,7 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
     let mut asserts = Vec::new();
     let mut current = var_expr;
     for k in 0..plan.factor {
-        let mark = Span {
-            start: MARK_BASE + k,
-            end: MARK_BASE + k,
-        };
+        let mark = mark(k);
         let mut cond = subst(&plan.cond, &plan.var, &current);
         set_spans(&mut cond, mark);
         asserts.push(Stmt {
@@ -406,33 +403,13 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
         });
         current = upd(plan, current);
     }
-    let probe = probe(program, plan.loop_span, asserts).ok_or_else(|| Refusal::CannotCheck {
-        reason: "the loop is inside a construct the check does not cut through".into(),
-        span: plan.loop_span,
-    })?;
-    let reports = verify_program(&probe, limits, 1);
-    let cannot = |reason: String| Refusal::CannotCheck {
-        reason,
-        span: plan.loop_span,
-    };
-    let Some(report) = reports.iter().find(|r| {
-        r.obligations
-            .iter()
-            .any(|o| o.span.start >= MARK_BASE && o.span.start < MARK_BASE + plan.factor)
-            || (r.span.start <= plan.loop_span.start && plan.loop_span.end <= r.span.end)
-    }) else {
-        return Err(cannot("the method holding the loop was not checked".into()));
-    };
-    if report.outcome() == Outcome::Unsupported {
-        let why = report
-            .error
-            .as_ref()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "unsupported construct".into());
-        return Err(cannot(format!(
-            "the verifier cannot encode the method: {why}"
-        )));
-    }
+    let report =
+        run_probe(program, plan.loop_span, asserts, plan.factor, limits).map_err(|reason| {
+            Refusal::CannotCheck {
+                reason,
+                span: plan.loop_span,
+            }
+        })?;
     for k in 0..plan.factor {
         let mine: Vec<_> = report
             .obligations
@@ -455,11 +432,51 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
     Ok(())
 }
 
+/// Verifies the probe of `loop_span` with `replacement` (statements marked with the spans
+/// `MARK_BASE + k`, k < `marks`) and returns the report of the method holding the loop, or why
+/// there is none.
+pub(crate) fn run_probe(
+    program: &Program,
+    loop_span: Span,
+    replacement: Vec<Stmt>,
+    marks: u32,
+    limits: &Limits,
+) -> Result<MethodReport, String> {
+    let probe = probe(program, loop_span, replacement)
+        .ok_or("the loop is inside a construct the check does not cut through")?;
+    let reports = verify_program(&probe, limits, 1);
+    let Some(report) = reports.into_iter().find(|r| {
+        r.obligations
+            .iter()
+            .any(|o| o.span.start >= MARK_BASE && o.span.start < MARK_BASE + marks)
+            || (r.span.start <= loop_span.start && loop_span.end <= r.span.end)
+    }) else {
+        return Err("the method holding the loop was not checked".into());
+    };
+    if report.outcome() == Outcome::Unsupported {
+        let why = report
+            .error
+            .as_ref()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "unsupported construct".into());
+        return Err(format!("the verifier cannot encode the method: {why}"));
+    }
+    Ok(report)
+}
+
+/// A span no source file has, marking the `k`th statement of a probe.
+pub(crate) fn mark(k: u32) -> Span {
+    Span {
+        start: MARK_BASE + k,
+        end: MARK_BASE + k,
+    }
+}
+
 /// The method holding `loop_span` cut at the loop: the loop replaced by `replacement`, the code
 /// after it dropped (in every enclosing block), the postconditions of the method and of the
 /// enclosing par blocks dropped (preconditions kept); other methods' bodies dropped (their
 /// contracts are what callers use), pure functions kept.
-fn probe(program: &Program, loop_span: Span, replacement: Vec<Stmt>) -> Option<Program> {
+pub(crate) fn probe(program: &Program, loop_span: Span, replacement: Vec<Stmt>) -> Option<Program> {
     let mut out = program.clone();
     let mut found = false;
     let members = out.items.iter_mut().flat_map(|item| match item {
@@ -619,6 +636,22 @@ pub fn apply(program: &Program, plan: &Plan) -> Result<Program, Refusal> {
     }
 }
 
+/// One copy of a loop body to splice into a statement list: its statements, or the whole block
+/// when it declares locals (so that copies do not redeclare them in one scope).
+pub(crate) fn body_copy(body: &Stmt) -> Vec<Stmt> {
+    match &body.kind {
+        StmtKind::Block(b)
+            if !b
+                .stmts
+                .iter()
+                .any(|s| matches!(s.kind, StmtKind::LocalDecl { .. })) =>
+        {
+            b.stmts.clone()
+        }
+        _ => vec![body.clone()],
+    }
+}
+
 fn rewrite(stmt: &Stmt, plan: &Plan) -> Vec<Stmt> {
     let StmtKind::While {
         contract,
@@ -628,17 +661,7 @@ fn rewrite(stmt: &Stmt, plan: &Plan) -> Vec<Stmt> {
     else {
         return vec![stmt.clone()];
     };
-    let copy: Vec<Stmt> = match &body.kind {
-        StmtKind::Block(b)
-            if !b
-                .stmts
-                .iter()
-                .any(|s| matches!(s.kind, StmtKind::LocalDecl { .. })) =>
-        {
-            b.stmts.clone()
-        }
-        _ => vec![body.as_ref().clone()],
-    };
+    let copy = body_copy(body);
     let invariants: Vec<&Expr> = contract
         .clauses
         .iter()
