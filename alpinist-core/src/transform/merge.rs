@@ -17,7 +17,6 @@
 //! count is then found by running the guard and the update on those constants.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 use num_bigint::BigUint;
 
@@ -55,29 +54,21 @@ pub fn merge(
     factor: u32,
     limits: &Limits,
 ) -> Result<(Program, Timings), Refusal> {
-    let start = Instant::now();
-    if factor < 2 {
-        return Err(Refusal::MergeBadFactor {
-            factor,
-            span: loop_span,
-        });
-    }
-    let shape = unroll::plan(program, loop_span, var, 1).map_err(shape_refusal)?;
-    let atoms = guard_atoms(&shape.cond, var);
-    let planned = start.elapsed();
-    let check_start = Instant::now();
-    let constants = constants_at_entry(program, &shape, &atoms, limits)?;
-    let applicability = check_start.elapsed();
-    let rewrite_start = Instant::now();
-    let plan = plan_count(shape, factor, &constants)?;
-    let out = apply(program, &plan)?;
-    Ok((
-        out,
-        Timings {
-            rewrite: planned + rewrite_start.elapsed(),
-            applicability,
+    super::timed(
+        || {
+            if factor < 2 {
+                return Err(Refusal::MergeBadFactor {
+                    factor,
+                    span: loop_span,
+                });
+            }
+            let shape = unroll::plan(program, loop_span, var, 1).map_err(shape_refusal)?;
+            let atoms = guard_atoms(&shape.cond, var);
+            Ok((shape, atoms))
         },
-    ))
+        |(shape, atoms)| constants_at_entry(program, shape, atoms, limits),
+        |(shape, _), constants| apply(program, &plan_count(shape, factor, &constants)?),
+    )
 }
 
 /// Unrolling's refusals of the loop's shape, reworded for merging.
@@ -115,32 +106,14 @@ fn shape_refusal(r: Refusal) -> Refusal {
 pub fn guard_atoms(cond: &Expr, var: &str) -> Vec<Expr> {
     fn go(e: &Expr, var: &str, out: &mut Vec<Expr>) {
         match &e.kind {
-            ExprKind::Name(id) if id.name != var => {
-                if !out.iter().any(|a| print_expr(a) == id.name) {
-                    out.push(e.clone());
-                }
-            }
-            ExprKind::Field { .. } => {
+            ExprKind::Name(id) if id.name == var => {}
+            ExprKind::Name(_) | ExprKind::Field { .. } => {
                 let text = print_expr(e);
                 if !out.iter().any(|a| print_expr(a) == text) {
                     out.push(e.clone());
                 }
             }
-            ExprKind::Unary { operand, .. } => go(operand, var, out),
-            ExprKind::Binary { lhs, rhs, .. } => {
-                go(lhs, var, out);
-                go(rhs, var, out);
-            }
-            ExprKind::Cond {
-                cond,
-                then_expr,
-                else_expr,
-            } => {
-                go(cond, var, out);
-                go(then_expr, var, out);
-                go(else_expr, var, out);
-            }
-            _ => {}
+            _ => e.for_each_child(&mut |c| go(c, var, out)),
         }
     }
     let mut out = Vec::new();
@@ -604,7 +577,7 @@ pub fn plan_count(
 pub fn apply(program: &Program, plan: &MergePlan) -> Result<Program, Refusal> {
     let shape = &plan.shape;
     let rest = plan.count % plan.factor;
-    let mut out = if rest > 0 {
+    let peeled = if rest > 0 {
         let peel = Plan {
             factor: rest,
             ..shape.clone()
@@ -614,28 +587,12 @@ pub fn apply(program: &Program, plan: &MergePlan) -> Result<Program, Refusal> {
         program.clone()
     };
     let g = FreshNames::new(program).fresh("g");
-    let mut done = false;
-    super::visit_stmt_lists_mut(&mut out, &mut |stmts| {
-        if done {
-            return;
-        }
-        if let Some(j) = stmts
-            .iter()
-            .position(|s| s.span == shape.loop_span && matches!(s.kind, StmtKind::While { .. }))
-        {
-            let replacement = merged(&stmts[j], plan, &g);
-            stmts.splice(j..=j, replacement);
-            done = true;
-        }
-    });
-    if done {
-        Ok(out)
-    } else {
-        Err(Refusal::MergeCannotCheck {
+    unroll::replace_loop(&peeled, shape.loop_span, &|s| merged(s, plan, &g)).ok_or_else(|| {
+        Refusal::MergeCannotCheck {
             reason: "no loop at this position".into(),
             span: shape.loop_span,
-        })
-    }
+        }
+    })
 }
 
 /// `ghost int g = I mod M;` and the loop with the ghost invariants and the body M times.

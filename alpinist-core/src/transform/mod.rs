@@ -88,6 +88,30 @@ pub fn apply(
     }
 }
 
+/// Runs an optimisation's steps in order and times them: `plan` (the syntactic checks) and
+/// `rewrite` count as the rewrite, `check` (the Z3 part of the applicability check) apart.
+pub(crate) fn timed<P, C>(
+    plan: impl FnOnce() -> Result<P, Refusal>,
+    check: impl FnOnce(&P) -> Result<C, Refusal>,
+    rewrite: impl FnOnce(P, C) -> Result<Program, Refusal>,
+) -> Result<(Program, Timings), Refusal> {
+    let start = std::time::Instant::now();
+    let planned = plan()?;
+    let plan_time = start.elapsed();
+    let check_start = std::time::Instant::now();
+    let checked = check(&planned)?;
+    let applicability = check_start.elapsed();
+    let rewrite_start = std::time::Instant::now();
+    let out = rewrite(planned, checked)?;
+    Ok((
+        out,
+        Timings {
+            rewrite: plan_time + rewrite_start.elapsed(),
+            applicability,
+        },
+    ))
+}
+
 /// Why an optimisation does not apply. Codes are part of the interface: never renumber.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 pub enum Refusal {

@@ -10,7 +10,6 @@
 //! kept), the loop replaced by `assert cond[i := upd^k(i)]` for k in 0..K.
 
 use std::collections::BTreeSet;
-use std::time::Instant;
 
 use num_bigint::BigUint;
 
@@ -43,21 +42,11 @@ pub fn unroll(
     factor: u32,
     limits: &Limits,
 ) -> Result<(Program, Timings), Refusal> {
-    let start = Instant::now();
-    let plan = plan(program, loop_span, var, factor)?;
-    let planned = start.elapsed();
-    let check_start = Instant::now();
-    check_applicable(program, &plan, limits)?;
-    let applicability = check_start.elapsed();
-    let rewrite_start = Instant::now();
-    let out = apply(program, &plan)?;
-    Ok((
-        out,
-        Timings {
-            rewrite: planned + rewrite_start.elapsed(),
-            applicability,
-        },
-    ))
+    super::timed(
+        || plan(program, loop_span, var, factor),
+        |plan| check_applicable(program, plan, limits),
+        |plan, ()| apply(program, &plan),
+    )
 }
 
 /// The syntactic part of the applicability check.
@@ -611,6 +600,21 @@ pub fn find_stmt(program: &Program, span: Span) -> Option<&Stmt> {
 
 /// The rewrite (the checks have passed).
 pub fn apply(program: &Program, plan: &Plan) -> Result<Program, Refusal> {
+    replace_loop(program, plan.loop_span, &|s| rewrite(s, plan)).ok_or_else(|| {
+        Refusal::CannotCheck {
+            reason: "no loop at this position".into(),
+            span: plan.loop_span,
+        }
+    })
+}
+
+/// The program with the `while` statement at `loop_span` replaced by `by(loop)`; `None` when
+/// there is no such loop.
+pub(crate) fn replace_loop(
+    program: &Program,
+    loop_span: Span,
+    by: &dyn Fn(&Stmt) -> Vec<Stmt>,
+) -> Option<Program> {
     let mut out = program.clone();
     let mut done = false;
     super::visit_stmt_lists_mut(&mut out, &mut |stmts| {
@@ -619,21 +623,14 @@ pub fn apply(program: &Program, plan: &Plan) -> Result<Program, Refusal> {
         }
         if let Some(j) = stmts
             .iter()
-            .position(|s| s.span == plan.loop_span && matches!(s.kind, StmtKind::While { .. }))
+            .position(|s| s.span == loop_span && matches!(s.kind, StmtKind::While { .. }))
         {
-            let replacement = rewrite(&stmts[j], plan);
+            let replacement = by(&stmts[j]);
             stmts.splice(j..=j, replacement);
             done = true;
         }
     });
-    if done {
-        Ok(out)
-    } else {
-        Err(Refusal::CannotCheck {
-            reason: "no loop at this position".into(),
-            span: plan.loop_span,
-        })
-    }
+    done.then_some(out)
 }
 
 /// One copy of a loop body to splice into a statement list: its statements, or the whole block
