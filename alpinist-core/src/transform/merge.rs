@@ -251,7 +251,7 @@ fn constants_at_entry(
             }),
             span: marked(1),
         });
-        let report = unroll::run_probe(program, span, first, 2, limits).map_err(cannot)?;
+        let report = unroll::run_probe(program, span, first, limits).map_err(cannot)?;
         let status = report
             .obligations
             .iter()
@@ -304,8 +304,7 @@ fn constants_at_entry(
             span: m,
         });
     }
-    let n = quantities.len() as u32 + 1;
-    let report = unroll::run_probe(program, span, second, n, limits).map_err(cannot)?;
+    let report = unroll::run_probe(program, span, second, limits).map_err(cannot)?;
     for (k, (q, v)) in quantities.iter().zip(&candidates).enumerate() {
         let m = marked(k as u32 + 1);
         match report.obligations.iter().find(|o| o.span == m) {
@@ -377,21 +376,28 @@ fn said_constants(program: &Program, loop_span: Span) -> BTreeMap<String, i128> 
         }
     }
     let mut out = BTreeMap::new();
+    // Only the member holding the loop: another method's contract says nothing about this one.
+    let holds = |span: Span| span.start <= loop_span.start && loop_span.end <= span.end;
     for item in &program.items {
         let members: Vec<&crate::syntax::Member> = match item {
             crate::syntax::Item::Class(c) => c.members.iter().collect(),
             crate::syntax::Item::Member(m) => vec![m],
         };
-        members
-            .iter()
-            .for_each(|m| pre(&m.contract.clauses, &mut out));
+        for m in members.into_iter().filter(|m| holds(m.span)) {
+            pre(&m.contract.clauses, &mut out);
+        }
     }
     let before = |s: &Stmt| s.span.end <= loop_span.start;
     let mut assigned: Vec<(Span, String, i128)> = Vec::new();
-    super::visit_stmts(program, &mut |s| match &s.kind {
+    let bodies = super::method_bodies(program);
+    let Some(body) = bodies.into_iter().find(|b| holds(b.span)) else {
+        return out;
+    };
+    let mut visit = |s: &Stmt| match &s.kind {
         StmtKind::Par(group) => group
             .blocks
             .iter()
+            .filter(|b| holds(b.span))
             .for_each(|b| pre(&b.contract.clauses, &mut out)),
         StmtKind::Assert(e) | StmtKind::Assume(e) if before(s) => equations(e, &mut out),
         StmtKind::Assign { target, value } if before(s) => {
@@ -407,7 +413,10 @@ fn said_constants(program: &Program, loop_span: Span) -> BTreeMap<String, i128> 
             }
         }
         _ => {}
-    });
+    };
+    body.stmts
+        .iter()
+        .for_each(|s| super::visit_stmt(s, &mut visit));
     assigned.sort_by_key(|(span, _, _)| span.start);
     for (_, name, c) in assigned {
         out.insert(name, c);

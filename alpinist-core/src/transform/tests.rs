@@ -212,6 +212,15 @@ fn merging_proves_constants_stated_by_the_contract_and_refuses_others() {
     let (out, _) = merge(&program, 4).unwrap();
     let text = crate::syntax::print(&out, &Default::default());
     assert!(text.contains("loop_invariant g % 4 == 2;"), "{text}");
+    // Another method's contract says nothing about this loop.
+    let other = src.replace(
+        "class C {\n",
+        "class C {\n  requires n == 3;\n  void k(int n) {\n    int i = 1;\n  }\n",
+    );
+    let program_other = parse(&other).unwrap().program;
+    let (out, _) = merge(&program_other, 4).unwrap();
+    let text = crate::syntax::print(&out, &Default::default());
+    assert!(text.contains("loop_invariant 0 <= g && g <= 6;"), "{text}");
     let symbolic = parse(&src.replace("n == 6", "n >= 6")).unwrap().program;
     assert!(matches!(
         merge(&symbolic, 4),

@@ -18,7 +18,7 @@ use crate::syntax::{
     print_expr, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Ident, Item, MemberKind,
     MethodBody, Modifier, Program, Span, Stmt, StmtKind,
 };
-use crate::verify::{verify_program, Limits, MethodReport, Outcome};
+use crate::verify::{verify_routine_at, Limits, MethodReport, Outcome};
 
 /// What the syntactic check found out about a loop.
 #[derive(Clone, Debug)]
@@ -392,13 +392,12 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
         });
         current = upd(plan, current);
     }
-    let report =
-        run_probe(program, plan.loop_span, asserts, plan.factor, limits).map_err(|reason| {
-            Refusal::CannotCheck {
-                reason,
-                span: plan.loop_span,
-            }
-        })?;
+    let report = run_probe(program, plan.loop_span, asserts, limits).map_err(|reason| {
+        Refusal::CannotCheck {
+            reason,
+            span: plan.loop_span,
+        }
+    })?;
     for k in 0..plan.factor {
         let mine: Vec<_> = report
             .obligations
@@ -422,24 +421,17 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
 }
 
 /// Verifies the probe of `loop_span` with `replacement` (statements marked with the spans
-/// `MARK_BASE + k`, k < `marks`) and returns the report of the method holding the loop, or why
+/// `MARK_BASE + k`) and returns the report of the method holding the loop, or why
 /// there is none.
 pub(crate) fn run_probe(
     program: &Program,
     loop_span: Span,
     replacement: Vec<Stmt>,
-    marks: u32,
     limits: &Limits,
 ) -> Result<MethodReport, String> {
     let probe = probe(program, loop_span, replacement)
         .ok_or("the loop is inside a construct the check does not cut through")?;
-    let reports = verify_program(&probe, limits, 1);
-    let Some(report) = reports.into_iter().find(|r| {
-        r.obligations
-            .iter()
-            .any(|o| o.span.start >= MARK_BASE && o.span.start < MARK_BASE + marks)
-            || (r.span.start <= loop_span.start && loop_span.end <= r.span.end)
-    }) else {
+    let Some(report) = verify_routine_at(&probe, loop_span, limits) else {
         return Err("the method holding the loop was not checked".into());
     };
     if report.outcome() == Outcome::Unsupported {

@@ -166,8 +166,27 @@ const WORKER_STACK: usize = 512 << 20;
 /// Verifies every method and pure function of a checked program, on `jobs` threads (each
 /// method in a Z3 context of its own). Reports come back in declaration order whatever `jobs`.
 pub fn verify_program(program: &Program, limits: &Limits, jobs: usize) -> Vec<MethodReport> {
+    verify_selected(program, limits, jobs, &|_| true)
+}
+
+/// [`verify_program`] for the one routine whose declaration holds `at` (the others are still
+/// what calls use, but are not checked themselves): the optimisations' probes.
+pub fn verify_routine_at(program: &Program, at: Span, limits: &Limits) -> Option<MethodReport> {
+    let holds = |span: Span| span.start <= at.start && at.end <= span.end;
+    verify_selected(program, limits, 1, &holds)
+        .into_iter()
+        .find(|r| holds(r.span))
+}
+
+fn verify_selected(
+    program: &Program,
+    limits: &Limits,
+    jobs: usize,
+    selected: &(dyn Fn(Span) -> bool + Sync),
+) -> Vec<MethodReport> {
     let info = ProgramInfo::new(program);
-    let routines = info.order.clone();
+    let mut routines = info.order.clone();
+    routines.retain(|r| selected(r.span));
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<MethodReport>>> = Mutex::new(vec![None; routines.len()]);
     std::thread::scope(|scope| {
