@@ -3,6 +3,7 @@
 mod cli;
 mod common;
 mod diagnostics;
+mod merge;
 #[cfg(feature = "opencl")]
 mod opencl;
 mod optimise;

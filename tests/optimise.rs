@@ -2,55 +2,28 @@
 //! `examples/loop_unroll/` is unrolled and reverifies (exit 0); every input in
 //! `tests/data/unroll/` is refused (exit 1) with its reason; the unrolled programs compute
 //! what the originals compute (the reference interpreter, on a few inputs).
+use alpinist::syntax;
 
-use alpinist::interp::{self, Memory, Value};
-use alpinist::syntax::{self, Program, StmtKind};
-use alpinist::transform::{self, unroll};
-use alpinist::verify::Limits;
-
-use crate::common::{pvl_files, relative, run, stderr, stdout};
+use crate::common::{
+    apply_loop_gpuopts, assert_same_meaning, optimise_applies, optimise_to_file, pvl_files,
+    relative, run, stderr, stdout, Runs,
+};
 
 #[test]
 fn every_loop_unroll_example_optimises_and_reverifies() {
     let files = pvl_files("examples/loop_unroll");
     assert!(files.len() >= 3, "the loop_unroll examples are missing");
     for file in files {
-        let path = relative(&file);
-        let out = run(&["optimise", &path]);
-        let (text, err) = (stdout(&out), stderr(&out));
-        assert_eq!(out.status.code(), Some(0), "{path}: {err}");
-        assert!(
-            !text.contains("gpuopt loop_unroll"),
-            "{path}: applied gpuopt kept:\n{text}"
-        );
-        assert!(text.contains("while"), "{path}: the loop is gone:\n{text}");
-        assert!(err.contains("unrolled the loop over"), "{path}: {err}");
-        assert!(err.contains("applicability check:"), "{path}: {err}");
-        assert!(err.contains("verification: before"), "{path}: {err}");
-        // The output is a PVL program that parses and type-checks.
-        let parsed = syntax::parse(&text).unwrap_or_else(|e| panic!("{path}: {e:?}"));
-        alpinist::check::check(&parsed.program).unwrap_or_else(|e| panic!("{path}: {e:?}"));
+        optimise_applies(&relative(&file), "loop_unroll", "unrolled the loop over");
     }
 }
 
 #[test]
 fn unroll_flag_with_loop_and_output_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let out_path = dir.path().join("out.pvl");
-    let out_str = out_path.to_string_lossy().into_owned();
-    let out = run(&[
-        "optimise",
-        "--unroll",
-        "2",
-        "--loop",
-        "i",
-        "-o",
-        &out_str,
+    let (_, text) = optimise_to_file(
+        &["--unroll", "2", "--loop", "i"],
         "examples/loop_unroll/multiply.pvl",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).is_empty());
-    let text = std::fs::read_to_string(&out_path).unwrap();
+    );
     assert!(text.contains("loop_invariant 2 <= i && i <= M;"), "{text}");
     assert_eq!(text.matches("acc = acc + tid;").count(), 3, "{text}");
 }
@@ -139,50 +112,6 @@ fn an_input_that_does_not_verify_is_refused() {
     assert!(stderr(&out).contains("does not verify"), "{}", stderr(&out));
 }
 
-/// The program with every `gpuopt loop_unroll` applied through the library.
-fn unrolled(program: &Program) -> Program {
-    let mut targets = Vec::new();
-    let mut copy = program.clone();
-    transform::visit_stmt_lists_mut(&mut copy, &mut |stmts| {
-        for pair in stmts.windows(2) {
-            if let StmtKind::GpuOpt(g) = &pair[0].kind {
-                if let syntax::GpuOptKind::LoopUnroll { var, factor } = &g.kind {
-                    let syntax::ExprKind::IntLit(k) = &factor.kind else {
-                        panic!()
-                    };
-                    targets.push((pair[1].span, var.name.clone(), u32::try_from(k).unwrap()));
-                }
-            }
-        }
-    });
-    assert!(!targets.is_empty());
-    let mut current = program.clone();
-    for (span, var, k) in targets {
-        current = unroll::unroll(&current, span, &var, k, &Limits::default())
-            .unwrap_or_else(|r| panic!("refused: {r}"))
-            .0;
-    }
-    current
-}
-
-/// Runs `method` on (N, bound, arrays...) and returns the arrays' final contents.
-fn final_arrays(
-    program: &Program,
-    method: &str,
-    ints: &[i128],
-    arrays: &[Vec<i128>],
-) -> Vec<Vec<i128>> {
-    let mut memory = Memory::new();
-    let refs: Vec<_> = arrays.iter().map(|a| memory.alloc_ints(a)).collect();
-    let mut args: Vec<Value> = ints.iter().map(|&v| Value::Int(v)).collect();
-    args.extend(refs.iter().map(|&r| Value::Array(r)));
-    let outcome = interp::run(program, method, &args, memory, &interp::Limits::default())
-        .unwrap_or_else(|e| panic!("{method} on {ints:?}: {e}"));
-    refs.iter()
-        .map(|&r| outcome.memory.ints(r).unwrap())
-        .collect()
-}
-
 #[test]
 fn unrolled_examples_compute_what_the_originals_compute() {
     let read = |name: &str| {
@@ -190,7 +119,7 @@ fn unrolled_examples_compute_what_the_originals_compute() {
         syntax::parse(&text).unwrap().program
     };
     // (file, method, the int parameters before the arrays for each run, the arrays)
-    type Case = (&'static str, &'static str, Vec<(Vec<i128>, Vec<Vec<i128>>)>);
+    type Case = (&'static str, &'static str, Runs);
     let cases: Vec<Case> = vec![
         (
             "examples/loop_unroll/multiply.pvl",
@@ -238,17 +167,13 @@ fn unrolled_examples_compute_what_the_originals_compute() {
     assert_eq!(cases.len(), pvl_files("examples/loop_unroll").len());
     for (file, method, runs) in cases {
         let original = read(file);
-        let optimised = unrolled(&original);
-        assert_ne!(original, optimised, "{file}: nothing changed");
-        for (ints, arrays) in runs {
-            let before = final_arrays(&original, method, &ints, &arrays);
-            let after = final_arrays(&optimised, method, &ints, &arrays);
-            assert_eq!(before, after, "{file} on {ints:?} {arrays:?}");
-            assert_ne!(
-                before, arrays,
-                "{file}: the run changed nothing, so it compares nothing"
-            );
-        }
+        assert_same_meaning(
+            &original,
+            &apply_loop_gpuopts(&original),
+            method,
+            &runs,
+            file,
+        );
     }
 }
 

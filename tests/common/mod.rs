@@ -271,3 +271,123 @@ fn render(value: &Value, indent: usize, out: &mut String) {
     }
     out.push_str(close);
 }
+
+/// Runs `alpinist optimise FILE` on an example that must apply and reverify (exit 0): the
+/// applied `gpuopt` line (`gpuopt_kind`, e.g. `iter_merge`) is gone, the report says `done`
+/// and gives the times, and the output parses and type-checks. Returns the optimised PVL.
+pub fn optimise_applies(path: &str, gpuopt_kind: &str, done: &str) -> String {
+    let out = run(&["optimise", path]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{path}: {err}");
+    assert!(
+        !text.contains(&format!("gpuopt {gpuopt_kind}")),
+        "{path}: applied gpuopt kept:\n{text}"
+    );
+    assert!(text.contains("while"), "{path}: the loop is gone:\n{text}");
+    assert!(err.contains(done), "{path}: {err}");
+    assert!(err.contains("applicability check:"), "{path}: {err}");
+    assert!(err.contains("verification: before"), "{path}: {err}");
+    // The output is a PVL program that parses and type-checks.
+    let parsed = alpinist::syntax::parse(&text).unwrap_or_else(|e| panic!("{path}: {e:?}"));
+    alpinist::check::check(&parsed.program).unwrap_or_else(|e| panic!("{path}: {e:?}"));
+    text
+}
+
+/// Runs `alpinist optimise FLAGS -o OUT FILE`, which must succeed with nothing on stdout;
+/// returns the report (stderr) and the text written to OUT.
+pub fn optimise_to_file(flags: &[&str], file: &str) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("out.pvl");
+    let out_str = out_path.to_string_lossy().into_owned();
+    let mut args = vec!["optimise"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["-o", &out_str, file]);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty());
+    (stderr(&out), std::fs::read_to_string(&out_path).unwrap())
+}
+
+/// Interpreter runs of a method: the int parameters before the arrays, and the arrays.
+pub type Runs = Vec<(Vec<i128>, Vec<Vec<i128>>)>;
+
+/// Runs `method` on the int arguments followed by the arrays: its result and the arrays' final
+/// contents. A race or any other interpreter error fails the test.
+pub fn outcome(
+    program: &alpinist::syntax::Program,
+    method: &str,
+    ints: &[i128],
+    arrays: &[Vec<i128>],
+) -> (Option<alpinist::interp::Value>, Vec<Vec<i128>>) {
+    use alpinist::interp::{self, Memory, Value};
+    let mut memory = Memory::new();
+    let refs: Vec<_> = arrays.iter().map(|a| memory.alloc_ints(a)).collect();
+    let mut args: Vec<Value> = ints.iter().map(|&v| Value::Int(v)).collect();
+    args.extend(refs.iter().map(|&r| Value::Array(r)));
+    let out = interp::run(program, method, &args, memory, &interp::Limits::default())
+        .unwrap_or_else(|e| panic!("{method} on {ints:?} {arrays:?}: {e}"));
+    let arrays = refs.iter().map(|&r| out.memory.ints(r).unwrap()).collect();
+    (out.result, arrays)
+}
+
+/// The optimised program computes what the original computes on every run (same result, same
+/// final arrays), and every run computes something (else it would compare nothing).
+pub fn assert_same_meaning(
+    original: &alpinist::syntax::Program,
+    optimised: &alpinist::syntax::Program,
+    method: &str,
+    runs: &Runs,
+    label: &str,
+) {
+    assert_ne!(original, optimised, "{label}: nothing changed");
+    for (ints, arrays) in runs {
+        let before = outcome(original, method, ints, arrays);
+        let after = outcome(optimised, method, ints, arrays);
+        assert_eq!(before, after, "{label} on {ints:?} {arrays:?}");
+        assert!(
+            before.0.is_some() || &before.1 != arrays,
+            "{label}: the run changed nothing, so it compares nothing"
+        );
+    }
+}
+
+/// The program with every loop `gpuopt` (`loop_unroll`, `iter_merge`) applied through the
+/// library, innermost first; a refusal fails the test.
+pub fn apply_loop_gpuopts(program: &alpinist::syntax::Program) -> alpinist::syntax::Program {
+    use alpinist::syntax::{ExprKind, GpuOptKind, StmtKind};
+    use alpinist::transform::{self, Optimisation};
+    let mut requests = Vec::new();
+    let mut copy = program.clone();
+    transform::visit_stmt_lists_mut(&mut copy, &mut |stmts| {
+        for pair in stmts.windows(2) {
+            let StmtKind::GpuOpt(g) = &pair[0].kind else {
+                continue;
+            };
+            let (var, factor, merge) = match &g.kind {
+                GpuOptKind::LoopUnroll { var, factor } => (var, factor, false),
+                GpuOptKind::IterMerge { var, factor } => (var, factor, true),
+                _ => continue,
+            };
+            let ExprKind::IntLit(k) = &factor.kind else {
+                panic!("a literal factor")
+            };
+            let (var, factor) = (var.name.clone(), u32::try_from(k).unwrap());
+            let optimisation = if merge {
+                Optimisation::Merge { var, factor }
+            } else {
+                Optimisation::Unroll { var, factor }
+            };
+            requests.push((pair[1].span, optimisation));
+        }
+    });
+    assert!(!requests.is_empty(), "no loop gpuopt");
+    requests.sort_by_key(|(span, _)| span.end - span.start);
+    let limits = alpinist::verify::Limits::default();
+    requests
+        .into_iter()
+        .fold(program.clone(), |current, (span, optimisation)| {
+            transform::apply(&current, span, &optimisation, &limits)
+                .unwrap_or_else(|r| panic!("refused: {r}"))
+                .0
+        })
+}

@@ -9,6 +9,7 @@
 //! - Generated nodes reuse the span of the node they were derived from.
 //! - The applicability check is never skipped (`--no-verify` skips only reverification).
 
+pub mod merge;
 pub mod unroll;
 
 use std::collections::BTreeSet;
@@ -79,15 +80,36 @@ pub fn apply(
         Optimisation::Unroll { var, factor } => {
             unroll::unroll(program, target, var, *factor, limits)
         }
-        Optimisation::Merge { .. } => Err(Refusal::NotImplemented {
-            what: "iteration merging".into(),
-            span: target,
-        }),
+        Optimisation::Merge { var, factor } => merge::merge(program, target, var, *factor, limits),
         Optimisation::Tile { .. } => Err(Refusal::NotImplemented {
             what: "tiling".into(),
             span: target,
         }),
     }
+}
+
+/// Runs an optimisation's steps in order and times them: `plan` (the syntactic checks) and
+/// `rewrite` count as the rewrite, `check` (the Z3 part of the applicability check) apart.
+pub(crate) fn timed<P, C>(
+    plan: impl FnOnce() -> Result<P, Refusal>,
+    check: impl FnOnce(&P) -> Result<C, Refusal>,
+    rewrite: impl FnOnce(P, C) -> Result<Program, Refusal>,
+) -> Result<(Program, Timings), Refusal> {
+    let start = std::time::Instant::now();
+    let planned = plan()?;
+    let plan_time = start.elapsed();
+    let check_start = std::time::Instant::now();
+    let checked = check(&planned)?;
+    let applicability = check_start.elapsed();
+    let rewrite_start = std::time::Instant::now();
+    let out = rewrite(planned, checked)?;
+    Ok((
+        out,
+        Timings {
+            rewrite: plan_time + rewrite_start.elapsed(),
+            applicability,
+        },
+    ))
 }
 
 /// Why an optimisation does not apply. Codes are part of the interface: never renumber.
@@ -179,6 +201,85 @@ pub enum Refusal {
         #[label("requested here")]
         span: Span,
     },
+
+    // ---- Iteration merging: E0920–E0929 -------------------------------------------------
+    #[error("cannot merge iterations: {reason}")]
+    #[diagnostic(code(E0920))]
+    MergeLoopShape {
+        reason: String,
+        label: String,
+        #[label("{label}")]
+        span: Span,
+    },
+
+    #[error(
+        "cannot merge iterations: the iteration count is not static: {what} is not a constant at loop entry (it may be {value} or {other})"
+    )]
+    #[diagnostic(
+        code(E0921),
+        help("merging needs constant bounds: the start value of the loop variable and every variable of the guard must be provably constant where the loop starts (from the code before it, the contract or `context_everywhere`)")
+    )]
+    MergeCountNotStatic {
+        what: String,
+        value: String,
+        other: String,
+        #[label("this loop")]
+        span: Span,
+    },
+
+    #[error("cannot merge iterations by {factor}: the factor must be at least 2")]
+    #[diagnostic(code(E0922))]
+    MergeBadFactor {
+        factor: u32,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error(
+        "cannot merge iterations by {factor}: the loop runs {count} times, fewer than the factor"
+    )]
+    #[diagnostic(
+        code(E0923),
+        help("with `{var}` starting at {start}, the guard `{guard}` holds {count} times")
+    )]
+    MergeFactorExceedsCount {
+        factor: u32,
+        count: u32,
+        var: String,
+        start: String,
+        guard: String,
+        #[label("this loop")]
+        span: Span,
+    },
+
+    #[error("cannot check whether the iterations can be merged: {reason}")]
+    #[diagnostic(code(E0924))]
+    MergeCannotCheck {
+        reason: String,
+        #[label("this loop")]
+        span: Span,
+    },
+
+    #[error("cannot merge iterations: {what} is not supported")]
+    #[diagnostic(code(E0925))]
+    MergeUnsupported {
+        what: String,
+        #[label("this loop")]
+        span: Span,
+    },
+
+    #[error(
+        "cannot merge iterations: the iteration count is not static: with `{var}` starting at {start}, the guard `{guard}` still holds after {limit} iterations"
+    )]
+    #[diagnostic(code(E0926))]
+    MergeCountUnbounded {
+        var: String,
+        start: String,
+        guard: String,
+        limit: u32,
+        #[label("this loop")]
+        span: Span,
+    },
 }
 
 impl Refusal {
@@ -192,7 +293,14 @@ impl Refusal {
             | Refusal::CannotCheck { span, .. }
             | Refusal::BadFactor { span, .. }
             | Refusal::Unsupported { span, .. }
-            | Refusal::NotImplemented { span, .. } => *span,
+            | Refusal::NotImplemented { span, .. }
+            | Refusal::MergeLoopShape { span, .. }
+            | Refusal::MergeCountNotStatic { span, .. }
+            | Refusal::MergeBadFactor { span, .. }
+            | Refusal::MergeFactorExceedsCount { span, .. }
+            | Refusal::MergeCannotCheck { span, .. }
+            | Refusal::MergeUnsupported { span, .. }
+            | Refusal::MergeCountUnbounded { span, .. } => *span,
         }
     }
 }

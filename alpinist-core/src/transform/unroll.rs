@@ -10,7 +10,6 @@
 //! kept), the loop replaced by `assert cond[i := upd^k(i)]` for k in 0..K.
 
 use std::collections::BTreeSet;
-use std::time::Instant;
 
 use num_bigint::BigUint;
 
@@ -19,7 +18,7 @@ use crate::syntax::{
     print_expr, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Ident, Item, MemberKind,
     MethodBody, Modifier, Program, Span, Stmt, StmtKind,
 };
-use crate::verify::{verify_routine_at, Limits, Outcome};
+use crate::verify::{verify_routine_at, Limits, MethodReport, Outcome};
 
 /// What the syntactic check found out about a loop.
 #[derive(Clone, Debug)]
@@ -43,21 +42,11 @@ pub fn unroll(
     factor: u32,
     limits: &Limits,
 ) -> Result<(Program, Timings), Refusal> {
-    let start = Instant::now();
-    let plan = plan(program, loop_span, var, factor)?;
-    let planned = start.elapsed();
-    let check_start = Instant::now();
-    check_applicable(program, &plan, limits)?;
-    let applicability = check_start.elapsed();
-    let rewrite_start = Instant::now();
-    let out = apply(program, &plan)?;
-    Ok((
-        out,
-        Timings {
-            rewrite: planned + rewrite_start.elapsed(),
-            applicability,
-        },
-    ))
+    super::timed(
+        || plan(program, loop_span, var, factor),
+        |plan| check_applicable(program, plan, limits),
+        |plan, ()| apply(program, &plan),
+    )
 }
 
 /// The syntactic part of the applicability check.
@@ -205,13 +194,13 @@ fn update_of(s: &Stmt, var: &str) -> Option<Result<(BinaryOp, BigUint), String>>
     }
 }
 
-fn is_name(e: &Expr, var: &str) -> bool {
+pub(crate) fn is_name(e: &Expr, var: &str) -> bool {
     matches!(&e.kind, ExprKind::Name(id) if id.name == var)
 }
 
 /// True when `e` reads only names, literals, arithmetic, comparisons and `.length`; collects
 /// the names.
-fn pure_locals(e: &Expr, names: &mut BTreeSet<String>) -> bool {
+pub(crate) fn pure_locals(e: &Expr, names: &mut BTreeSet<String>) -> bool {
     match &e.kind {
         ExprKind::IntLit(_) | ExprKind::BoolLit(_) => true,
         ExprKind::Name(id) => {
@@ -352,7 +341,7 @@ fn subst(e: &Expr, var: &str, by: &Expr) -> Expr {
     out
 }
 
-fn set_spans(e: &mut Expr, span: Span) {
+pub(crate) fn set_spans(e: &mut Expr, span: Span) {
     e.span = span;
     match &mut e.kind {
         ExprKind::Unary { operand, .. } => set_spans(operand, span),
@@ -379,7 +368,7 @@ fn set_spans(e: &mut Expr, span: Span) {
 }
 
 /// Spans no source file has: they mark the probe's asserts, one per iteration.
-const MARK_BASE: u32 = u32::MAX - (1 << 20);
+pub(crate) const MARK_BASE: u32 = u32::MAX - (1 << 20);
 
 /// The Z3 part of the applicability check: the guard holds for the first K iterations in the
 /// state at loop entry.
@@ -394,10 +383,7 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
     let mut asserts = Vec::new();
     let mut current = var_expr;
     for k in 0..plan.factor {
-        let mark = Span {
-            start: MARK_BASE + k,
-            end: MARK_BASE + k,
-        };
+        let mark = mark(k);
         let mut cond = subst(&plan.cond, &plan.var, &current);
         set_spans(&mut cond, mark);
         asserts.push(Stmt {
@@ -406,27 +392,12 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
         });
         current = upd(plan, current);
     }
-    let probe = probe(program, plan.loop_span, asserts).ok_or_else(|| Refusal::CannotCheck {
-        reason: "the loop is inside a construct the check does not cut through".into(),
-        span: plan.loop_span,
+    let report = run_probe(program, plan.loop_span, asserts, limits).map_err(|reason| {
+        Refusal::CannotCheck {
+            reason,
+            span: plan.loop_span,
+        }
     })?;
-    let cannot = |reason: String| Refusal::CannotCheck {
-        reason,
-        span: plan.loop_span,
-    };
-    let Some(report) = verify_routine_at(&probe, plan.loop_span, limits) else {
-        return Err(cannot("the method holding the loop was not checked".into()));
-    };
-    if report.outcome() == Outcome::Unsupported {
-        let why = report
-            .error
-            .as_ref()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "unsupported construct".into());
-        return Err(cannot(format!(
-            "the verifier cannot encode the method: {why}"
-        )));
-    }
     for k in 0..plan.factor {
         let mine: Vec<_> = report
             .obligations
@@ -449,11 +420,44 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
     Ok(())
 }
 
+/// Verifies the probe of `loop_span` with `replacement` (statements marked with the spans
+/// `MARK_BASE + k`) and returns the report of the method holding the loop, or why
+/// there is none.
+pub(crate) fn run_probe(
+    program: &Program,
+    loop_span: Span,
+    replacement: Vec<Stmt>,
+    limits: &Limits,
+) -> Result<MethodReport, String> {
+    let probe = probe(program, loop_span, replacement)
+        .ok_or("the loop is inside a construct the check does not cut through")?;
+    let Some(report) = verify_routine_at(&probe, loop_span, limits) else {
+        return Err("the method holding the loop was not checked".into());
+    };
+    if report.outcome() == Outcome::Unsupported {
+        let why = report
+            .error
+            .as_ref()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "unsupported construct".into());
+        return Err(format!("the verifier cannot encode the method: {why}"));
+    }
+    Ok(report)
+}
+
+/// A span no source file has, marking the `k`th statement of a probe.
+pub(crate) fn mark(k: u32) -> Span {
+    Span {
+        start: MARK_BASE + k,
+        end: MARK_BASE + k,
+    }
+}
+
 /// The method holding `loop_span` cut at the loop: the loop replaced by `replacement`, the code
 /// after it dropped (in every enclosing block), the postconditions of the method and of the
 /// enclosing par blocks dropped (preconditions kept); other methods' bodies dropped (their
 /// contracts are what callers use), pure functions kept.
-fn probe(program: &Program, loop_span: Span, replacement: Vec<Stmt>) -> Option<Program> {
+pub(crate) fn probe(program: &Program, loop_span: Span, replacement: Vec<Stmt>) -> Option<Program> {
     let mut out = program.clone();
     let mut found = false;
     let members = out.items.iter_mut().flat_map(|item| match item {
@@ -588,6 +592,21 @@ pub fn find_stmt(program: &Program, span: Span) -> Option<&Stmt> {
 
 /// The rewrite (the checks have passed).
 pub fn apply(program: &Program, plan: &Plan) -> Result<Program, Refusal> {
+    replace_loop(program, plan.loop_span, &|s| rewrite(s, plan)).ok_or_else(|| {
+        Refusal::CannotCheck {
+            reason: "no loop at this position".into(),
+            span: plan.loop_span,
+        }
+    })
+}
+
+/// The program with the `while` statement at `loop_span` replaced by `by(loop)`; `None` when
+/// there is no such loop.
+pub(crate) fn replace_loop(
+    program: &Program,
+    loop_span: Span,
+    by: &dyn Fn(&Stmt) -> Vec<Stmt>,
+) -> Option<Program> {
     let mut out = program.clone();
     let mut done = false;
     super::visit_stmt_lists_mut(&mut out, &mut |stmts| {
@@ -596,20 +615,29 @@ pub fn apply(program: &Program, plan: &Plan) -> Result<Program, Refusal> {
         }
         if let Some(j) = stmts
             .iter()
-            .position(|s| s.span == plan.loop_span && matches!(s.kind, StmtKind::While { .. }))
+            .position(|s| s.span == loop_span && matches!(s.kind, StmtKind::While { .. }))
         {
-            let replacement = rewrite(&stmts[j], plan);
+            let replacement = by(&stmts[j]);
             stmts.splice(j..=j, replacement);
             done = true;
         }
     });
-    if done {
-        Ok(out)
-    } else {
-        Err(Refusal::CannotCheck {
-            reason: "no loop at this position".into(),
-            span: plan.loop_span,
-        })
+    done.then_some(out)
+}
+
+/// One copy of a loop body to splice into a statement list: its statements, or the whole block
+/// when it declares locals (so that copies do not redeclare them in one scope).
+pub(crate) fn body_copy(body: &Stmt) -> Vec<Stmt> {
+    match &body.kind {
+        StmtKind::Block(b)
+            if !b
+                .stmts
+                .iter()
+                .any(|s| matches!(s.kind, StmtKind::LocalDecl { .. })) =>
+        {
+            b.stmts.clone()
+        }
+        _ => vec![body.clone()],
     }
 }
 
@@ -622,17 +650,7 @@ fn rewrite(stmt: &Stmt, plan: &Plan) -> Vec<Stmt> {
     else {
         return vec![stmt.clone()];
     };
-    let copy: Vec<Stmt> = match &body.kind {
-        StmtKind::Block(b)
-            if !b
-                .stmts
-                .iter()
-                .any(|s| matches!(s.kind, StmtKind::LocalDecl { .. })) =>
-        {
-            b.stmts.clone()
-        }
-        _ => vec![body.as_ref().clone()],
-    };
+    let copy = body_copy(body);
     let invariants: Vec<&Expr> = contract
         .clauses
         .iter()

@@ -76,7 +76,7 @@ use std::time::{Duration, Instant};
 use crate::syntax::{Expr, Program, Span};
 
 use expr::{Decls, Eval};
-use program::{ProgramInfo, Routine};
+use program::ProgramInfo;
 use state::World;
 
 /// Checks that `goal` follows from `assumptions`, all pure boolean PVL expressions whose free
@@ -166,28 +166,27 @@ const WORKER_STACK: usize = 512 << 20;
 /// Verifies every method and pure function of a checked program, on `jobs` threads (each
 /// method in a Z3 context of its own). Reports come back in declaration order whatever `jobs`.
 pub fn verify_program(program: &Program, limits: &Limits, jobs: usize) -> Vec<MethodReport> {
-    verify_routines(program, limits, jobs, |_| true)
+    verify_selected(program, limits, jobs, &|_| true)
 }
 
-/// Verifies only the method or pure function whose declaration contains `span` (the others
-/// contribute their contracts and definitions, as to any caller): the applicability checks of
-/// `transform` probe one method, and the pure functions' own proofs would dominate their time.
-/// `None` when no routine contains `span`.
-pub fn verify_routine_at(program: &Program, span: Span, limits: &Limits) -> Option<MethodReport> {
-    let inside = |r: &Routine| r.span.start <= span.start && span.end <= r.span.end;
-    verify_routines(program, limits, 1, inside)
+/// [`verify_program`] for the one routine whose declaration holds `at` (the others are still
+/// what calls use, but are not checked themselves): the optimisations' probes.
+pub fn verify_routine_at(program: &Program, at: Span, limits: &Limits) -> Option<MethodReport> {
+    let holds = |span: Span| span.start <= at.start && at.end <= span.end;
+    verify_selected(program, limits, 1, &holds)
         .into_iter()
-        .next()
+        .find(|r| holds(r.span))
 }
 
-fn verify_routines(
+fn verify_selected(
     program: &Program,
     limits: &Limits,
     jobs: usize,
-    selected: impl Fn(&Routine) -> bool,
+    selected: &(dyn Fn(Span) -> bool + Sync),
 ) -> Vec<MethodReport> {
     let info = ProgramInfo::new(program);
-    let routines: Vec<_> = info.order.iter().filter(|r| selected(r)).cloned().collect();
+    let mut routines = info.order.clone();
+    routines.retain(|r| selected(r.span));
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<MethodReport>>> = Mutex::new(vec![None; routines.len()]);
     std::thread::scope(|scope| {

@@ -395,7 +395,7 @@ impl World {
             &zero,
         );
         let body = Bool::and(&[
-            full.eq(&apply(&self.sum_limited, &lo, &hi)),
+            full.eq(apply(&self.sum_limited, &lo, &hi)),
             full.eq(&last),
             full.eq(&first),
         ]);
