@@ -40,7 +40,14 @@ fn main() {
             .collect();
         files.sort();
         for file in files {
-            let row = measure(&file, &format!("{directory}/{}", file_name(&file)));
+            let label = format!("{directory}/{}", file_name(&file));
+            let row = match measure(&file, &label) {
+                Ok(row) => row,
+                Err(why) => {
+                    println!("{label:<42} {why}");
+                    continue;
+                }
+            };
             println!(
                 "{:<42} {:>4} {:>7.2}ms {:>7.0}ms {:>7.0}ms {:>7.0}ms",
                 row.file, row.exit, row.rewrite, row.applicability, row.before, row.after
@@ -63,7 +70,9 @@ fn file_name(path: &Path) -> String {
         .into_owned()
 }
 
-fn measure(path: &Path, label: &str) -> Row {
+/// The medians over `RUNS` runs, or why there are none (no report: the optimisation was
+/// refused or is missing).
+fn measure(path: &Path, label: &str) -> Result<Row, String> {
     let mut runs: Vec<serde_json::Value> = Vec::new();
     for _ in 0..RUNS {
         let output = Command::new(env!("CARGO_BIN_EXE_alpinist"))
@@ -71,12 +80,16 @@ fn measure(path: &Path, label: &str) -> Row {
             .arg(path)
             .output()
             .expect("alpinist runs");
-        runs.push(serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-            panic!(
-                "{label}: no JSON report ({e}); stderr: {}",
-                String::from_utf8_lossy(&output.stderr)
-            )
-        }));
+        let report = serde_json::from_slice(&output.stdout).map_err(|_| {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let why = stderr
+                .lines()
+                .find(|l| l.contains('×'))
+                .unwrap_or("")
+                .trim();
+            format!("exit {:?}, no report: {why}", output.status.code())
+        })?;
+        runs.push(report);
     }
     let median = |pointer: &str| {
         let mut values: Vec<f64> = runs
@@ -90,12 +103,12 @@ fn measure(path: &Path, label: &str) -> Row {
         values.sort_by(f64::total_cmp);
         values[RUNS / 2]
     };
-    Row {
+    Ok(Row {
         file: label.to_string(),
         exit: runs[0]["exit"].as_i64().unwrap_or(-1),
         rewrite: median("/optimisation_ms"),
         applicability: median("/applicability_ms"),
         before: median("/verification_before/time_ms"),
         after: median("/verification_after/time_ms"),
-    }
+    })
 }
