@@ -110,6 +110,47 @@ fn an_input_that_does_not_verify_is_refused() {
     let out = run(&["optimise", &path.to_string_lossy()]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("does not verify"), "{}", stderr(&out));
+
+    let out = run(&["optimise", "--json", &path.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("a JSON report");
+    assert_eq!(doc["exit"], 1);
+    assert_eq!(doc["applied"], serde_json::json!([]));
+    assert_eq!(
+        doc["refused"]["message"],
+        "the input does not verify (failed)"
+    );
+    assert_eq!(
+        doc["verification_before"]["methods"][0]["outcome"],
+        "failed"
+    );
+}
+
+/// `--json` users get a document on a refusal too: code, message, help and position.
+#[test]
+fn a_refusal_with_json_is_a_json_document() {
+    let out = run(&[
+        "optimise",
+        "--json",
+        "tests/data/unroll/bound_too_small.pvl",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("a JSON report");
+    assert_eq!(doc["exit"], 1);
+    assert_eq!(doc["refused"]["code"], "E0905");
+    assert_eq!(doc["refused"]["span"]["line"], 14);
+    assert_eq!(doc["refused"]["span"]["column"], 7);
+    assert!(
+        doc["refused"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("runs at least 3 times")),
+        "{doc}"
+    );
+    assert_eq!(
+        doc["verification_before"]["methods"][0]["outcome"],
+        "verified"
+    );
+    assert!(doc.get("pvl").is_none(), "no program on a refusal: {doc}");
 }
 
 #[test]

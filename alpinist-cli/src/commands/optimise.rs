@@ -93,6 +93,20 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
         match worst(&reports) {
             Outcome::Verified => {}
             outcome => {
+                if options.json {
+                    let doc = serde_json::json!({
+                        "schema_version": 1,
+                        "file": source.name,
+                        "applied": [],
+                        "refused": {
+                            "code": null,
+                            "message": format!("the input does not verify ({})", describe(outcome)),
+                        },
+                        "verification_before": methods_json(&Some((reports, time))),
+                        "exit": if outcome == Outcome::Unknown { Exit::Inconclusive } else { Exit::Negative } as u8,
+                    });
+                    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+                }
                 emit_plain(format_args!(
                     "{}: the input does not verify ({}), so it is not optimised; run `alpinist verify {}`",
                     source.name,
@@ -131,6 +145,25 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
                     Refusal::NotImplemented { .. } => Exit::BadInput,
                     _ => Exit::Negative,
                 };
+                if options.json {
+                    let code = miette::Diagnostic::code(&refusal).map(|c| c.to_string());
+                    let help = miette::Diagnostic::help(&refusal).map(|h| h.to_string());
+                    let (line, column) = line_col(&source.text, refusal.span().start as usize);
+                    let doc = serde_json::json!({
+                        "schema_version": 1,
+                        "file": source.name,
+                        "applied": applied,
+                        "refused": {
+                            "code": code,
+                            "message": refusal.to_string(),
+                            "help": help,
+                            "span": { "line": line, "column": column },
+                        },
+                        "verification_before": methods_json(&before),
+                        "exit": exit as u8,
+                    });
+                    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+                }
                 emit(&source, refusal);
                 return exit;
             }
@@ -231,18 +264,7 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
         _ => report.push_str("verification: skipped (--no-verify)\n"),
     }
     if options.json {
-        let methods = |x: &Option<(Vec<MethodReport>, Duration)>| {
-            x.as_ref().map(|(reports, time)| {
-                serde_json::json!({
-                    "time_ms": ms(*time),
-                    "methods": reports.iter().map(|r| serde_json::json!({
-                        "name": r.name,
-                        "outcome": describe(r.outcome()),
-                        "time_ms": ms(r.time),
-                    })).collect::<Vec<_>>(),
-                })
-            })
-        };
+        let methods = methods_json;
         let doc = serde_json::json!({
             "schema_version": 1,
             "file": source.name,
@@ -260,6 +282,20 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
     }
     eprint!("{report}");
     exit
+}
+
+/// The verification part of the JSON report: total and per-method time and outcome.
+fn methods_json(x: &Option<(Vec<MethodReport>, Duration)>) -> Option<serde_json::Value> {
+    x.as_ref().map(|(reports, time)| {
+        serde_json::json!({
+            "time_ms": ms(*time),
+            "methods": reports.iter().map(|r| serde_json::json!({
+                "name": r.name,
+                "outcome": describe(r.outcome()),
+                "time_ms": ms(r.time),
+            })).collect::<Vec<_>>(),
+        })
+    })
 }
 
 fn ms(d: Duration) -> f64 {
