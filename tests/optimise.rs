@@ -34,7 +34,7 @@ fn refused_inputs_exit_1_with_their_reason() {
         (
             "tests/data/unroll/bound_too_small.pvl",
             "E0905",
-            "cannot show that the loop runs at least 3 times: the guard `i < n` may be false on iteration 3",
+            "cannot show that the loop runs at least 3 times: the guard `i < n` may be false on iteration 3, e.g. when i = 0 and n = 2",
         ),
         (
             "tests/data/unroll/writes_guard_variable.pvl",

@@ -155,7 +155,7 @@ pub enum Refusal {
     },
 
     #[error(
-        "cannot show that the loop runs at least {factor} times: the guard `{guard}` may be false on iteration {iteration}"
+        "cannot show that the loop runs at least {factor} times: the guard `{guard}` may be false on iteration {iteration}{counterexample}"
     )]
     #[diagnostic(
         code(E0905),
@@ -165,6 +165,8 @@ pub enum Refusal {
         factor: u32,
         iteration: u32,
         guard: String,
+        /// ", e.g. when n = 1" from Z3's counterexample, or empty.
+        counterexample: String,
         #[label("this loop")]
         span: Span,
     },

@@ -413,11 +413,40 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
                 factor: plan.factor,
                 iteration: k + 1,
                 guard: print_expr(&plan.cond),
+                counterexample: counterexample(&plan.cond, &mine),
                 span: plan.loop_span,
             });
         }
     }
     Ok(())
+}
+
+/// ", e.g. when n = 1 and i = 0": the values Z3's counterexample gives the guard's variables at
+/// loop entry, or nothing when Z3 gave none (unknown).
+fn counterexample(guard: &Expr, failed: &[&crate::verify::Obligation]) -> String {
+    fn names_in(e: &Expr, out: &mut BTreeSet<String>) {
+        if let ExprKind::Name(id) = &e.kind {
+            out.insert(id.name.clone());
+        }
+        e.for_each_child(&mut |c| names_in(c, out));
+    }
+    let mut names = BTreeSet::new();
+    names_in(guard, &mut names);
+    let model = failed.iter().find_map(|o| match &o.status {
+        crate::verify::Status::Failed { model } => Some(model),
+        _ => None,
+    });
+    let values: Vec<String> = model
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| names.contains(name))
+        .map(|(name, value)| format!("{name} = {value}"))
+        .collect();
+    if values.is_empty() {
+        String::new()
+    } else {
+        format!(", e.g. when {}", values.join(" and "))
+    }
 }
 
 /// Verifies the probe of `loop_span` with `replacement` (statements marked with the spans
