@@ -9,6 +9,7 @@
 //! - Generated nodes reuse the span of the node they were derived from.
 //! - The applicability check is never skipped (`--no-verify` skips only reverification).
 
+pub mod tile;
 pub mod unroll;
 
 use std::collections::BTreeSet;
@@ -83,10 +84,7 @@ pub fn apply(
             what: "iteration merging".into(),
             span: target,
         }),
-        Optimisation::Tile { .. } => Err(Refusal::NotImplemented {
-            what: "tiling".into(),
-            span: target,
-        }),
+        Optimisation::Tile { layout, size } => tile::tile(program, target, *layout, *size, limits),
     }
 }
 
@@ -179,6 +177,60 @@ pub enum Refusal {
         #[label("requested here")]
         span: Span,
     },
+
+    // ---- Tiling (E0930–E0939) ----
+    #[error("cannot tile: cannot show that the tile size {size} is smaller than the number of threads `{threads}`: {why}")]
+    #[diagnostic(
+        code(E0930),
+        help("T < N must be provable from the contract in the state at the par block")
+    )]
+    TileTooLarge {
+        size: u32,
+        threads: String,
+        why: String,
+        #[label("this par block")]
+        span: Span,
+    },
+
+    #[error("cannot tile: the tile size must be a positive integer")]
+    #[diagnostic(code(E0931))]
+    TileBadSize {
+        #[label("this par block")]
+        span: Span,
+    },
+
+    #[error(
+        "cannot tile: the par block has a barrier; tiling a kernel with barriers is not supported"
+    )]
+    #[diagnostic(code(E0932))]
+    TileBarrier {
+        #[label("this barrier")]
+        span: Span,
+    },
+
+    #[error("cannot tile: {what} is not supported (one par block with one iterator only)")]
+    #[diagnostic(code(E0933))]
+    TileParShape {
+        what: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("cannot tile: cannot requantify the thread contract: {what}")]
+    #[diagnostic(code(E0934))]
+    TileContractShape {
+        what: String,
+        #[label("this clause")]
+        span: Span,
+    },
+
+    #[error("cannot check whether the par block can be tiled: {reason}")]
+    #[diagnostic(code(E0935))]
+    TileCannotCheck {
+        reason: String,
+        #[label("this par block")]
+        span: Span,
+    },
 }
 
 impl Refusal {
@@ -192,7 +244,13 @@ impl Refusal {
             | Refusal::CannotCheck { span, .. }
             | Refusal::BadFactor { span, .. }
             | Refusal::Unsupported { span, .. }
-            | Refusal::NotImplemented { span, .. } => *span,
+            | Refusal::NotImplemented { span, .. }
+            | Refusal::TileTooLarge { span, .. }
+            | Refusal::TileBadSize { span }
+            | Refusal::TileBarrier { span }
+            | Refusal::TileParShape { span, .. }
+            | Refusal::TileContractShape { span, .. }
+            | Refusal::TileCannotCheck { span, .. } => *span,
         }
     }
 }

@@ -352,7 +352,7 @@ fn subst(e: &Expr, var: &str, by: &Expr) -> Expr {
     out
 }
 
-fn set_spans(e: &mut Expr, span: Span) {
+pub(crate) fn set_spans(e: &mut Expr, span: Span) {
     e.span = span;
     match &mut e.kind {
         ExprKind::Unary { operand, .. } => set_spans(operand, span),
@@ -379,7 +379,7 @@ fn set_spans(e: &mut Expr, span: Span) {
 }
 
 /// Spans no source file has: they mark the probe's asserts, one per iteration.
-const MARK_BASE: u32 = u32::MAX - (1 << 20);
+pub(crate) const MARK_BASE: u32 = u32::MAX - (1 << 20);
 
 /// The Z3 part of the applicability check: the guard holds for the first K iterations in the
 /// state at loop entry.
@@ -406,47 +406,17 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
         });
         current = upd(plan, current);
     }
-    let probe = probe(program, plan.loop_span, asserts).ok_or_else(|| Refusal::CannotCheck {
-        reason: "the loop is inside a construct the check does not cut through".into(),
-        span: plan.loop_span,
+    let statuses = prove_in_probe(program, plan.loop_span, asserts, limits).map_err(|reason| {
+        Refusal::CannotCheck {
+            reason,
+            span: plan.loop_span,
+        }
     })?;
-    let reports = verify_program(&probe, limits, 1);
-    let cannot = |reason: String| Refusal::CannotCheck {
-        reason,
-        span: plan.loop_span,
-    };
-    let Some(report) = reports.iter().find(|r| {
-        r.obligations
-            .iter()
-            .any(|o| o.span.start >= MARK_BASE && o.span.start < MARK_BASE + plan.factor)
-            || (r.span.start <= plan.loop_span.start && plan.loop_span.end <= r.span.end)
-    }) else {
-        return Err(cannot("the method holding the loop was not checked".into()));
-    };
-    if report.outcome() == Outcome::Unsupported {
-        let why = report
-            .error
-            .as_ref()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "unsupported construct".into());
-        return Err(cannot(format!(
-            "the verifier cannot encode the method: {why}"
-        )));
-    }
-    for k in 0..plan.factor {
-        let mine: Vec<_> = report
-            .obligations
-            .iter()
-            .filter(|o| o.span.start == MARK_BASE + k)
-            .collect();
-        let all_verified = !mine.is_empty()
-            && mine
-                .iter()
-                .all(|o| o.status == crate::verify::Status::Verified);
-        if !all_verified {
+    for (k, status) in statuses.iter().enumerate() {
+        if *status != crate::verify::Status::Verified {
             return Err(Refusal::TooFewIterations {
                 factor: plan.factor,
-                iteration: k + 1,
+                iteration: k as u32 + 1,
                 guard: print_expr(&plan.cond),
                 span: plan.loop_span,
             });
@@ -455,7 +425,58 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
     Ok(())
 }
 
-/// The method holding `loop_span` cut at the loop: the loop replaced by `replacement`, the code
+/// Proves `asserts` (each with its own span `MARK_BASE + k`) in the state just before the
+/// statement at `target`: the method cut there (see [`probe`]). Returns one status per assert
+/// (a failed one with Z3's model; several obligations of one assert are merged, the first
+/// that is not verified wins), or why the check could not run.
+pub(crate) fn prove_in_probe(
+    program: &Program,
+    target: Span,
+    asserts: Vec<Stmt>,
+    limits: &Limits,
+) -> Result<Vec<crate::verify::Status>, String> {
+    let count = asserts.len() as u32;
+    let probe = probe(program, target, asserts)
+        .ok_or("the statement is inside a construct the check does not cut through")?;
+    let reports = verify_program(&probe, limits, 1);
+    let Some(report) = reports.iter().find(|r| {
+        r.obligations
+            .iter()
+            .any(|o| o.span.start >= MARK_BASE && o.span.start < MARK_BASE + count)
+            || (r.span.start <= target.start && target.end <= r.span.end)
+    }) else {
+        return Err("the method holding the statement was not checked".into());
+    };
+    if report.outcome() == Outcome::Unsupported {
+        let why = report
+            .error
+            .as_ref()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "unsupported construct".into());
+        return Err(format!("the verifier cannot encode the method: {why}"));
+    }
+    Ok((0..count)
+        .map(|k| {
+            let mine: Vec<_> = report
+                .obligations
+                .iter()
+                .filter(|o| o.span.start == MARK_BASE + k)
+                .collect();
+            match mine
+                .iter()
+                .find(|o| o.status != crate::verify::Status::Verified)
+            {
+                Some(o) => o.status.clone(),
+                None if mine.is_empty() => crate::verify::Status::Unknown {
+                    reason: "not checked".into(),
+                },
+                None => crate::verify::Status::Verified,
+            }
+        })
+        .collect())
+}
+
+/// The method holding `loop_span` cut at the loop (or par statement): it is replaced by `replacement`, the code
 /// after it dropped (in every enclosing block), the postconditions of the method and of the
 /// enclosing par blocks dropped (preconditions kept); other methods' bodies dropped (their
 /// contracts are what callers use), pure functions kept.
@@ -505,7 +526,7 @@ fn pre_only(clauses: &[Clause]) -> Vec<Clause> {
 
 fn cut(stmts: &[Stmt], target: Span, replacement: &[Stmt]) -> Option<Vec<Stmt>> {
     for (j, s) in stmts.iter().enumerate() {
-        if s.span == target && matches!(s.kind, StmtKind::While { .. }) {
+        if s.span == target && matches!(s.kind, StmtKind::While { .. } | StmtKind::Par(_)) {
             let mut out = stmts[..j].to_vec();
             out.extend(replacement.iter().cloned());
             return Some(out);
