@@ -10,13 +10,12 @@ use proptest::prelude::*;
 
 use crate::common::{pvl_files, relative, run, snapshot_name, stderr, stdout};
 
-/// Examples whose tiled output does not reverify yet (exit 4, "our bug"): a symbolic thread
-/// count (the caller's side of the requantified contract is left unknown by Z3) or a branching
-/// body. A known gap, reported; this list makes the test fail once one of them is fixed.
+/// Examples whose tiled output does not reverify yet (exit 4, "our bug"): Z3 answers unknown
+/// for the loop invariants of a branching body (clamp) and for inter-tile with a symbolic size
+/// (saxpy). A known gap, reported; this list makes the test fail once one of them is fixed.
 const KNOWN_GAPS: &[&str] = &[
     "examples/tiling/clamp_intra.pvl",
     "examples/tiling/saxpy_inter.pvl",
-    "examples/tiling/scale_intra_uneven.pvl",
 ];
 
 #[test]

@@ -513,7 +513,15 @@ fn rewrite(program: &Program, plan: &Plan) -> Option<Stmt> {
                 }
                 continue;
             }
-            contract.push(format!("{keyword} {};", quant(c, &k, &range_k, &cell)));
+            // Permissions over the binder k (the caller's side is then a row-major
+            // two-binder quantifier); pure facts over the cell index i (Z3 instantiates them
+            // at the caller's cells).
+            let requantified = if has_perm(c) {
+                quant(c, &k, &range_k, &cell)
+            } else {
+                quant(c, &i, &member_i, &cell_i)
+            };
+            contract.push(format!("{keyword} {requantified};"));
             if has_perm(c) {
                 let text = print_expr(c);
                 let (in_pre, in_post) = (pre_perms.contains(&text), post_perms.contains(&text));
