@@ -115,8 +115,8 @@ fn final_a(program: &syntax::Program, n: usize, c: i128) -> Vec<i128> {
 
 proptest! {
     // The rewrite only (no Z3: the generator guarantees T < N) and two interpreter runs per
-    // case are cheap, but keep the default small for CI's 2 cores.
-    #![proptest_config(crate::properties::config(24))]
+    // case: 256 cases take under a second.
+    #![proptest_config(crate::properties::config(256))]
 
     #[test]
     fn tiling_preserves_meaning_without_races(
