@@ -9,4 +9,5 @@ mod opencl;
 mod optimise;
 mod properties;
 mod roundtrip;
+mod tile;
 mod verify;

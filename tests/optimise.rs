@@ -58,20 +58,7 @@ fn refused_inputs_exit_1_with_their_reason() {
             let mut args = vec!["optimise"];
             args.extend_from_slice(extra);
             args.push(file);
-            let out = run(&args);
-            let err = stderr(&out);
-            assert_eq!(out.status.code(), Some(1), "{file} {extra:?}: {err}");
-            assert!(err.contains(code), "{file}: {err}");
-            let flat = err.split_whitespace().collect::<Vec<_>>().join(" ");
-            let flat = flat.replace(" │ ", " ");
-            assert!(
-                flat.contains(message),
-                "{file}: expected {message:?} in {flat}"
-            );
-            assert!(
-                stdout(&out).is_empty(),
-                "{file}: refused but printed a program"
-            );
+            crate::common::assert_refused(&args, code, message);
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::common::{first_difference, spanless};
 // ---------------------------------------------------------------------------------------------
 
 /// `default_cases` cases unless `PROPTEST_CASES` is set, which then wins.
-fn config(default_cases: u32) -> ProptestConfig {
+pub(crate) fn config(default_cases: u32) -> ProptestConfig {
     if std::env::var_os("PROPTEST_CASES").is_some() {
         ProptestConfig::default()
     } else {

@@ -391,3 +391,24 @@ pub fn apply_loop_gpuopts(program: &alpinist::syntax::Program) -> alpinist::synt
                 .0
         })
 }
+
+/// Runs `alpinist args`, which must refuse (exit 1) with `code` and `message` on stderr (the
+/// message matched with whitespace and miette's wrapping flattened) and print no program.
+/// Returns stderr.
+pub fn assert_refused(args: &[&str], code: &str, message: &str) -> String {
+    let out = run(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(err.contains(code), "{args:?}: {err}");
+    let flat = err.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = flat.replace(" │ ", " ");
+    assert!(
+        flat.contains(message),
+        "{args:?}: expected {message:?} in {flat}"
+    );
+    assert!(
+        stdout(&out).is_empty(),
+        "{args:?}: refused but printed a program"
+    );
+    err
+}

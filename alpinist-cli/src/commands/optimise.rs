@@ -173,6 +173,16 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
     transform::visit_stmt_lists_mut(&mut current, &mut |stmts| {
         stmts.retain(|s| !(matches!(s.kind, StmtKind::GpuOpt(_)) && gpuopts.contains(&s.span)))
     });
+    // Member-level `gpuopt tile` lines that were applied go too.
+    for item in &mut current.items {
+        let members: Vec<&mut alpinist_core::syntax::Member> = match item {
+            Item::Class(c) => c.members.iter_mut().collect(),
+            Item::Member(m) => vec![m],
+        };
+        for m in members {
+            m.gpuopts.retain(|g| !gpuopts.contains(&g.span));
+        }
+    }
     let text = syntax::print(&current, &parsed.trivia);
 
     // Reverify the text we hand out, as a user would.

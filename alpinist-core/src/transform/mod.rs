@@ -10,6 +10,7 @@
 //! - The applicability check is never skipped (`--no-verify` skips only reverification).
 
 pub mod merge;
+pub mod tile;
 pub mod unroll;
 
 use std::collections::BTreeSet;
@@ -81,10 +82,7 @@ pub fn apply(
             unroll::unroll(program, target, var, *factor, limits)
         }
         Optimisation::Merge { var, factor } => merge::merge(program, target, var, *factor, limits),
-        Optimisation::Tile { .. } => Err(Refusal::NotImplemented {
-            what: "tiling".into(),
-            span: target,
-        }),
+        Optimisation::Tile { layout, size } => tile::tile(program, target, *layout, *size, limits),
     }
 }
 
@@ -282,6 +280,60 @@ pub enum Refusal {
         #[label("this loop")]
         span: Span,
     },
+
+    // ---- Tiling (E0930–E0939) ----
+    #[error("cannot tile: cannot show that the tile size {size} is smaller than the number of threads `{threads}`: {why}")]
+    #[diagnostic(
+        code(E0930),
+        help("T < N must be provable from the contract in the state at the par block")
+    )]
+    TileTooLarge {
+        size: u32,
+        threads: String,
+        why: String,
+        #[label("this par block")]
+        span: Span,
+    },
+
+    #[error("cannot tile: the tile size must be a positive integer")]
+    #[diagnostic(code(E0931))]
+    TileBadSize {
+        #[label("this par block")]
+        span: Span,
+    },
+
+    #[error(
+        "cannot tile: the par block has a barrier; tiling a kernel with barriers is not supported"
+    )]
+    #[diagnostic(code(E0932))]
+    TileBarrier {
+        #[label("this barrier")]
+        span: Span,
+    },
+
+    #[error("cannot tile: {what} is not supported (one par block with one iterator only)")]
+    #[diagnostic(code(E0933))]
+    TileParShape {
+        what: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("cannot tile: cannot requantify the thread contract: {what}")]
+    #[diagnostic(code(E0934))]
+    TileContractShape {
+        what: String,
+        #[label("this clause")]
+        span: Span,
+    },
+
+    #[error("cannot check whether the par block can be tiled: {reason}")]
+    #[diagnostic(code(E0935))]
+    TileCannotCheck {
+        reason: String,
+        #[label("this par block")]
+        span: Span,
+    },
 }
 
 impl Refusal {
@@ -302,7 +354,13 @@ impl Refusal {
             | Refusal::MergeFactorExceedsCount { span, .. }
             | Refusal::MergeCannotCheck { span, .. }
             | Refusal::MergeUnsupported { span, .. }
-            | Refusal::MergeCountUnbounded { span, .. } => *span,
+            | Refusal::MergeCountUnbounded { span, .. }
+            | Refusal::TileTooLarge { span, .. }
+            | Refusal::TileBadSize { span }
+            | Refusal::TileBarrier { span }
+            | Refusal::TileParShape { span, .. }
+            | Refusal::TileContractShape { span, .. }
+            | Refusal::TileCannotCheck { span, .. } => *span,
         }
     }
 }

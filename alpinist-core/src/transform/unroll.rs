@@ -459,9 +459,9 @@ pub(crate) fn run_probe(
     limits: &Limits,
 ) -> Result<MethodReport, String> {
     let probe = probe(program, loop_span, replacement)
-        .ok_or("the loop is inside a construct the check does not cut through")?;
+        .ok_or("the statement is inside a construct the check does not cut through")?;
     let Some(report) = verify_routine_at(&probe, loop_span, limits) else {
-        return Err("the method holding the loop was not checked".into());
+        return Err("the method holding the statement was not checked".into());
     };
     if report.outcome() == Outcome::Unsupported {
         let why = report
@@ -472,6 +472,39 @@ pub(crate) fn run_probe(
         return Err(format!("the verifier cannot encode the method: {why}"));
     }
     Ok(report)
+}
+
+/// Proves `asserts` (each with its own span `MARK_BASE + k`) in the state just before the
+/// statement at `target`: the method cut there (see [`probe`]). Returns one status per assert
+/// (a failed one with Z3's model; several obligations of one assert are merged, the first
+/// that is not verified wins), or why the check could not run.
+pub(crate) fn prove_in_probe(
+    program: &Program,
+    target: Span,
+    asserts: Vec<Stmt>,
+    limits: &Limits,
+) -> Result<Vec<crate::verify::Status>, String> {
+    let count = asserts.len() as u32;
+    let report = run_probe(program, target, asserts, limits)?;
+    Ok((0..count)
+        .map(|k| {
+            let mine: Vec<_> = report
+                .obligations
+                .iter()
+                .filter(|o| o.span.start == MARK_BASE + k)
+                .collect();
+            match mine
+                .iter()
+                .find(|o| o.status != crate::verify::Status::Verified)
+            {
+                Some(o) => o.status.clone(),
+                None if mine.is_empty() => crate::verify::Status::Unknown {
+                    reason: "not checked".into(),
+                },
+                None => crate::verify::Status::Verified,
+            }
+        })
+        .collect())
 }
 
 /// A span no source file has, marking the `k`th statement of a probe.
@@ -532,7 +565,7 @@ fn pre_only(clauses: &[Clause]) -> Vec<Clause> {
 
 fn cut(stmts: &[Stmt], target: Span, replacement: &[Stmt]) -> Option<Vec<Stmt>> {
     for (j, s) in stmts.iter().enumerate() {
-        if s.span == target && matches!(s.kind, StmtKind::While { .. }) {
+        if s.span == target && matches!(s.kind, StmtKind::While { .. } | StmtKind::Par(_)) {
             let mut out = stmts[..j].to_vec();
             out.extend(replacement.iter().cloned());
             return Some(out);

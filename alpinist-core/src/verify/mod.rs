@@ -53,7 +53,7 @@
 //! `\matrix`, predicates, locks and atomics, sets/bags/maps, objects beyond fields, `yields`.
 //! Each is refused as unsupported (exit 2).
 
-mod assertion;
+pub(crate) mod assertion;
 mod exec;
 mod expr;
 mod obligation;
