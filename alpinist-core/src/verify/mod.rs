@@ -101,11 +101,14 @@ pub fn check_pure(
             functions: None,
         };
         let mut eval = Eval::new(decls, store.clone());
-        let hyps = assumptions
+        let mut hyps = assumptions
             .iter()
             .map(|a| eval.bool(a))
             .collect::<Result<Vec<_>, _>>()?;
         let goal_term = eval.bool(goal)?;
+        if eval.uses_sum {
+            hyps.extend(world.sum_axioms());
+        }
         // Counterexamples name the variables the expressions mention.
         let mut mentioned = std::collections::BTreeSet::new();
         for e in assumptions.iter().copied().chain([goal]) {

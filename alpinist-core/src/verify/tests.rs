@@ -203,8 +203,8 @@ fn unsupported_constructs_are_typed_errors() {
     let cases = [
         ("assert x > 0 && \\old(x) > 0;", "\\old(x)"),
         (
-            "assert (\\sum int j; 0 <= j && j < n; j) >= 0;",
-            "(\\sum int j; 0 <= j && j < n; j)",
+            "assert (\\sum int j; 0 <= j; j) >= 0;",
+            "(\\sum int j; 0 <= j; j)",
         ),
         ("assert (\\forall boolean d; d || !d);", "boolean"),
     ];
@@ -274,4 +274,22 @@ fn names_outside_the_environment_are_errors() {
         }
     );
     assert_eq!(&src[err.span().range()], "y");
+}
+
+#[test]
+fn sums_unfold_at_either_end_and_never_prove_too_much() {
+    // A constant range is summed out.
+    assert_verified("assert (\\sum int j; 0 <= j && j < 4; j) == 6;");
+    assert_failed("assert (\\sum int j; 0 <= j && j < 4; j) == 5;");
+    // A symbolic range: one unfolding at either end of every `sum` term.
+    assert_verified(
+        "assume x > 0;\n assert (\\sum int j; 0 <= j && j < x; j) == (\\sum int j; 0 <= j && j < x - 1; j) + x - 1;",
+    );
+    assert_verified(
+        "assume x > 0;\n assert (\\sum int j; 0 <= j && j < x; y) == y + (\\sum int j; 1 <= j && j < x; y);",
+    );
+    assert_verified("assume x <= 0;\n assert (\\sum int j; 0 <= j && j < x; y) == 0;");
+    // The definition does not make every sum equal.
+    let v = verdict("assume x > 0;\n assert (\\sum int j; 0 <= j && j < x; j) == 0;");
+    assert!(!matches!(v, Ok(Verdict::Verified)), "{v:?}");
 }
