@@ -3,6 +3,7 @@
 mod cli;
 mod common;
 mod diagnostics;
+mod int32;
 #[cfg(feature = "opencl")]
 mod opencl;
 mod optimise;

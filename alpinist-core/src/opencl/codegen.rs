@@ -113,6 +113,9 @@ pub struct Kernel {
     pub size_param: String,
     /// The par iterator's range [lo, hi), to evaluate at N := n.
     pub threads: (Expr, Expr),
+    /// The spans of the `+` emitted as `OP(a, b)`: element combinations, which run in the
+    /// monoid's type and are exempt from `verify --int32` (`verify::Int32::exempt`).
+    pub element_ops: BTreeSet<Span>,
 }
 
 /// The name of the generated kernel function.
@@ -294,6 +297,8 @@ struct Generator<'a> {
     elems: HashSet<String>,
     /// Pure functions called from the kernel, in first-call order.
     called: Vec<String>,
+    /// Spans of the `+` emitted as `OP`.
+    element_ops: BTreeSet<Span>,
 }
 
 impl<'a> Generator<'a> {
@@ -305,6 +310,7 @@ impl<'a> Generator<'a> {
             scalars: HashMap::new(),
             elems: HashSet::new(),
             called: Vec::new(),
+            element_ops: BTreeSet::new(),
         }
     }
 
@@ -476,6 +482,7 @@ impl<'a> Generator<'a> {
             args,
             size_param,
             threads: (iter.lo.clone(), iter.hi.clone()),
+            element_ops: self.element_ops,
         })
     }
 
@@ -730,7 +737,10 @@ impl<'a> Generator<'a> {
                 op: BinaryOp::Add,
                 lhs,
                 rhs,
-            } => Ok(format!("OP({}, {})", self.elem(lhs)?, self.elem(rhs)?)),
+            } => {
+                self.element_ops.insert(expr.span);
+                Ok(format!("OP({}, {})", self.elem(lhs)?, self.elem(rhs)?))
+            }
             ExprKind::Cond {
                 cond,
                 then_expr,

@@ -335,6 +335,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                 goal,
                 kind,
                 span: e.span,
+                note: None,
             }),
         }
         Ok(())
@@ -395,6 +396,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                     goal: close(&binders, &guard.implies(p.ge(real(0)))),
                     kind: ObligationKind::NegativePermission,
                     span: atom.span,
+                    note: None,
                 });
                 p
             }
@@ -411,6 +413,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                         goal: close(&binders, &guard.implies(held.gt(real(0)))),
                         kind: ObligationKind::InsufficientPermission,
                         span: atom.span,
+                        note: None,
                     });
                     self.prover
                         .assume(close(&binders, &guard.implies(w.lt(&held))));
@@ -466,6 +469,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                         goal: close(&binders, &guard.implies(held.ge(&p))),
                         kind: ObligationKind::InsufficientPermission,
                         span: atom.span,
+                        note: None,
                     });
                 }
                 self.mask = self.update(&binders, linear, row_major, &positive, &r, &i, &p, false);
@@ -512,6 +516,7 @@ impl<'w, 'a> Walker<'w, 'a> {
             goal: close(&all, &body),
             kind: ObligationKind::NotInjective,
             span: atom.span,
+            note: None,
         });
     }
 

@@ -56,6 +56,7 @@
 mod assertion;
 mod exec;
 mod expr;
+mod int32;
 mod obligation;
 mod program;
 mod recursion;
@@ -64,6 +65,7 @@ mod state;
 mod uniformity;
 
 pub use expr::{EncodeError, Env, Sort};
+pub use int32::{Int32, INT32_MAX, INT32_MIN};
 pub use obligation::{Obligation, ObligationKind, Status, Trusted, Warning};
 pub use solver::{check_goal, in_fresh_context, Limits, Verdict};
 pub use state::{Term, Ty};
@@ -166,7 +168,21 @@ const WORKER_STACK: usize = 512 << 20;
 /// Verifies every method and pure function of a checked program, on `jobs` threads (each
 /// method in a Z3 context of its own). Reports come back in declaration order whatever `jobs`.
 pub fn verify_program(program: &Program, limits: &Limits, jobs: usize) -> Vec<MethodReport> {
+    verify_program_with(program, limits, None, jobs)
+}
+
+/// [`verify_program`], and with `Some(int32)` also the 32-bit obligations of executable code
+/// (`verify --int32`, see the module `int32.rs`): every integer operation fits in 32 bits
+/// (E0623) and `/` `%` have non-negative operands (E0624), except the operations
+/// `int32.exempt` names.
+pub fn verify_program_with(
+    program: &Program,
+    limits: &Limits,
+    int32: Option<&Int32>,
+    jobs: usize,
+) -> Vec<MethodReport> {
     let info = ProgramInfo::new(program);
+    let plan = int32.map(|mode| int32::Plan::new(&info, mode));
     let routines = info.order.clone();
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<MethodReport>>> = Mutex::new(vec![None; routines.len()]);
@@ -181,7 +197,8 @@ pub fn verify_program(program: &Program, limits: &Limits, jobs: usize) -> Vec<Me
                     break;
                 };
                 let start = Instant::now();
-                let outcome = in_fresh_context(|| exec::check_routine(&info, routine, limits));
+                let outcome =
+                    in_fresh_context(|| exec::check_routine(&info, routine, limits, plan.as_ref()));
                 let report = MethodReport {
                     name: routine.method.name.name.clone(),
                     span: routine.span,
