@@ -270,7 +270,7 @@ fn diagnostic(o: &Obligation) -> Option<ObligationDiagnostic> {
     }
 }
 
-fn is_int32(o: &Obligation) -> bool {
+pub(crate) fn is_int32(o: &Obligation) -> bool {
     matches!(
         o.kind,
         verify::ObligationKind::Int32Overflow | verify::ObligationKind::NegativeDivOperand
@@ -278,7 +278,7 @@ fn is_int32(o: &Obligation) -> bool {
 }
 
 /// `line:column`, 1-based, of the start of `span`.
-fn position(source: &Source, span: Span) -> String {
+pub(crate) fn position(source: &Source, span: Span) -> String {
     let (line, column) = line_column(&source.text, span);
     format!("{line}:{column}")
 }

@@ -12,8 +12,8 @@
 //! - [`harness`] — runs a generated kernel: integer addition on random input against a host
 //!   scan, the interval test with a device-side check, the swapped-operand self-check, and the
 //!   baselines (Voigtländer's 0-1-2 set, random inputs).
-//! - [`verdict`] — combines the race-freedom half (the checker's, a seam until `verify`
-//!   lands) with the interval half.
+//! - [`verdict`] — combines the checker's half (race freedom and 32-bit arithmetic, proved by
+//!   `verify --int32`) with the interval half.
 //!
 //! Invariants:
 //! - One generated source per kernel; every monoid compiles that same source behind its own
