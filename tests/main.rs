@@ -3,6 +3,7 @@
 mod cli;
 mod common;
 mod diagnostics;
+mod int32;
 mod merge;
 #[cfg(feature = "opencl")]
 mod opencl;

@@ -18,8 +18,14 @@ const NOT_YET_ENCODED: &[&str] = &[
 /// README says so too).
 const LARGER_BUDGET: &[(&str, &str)] = &[("examples/prefix-sum/blelloch_2d.pvl", "16000000")];
 
-fn verify_json(file: &str) -> (Option<i32>, Value, String) {
+pub(crate) fn verify_json(file: &str) -> (Option<i32>, Value, String) {
+    verify_json_with(file, &[])
+}
+
+/// [`verify_json`] with extra flags (e.g. `--int32`).
+pub(crate) fn verify_json_with(file: &str, flags: &[&str]) -> (Option<i32>, Value, String) {
     let mut args = vec!["verify", "--json", "--jobs", "1"];
+    args.extend_from_slice(flags);
     if let Some((_, rlimit)) = LARGER_BUDGET.iter().find(|(f, _)| *f == file) {
         args.extend(["--rlimit", rlimit]);
     }
@@ -31,7 +37,7 @@ fn verify_json(file: &str) -> (Option<i32>, Value, String) {
 }
 
 /// (kind, line, column, status) of every obligation that is not verified.
-fn unverified(doc: &Value) -> Vec<(String, u64, u64, String)> {
+pub(crate) fn unverified(doc: &Value) -> Vec<(String, u64, u64, String)> {
     let mut out = Vec::new();
     for file in doc["files"].as_array().into_iter().flatten() {
         for m in file["methods"].as_array().into_iter().flatten() {

@@ -52,6 +52,11 @@ enum Command {
         /// Z3's deterministic resource budget per obligation (same verdict on any machine).
         #[arg(long, value_name = "UNITS")]
         rlimit: Option<u32>,
+        /// Also prove executable integer arithmetic free of 32-bit overflow (E0623) and of
+        /// negative `/` `%` operands (E0624), as OpenCL's `int` needs; in a scan kernel the
+        /// element combinations (the scan operator) are exempt.
+        #[arg(long)]
+        int32: bool,
         /// Without Z3's model-based quantifier instantiation (the fallback after a libz3 crash).
         #[arg(long, hide = true)]
         no_mbqi: bool,
@@ -127,6 +132,7 @@ pub fn main() -> ExitCode {
             timeout,
             jobs,
             rlimit,
+            int32,
             no_mbqi,
         } => commands::verify::run(
             &files,
@@ -135,6 +141,7 @@ pub fn main() -> ExitCode {
                 timeout,
                 jobs,
                 rlimit,
+                int32,
                 mbqi: !no_mbqi,
             },
         ),

@@ -4,7 +4,6 @@
 
 pub mod check;
 pub mod interp;
-#[cfg(feature = "opencl")]
 pub mod opencl;
 pub mod syntax;
 pub mod transform;

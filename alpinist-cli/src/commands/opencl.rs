@@ -1,9 +1,14 @@
 //! `alpinist scan-test` and `alpinist devices`: they need the `opencl` cargo feature.
 //!
-//! Exit codes of `scan-test`: 1 when the interval test (or the integer sanity run) fails on
-//! some device and n; 4 for environment errors (no platform, a compile error in generated
-//! code, a self-check that could not see the swapped scan fail); otherwise 3, because the
-//! race-freedom half of the verdict needs the checker, which has not landed — never 0 today.
+//! Exit codes of `scan-test`: 0 when both halves pass — the checker proves the kernel
+//! race-free with its integer arithmetic free of 32-bit overflow and of negative `/` `%`
+//! operands (`verify --int32`, the scan operator's element combinations exempt), and the
+//! interval test passes on every selected device and n; 1 when the interval test (or the
+//! integer sanity run) fails, or the checker refutes the kernel (refused, with the reason and
+//! which half failed); 2 for bad input, including a size the kernel's precondition excludes
+//! (the proof would not cover it); 3 when the checker could not decide or some size was not
+//! tested; 4 for environment errors (no platform, a compile error in generated code, a
+//! self-check that could not see the swapped scan fail).
 
 use std::path::PathBuf;
 
@@ -117,7 +122,9 @@ mod enabled {
     use super::{parse_range, ScanTestArgs};
     use crate::diagnostics::{emit, emit_plain};
     use crate::exit::Exit;
+    use crate::input::Source;
     use crate::{Baseline, ScanKind};
+    use alpinist_core::syntax::Program;
 
     pub fn devices() -> Exit {
         match platform::list() {
@@ -182,6 +189,17 @@ mod enabled {
             },
             (None, None) => vec![64],
         };
+        // The proof covers the sizes the kernel's precondition allows: test only those.
+        for &n in &sizes {
+            if let Err(e) = codegen::check_size(&parsed.program, &kernel, i64::from(n)) {
+                emit_plain(format_args!(
+                    "{}:{}: refused: {e}; choose a size the precondition allows",
+                    source.name,
+                    crate::commands::verify::position(&source, e.span)
+                ));
+                return Exit::BadInput;
+            }
+        }
         let kind = match args.kind {
             ScanKind::Inclusive => Kind::Inclusive,
             ScanKind::Exclusive => Kind::Exclusive,
@@ -214,7 +232,7 @@ mod enabled {
             }
         }
 
-        let race = race_freedom(&parsed.program);
+        let race = race_freedom(&source, &parsed.program, &kernel);
         let tested: Vec<&ScanReport> = rows
             .iter()
             .filter_map(|r| match &r.outcome {
@@ -258,6 +276,13 @@ mod enabled {
                     Exit::Inconclusive,
                     Some(format!("inconclusive: race-free and passed{skipped_note}")),
                 ),
+                Verdict::Refused { reason } => (
+                    Exit::Negative,
+                    Some(format!(
+                        "refused: the interval test passed on every tested device and size, \
+                         but the checker's half failed: {reason}"
+                    )),
+                ),
                 Verdict::Inconclusive { reason } => (
                     Exit::Inconclusive,
                     Some(format!(
@@ -285,30 +310,65 @@ mod enabled {
         exit
     }
 
-    /// The checker's half. `verify` proves the kernel race-free for every N its precondition
-    /// allows; what it does not prove yet — that the 32-bit integer arithmetic of the
-    /// generated OpenCL neither overflows nor divides negative operands — keeps the verdict
-    /// inconclusive, never a pass.
-    fn race_freedom(program: &alpinist_core::syntax::Program) -> RaceFreedom {
-        use alpinist_core::verify::{verify_program, Limits, Outcome as Checked};
+    /// The checker's half, for every N the kernel's precondition allows (the sizes tested
+    /// were checked against it): race freedom and the 32-bit arithmetic of the generated
+    /// OpenCL (`verify --int32`, the element combinations code generation emits as `OP`
+    /// exempt). A failed obligation refutes the kernel, naming which proof failed, where, and
+    /// Z3's values; an unknown or unencoded routine leaves it unproved.
+    fn race_freedom(source: &Source, program: &Program, kernel: &Kernel) -> RaceFreedom {
+        use alpinist_core::verify::{
+            verify_program_with, Int32, Limits, Outcome as Checked, Status,
+        };
         let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let reports = verify_program(program, &Limits::default(), jobs);
+        let int32 = Int32 {
+            exempt: kernel.element_ops.clone(),
+        };
+        let reports = verify_program_with(program, &Limits::default(), Some(&int32), jobs);
+        let mut failed = Vec::new();
+        for r in &reports {
+            for o in &r.obligations {
+                let Status::Failed { model } = &o.status else {
+                    continue;
+                };
+                let half = if crate::commands::verify::is_int32(o) {
+                    "32-bit arithmetic"
+                } else {
+                    "race freedom"
+                };
+                let what = o
+                    .note
+                    .clone()
+                    .unwrap_or_else(|| o.kind.describe().to_string());
+                let values: Vec<String> = model.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+                failed.push(format!(
+                    "{half}: {} {what} at {}:{}{}",
+                    o.kind.code(),
+                    source.name,
+                    crate::commands::verify::position(source, o.span),
+                    if values.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", values.join(", "))
+                    }
+                ));
+            }
+        }
+        if !failed.is_empty() {
+            return RaceFreedom::Refuted {
+                reason: format!("{}; run `alpinist verify --int32`", failed.join("; ")),
+            };
+        }
         let not_verified: Vec<String> = reports
             .iter()
             .filter(|r| r.outcome() != Checked::Verified)
             .map(|r| format!("`{}` {:?}", r.name, r.outcome()).to_lowercase())
             .collect();
         if not_verified.is_empty() {
-            RaceFreedom::NotChecked {
-                reason: "race freedom is proved by the checker (for every N the kernel's \
-                         precondition allows), but the absence of 32-bit overflow in the \
-                         generated OpenCL is not checked yet"
-                    .into(),
-            }
+            RaceFreedom::Proved
         } else {
             RaceFreedom::NotProved {
                 reason: format!(
-                    "the checker did not verify the kernel ({}); run `alpinist verify`",
+                    "the checker did not verify the kernel ({}); run `alpinist verify --int32`",
                     not_verified.join(", ")
                 ),
             }
@@ -420,6 +480,9 @@ mod enabled {
     ) -> Value {
         let race = match race {
             RaceFreedom::Proved => json!({ "status": "proved" }),
+            RaceFreedom::Refuted { reason } => {
+                json!({ "status": "refuted", "reason": reason })
+            }
             RaceFreedom::NotProved { reason } => {
                 json!({ "status": "not_proved", "reason": reason })
             }
@@ -501,6 +564,7 @@ mod enabled {
             "verdict": match verdict {
                 Verdict::Pass => "pass",
                 Verdict::Fail => "fail",
+                Verdict::Refused { .. } => "refused",
                 Verdict::Inconclusive { .. } => "inconclusive",
             },
         })

@@ -20,6 +20,8 @@ pub struct Options {
     pub timeout: Option<f64>,
     pub jobs: Option<usize>,
     pub rlimit: Option<u32>,
+    /// `--int32`: the 32-bit obligations too.
+    pub int32: bool,
     pub mbqi: bool,
 }
 
@@ -133,7 +135,8 @@ fn run_here(files: &[PathBuf], options: &Options) -> Exit {
             }
         };
         let start = Instant::now();
-        let reports = verify::verify_program(&parsed.program, &limits, jobs);
+        let int32 = options.int32.then(|| int32_mode(&parsed.program));
+        let reports = verify::verify_program_with(&parsed.program, &limits, int32.as_ref(), jobs);
         let elapsed = start.elapsed();
         let exit = reports.iter().map(exit_of).fold(Exit::Success, combine);
         worst = combine(worst, exit);
@@ -151,6 +154,17 @@ fn run_here(files: &[PathBuf], options: &Options) -> Exit {
         );
     }
     worst
+}
+
+/// `--int32` for one program: the element combinations of a scan kernel (what code generation
+/// emits as the scan operator) are exempt; in any other program every operation is checked.
+pub fn int32_mode(program: &alpinist_core::syntax::Program) -> verify::Int32 {
+    match alpinist_core::opencl::codegen::generate(program) {
+        Ok(kernel) => verify::Int32 {
+            exempt: kernel.element_ops,
+        },
+        Err(_) => verify::Int32::all(),
+    }
 }
 
 /// Exit codes in order of precedence: internal error, unsupported input, failure, unknown.
@@ -234,7 +248,10 @@ fn diagnostic(o: &Obligation) -> Option<ObligationDiagnostic> {
     match &o.status {
         Status::Verified => None,
         Status::Failed { model } => Some(ObligationDiagnostic {
-            message: o.kind.describe().to_string(),
+            message: match &o.note {
+                Some(note) if is_int32(o) => format!("{}: {note}", o.kind.describe()),
+                _ => o.kind.describe().to_string(),
+            },
             code: o.kind.code().to_string(),
             span: o.span,
             label: "here".into(),
@@ -253,8 +270,15 @@ fn diagnostic(o: &Obligation) -> Option<ObligationDiagnostic> {
     }
 }
 
+pub(crate) fn is_int32(o: &Obligation) -> bool {
+    matches!(
+        o.kind,
+        verify::ObligationKind::Int32Overflow | verify::ObligationKind::NegativeDivOperand
+    )
+}
+
 /// `line:column`, 1-based, of the start of `span`.
-fn position(source: &Source, span: Span) -> String {
+pub(crate) fn position(source: &Source, span: Span) -> String {
     let (line, column) = line_column(&source.text, span);
     format!("{line}:{column}")
 }

@@ -610,6 +610,29 @@ impl Harness {
         )
     }
 
+    /// The outputs of `runs` scans with integer addition on random inputs of n elements
+    /// (reproducible from `seed`), one work-group each: for differential tests of two kernels
+    /// (an original and its optimised version) on the same inputs. Returns (inputs, outputs).
+    #[allow(clippy::type_complexity)]
+    pub fn random_outputs(
+        &self,
+        kernel: &Kernel,
+        n: u32,
+        runs: usize,
+        seed: u64,
+    ) -> Result<(Vec<Vec<u32>>, Vec<Vec<u32>>), HarnessError> {
+        let inputs: Vec<Vec<u32>> = (0..runs)
+            .map(|r| random_words(n as usize, seed ^ ((r as u64) << 32) ^ u64::from(n)))
+            .collect();
+        let program = self.compile(kernel, Monoid::IntAdd)?;
+        let flat: Vec<u32> = inputs.iter().flatten().copied().collect();
+        let (output, _) = self.launch(&program, kernel, n, runs, &flat, 0xDEAD_BEEF)?;
+        let mut got = vec![0u32; flat.len()];
+        output.read(&mut got).enq()?;
+        let outputs = got.chunks(n as usize).map(<[u32]>::to_vec).collect();
+        Ok((inputs, outputs))
+    }
+
     /// Random baseline: [`RANDOM_RUNS`] runs of integer addition on random input.
     pub fn random(
         &self,

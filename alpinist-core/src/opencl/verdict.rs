@@ -2,9 +2,10 @@
 //!
 //! The interval theorem (Chong, Donaldson, Ketema) covers *race-free* generic scans only: a
 //! scan with a data race can pass the interval test on one device and fail on another. So a
-//! pass needs the checker's race-freedom proof for the same n as well. The checker
-//! (`alpinist verify`) is not wired here yet: [`RaceFreedom::NotChecked`] is the seam it will
-//! replace, and with it a verdict is at best [`Verdict::Inconclusive`].
+//! pass needs the checker's proof for the same n as well: race freedom, and (OpenCL's `int`
+//! has 32 bits) integer arithmetic free of overflow and of negative `/` `%` operands
+//! (`verify --int32`). A definite failure of that proof refuses the kernel
+//! ([`Verdict::Refused`]); an unknown leaves the verdict inconclusive.
 
 /// The race-freedom half, from the checker.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -12,21 +13,13 @@ pub enum RaceFreedom {
     /// The checker proved the kernel free of data races (and its integer arithmetic free of
     /// overflow and negative `/` `%` operands) for the tested n.
     Proved,
-    /// The checker found a race or could not prove its absence.
+    /// The checker found a failure: a possible race (or another failed obligation), or
+    /// integer arithmetic that may overflow 32 bits or divide negative operands.
+    Refuted { reason: String },
+    /// The checker could not decide (unknown) or does not encode the kernel.
     NotProved { reason: String },
-    /// The checker was not run.
+    /// The checker was not run (callers that only want the interval half).
     NotChecked { reason: String },
-}
-
-impl RaceFreedom {
-    /// The state of the project today: `verify` has not landed in this branch.
-    pub fn checker_not_landed() -> Self {
-        RaceFreedom::NotChecked {
-            reason: "the checker (`alpinist verify`) has not landed: race freedom and the \
-                     absence of integer overflow are not yet proved"
-                .into(),
-        }
-    }
 }
 
 /// The overall verdict of a scan test over every selected device and n.
@@ -36,6 +29,8 @@ pub enum Verdict {
     Pass,
     /// The interval test failed somewhere (whatever the race-freedom half says).
     Fail,
+    /// The interval test passed everywhere, but the checker refuted the kernel.
+    Refused { reason: String },
     /// The interval test passed everywhere, but race freedom is not proved.
     Inconclusive { reason: String },
 }
@@ -47,6 +42,9 @@ pub fn combine(race: &RaceFreedom, interval_passed_everywhere: bool) -> Verdict 
     }
     match race {
         RaceFreedom::Proved => Verdict::Pass,
+        RaceFreedom::Refuted { reason } => Verdict::Refused {
+            reason: reason.clone(),
+        },
         RaceFreedom::NotProved { reason } | RaceFreedom::NotChecked { reason } => {
             Verdict::Inconclusive {
                 reason: reason.clone(),
@@ -63,20 +61,35 @@ mod tests {
     fn a_pass_needs_both_halves() {
         assert_eq!(combine(&RaceFreedom::Proved, true), Verdict::Pass);
         assert!(matches!(
-            combine(&RaceFreedom::checker_not_landed(), true),
+            combine(
+                &RaceFreedom::NotChecked {
+                    reason: "not run".into()
+                },
+                true
+            ),
             Verdict::Inconclusive { .. }
         ));
         let race = RaceFreedom::NotProved {
             reason: "race".into(),
         };
         assert!(matches!(combine(&race, true), Verdict::Inconclusive { .. }));
+        let refuted = RaceFreedom::Refuted {
+            reason: "overflow".into(),
+        };
+        assert!(matches!(combine(&refuted, true), Verdict::Refused { .. }));
+        assert_eq!(combine(&refuted, false), Verdict::Fail);
     }
 
     #[test]
     fn an_interval_failure_fails_whatever_the_checker_says() {
         assert_eq!(combine(&RaceFreedom::Proved, false), Verdict::Fail);
         assert_eq!(
-            combine(&RaceFreedom::checker_not_landed(), false),
+            combine(
+                &RaceFreedom::NotChecked {
+                    reason: "not run".into()
+                },
+                false
+            ),
             Verdict::Fail
         );
     }

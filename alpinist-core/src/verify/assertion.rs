@@ -340,6 +340,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                 goal,
                 kind,
                 span: e.span,
+                note: None,
             }),
         }
         Ok(())
@@ -400,6 +401,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                     goal: close(&binders, &guard.implies(p.ge(real(0)))),
                     kind: ObligationKind::NegativePermission,
                     span: atom.span,
+                    note: None,
                 });
                 p
             }
@@ -416,6 +418,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                         goal: close(&binders, &guard.implies(held.gt(real(0)))),
                         kind: ObligationKind::InsufficientPermission,
                         span: atom.span,
+                        note: None,
                     });
                     self.prover
                         .assume(close(&binders, &guard.implies(w.lt(&held))));
@@ -471,6 +474,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                         goal: close(&binders, &guard.implies(held.ge(&p))),
                         kind: ObligationKind::InsufficientPermission,
                         span: atom.span,
+                        note: None,
                     });
                 }
                 self.mask = self.update(&binders, linear, row_major, &positive, &r, &i, &p, false);
@@ -517,6 +521,7 @@ impl<'w, 'a> Walker<'w, 'a> {
             goal: close(&all, &body),
             kind: ObligationKind::NotInjective,
             span: atom.span,
+            note: None,
         });
     }
 

@@ -29,6 +29,7 @@ use crate::syntax::{
 
 use super::assertion::{self, Prover, RegionIter};
 use super::expr::{unsupported, Decls, EncodeError, Eval, FunctionDecl, Functions};
+use super::int32::{self, Plan};
 use super::obligation::{Check, Obligation, ObligationKind, Status, Trusted, Warning};
 use super::program::{clauses, post_clauses, pre_clauses, ty_of, ProgramInfo, Routine};
 use super::recursion;
@@ -141,7 +142,7 @@ impl Prover for SolverProver {
             span: check.span,
             status,
             time: start.elapsed(),
-            note: None,
+            note: check.note.clone(),
         });
         // Checked (or reported): later checks may rely on it, so one mistake is one failure.
         self.assume(check.goal);
@@ -160,6 +161,8 @@ pub struct Ctx<'p> {
     pub world: World,
     pub program: &'p ProgramInfo<'p>,
     pub functions: Functions,
+    /// `--int32` (`int32.rs`), resolved against the program.
+    pub int32: Option<&'p Plan>,
 }
 
 impl<'p> Ctx<'p> {
@@ -209,10 +212,11 @@ pub struct MethodOutcome {
 }
 
 /// Checks `routine` in the calling thread's current Z3 context.
-pub fn check_routine(
-    program: &ProgramInfo<'_>,
-    routine: &Routine<'_>,
+pub fn check_routine<'p>(
+    program: &'p ProgramInfo<'p>,
+    routine: &Routine<'p>,
     limits: &Limits,
+    int32: Option<&'p Plan>,
 ) -> MethodOutcome {
     let world = World::with_heap_kinds(&program.extra_heap_kinds());
     let mut prover = SolverProver::new(limits);
@@ -225,6 +229,7 @@ pub fn check_routine(
         world,
         program,
         functions,
+        int32,
     };
     let mut v = Verifier {
         ctx: &ctx,
@@ -237,6 +242,7 @@ pub fn check_routine(
         warnings,
         own: None,
         self_calls: Vec::new(),
+        code: false,
     };
     let error = if !routine.is_pure() && program.cyclic.contains(&routine.method.name.name) {
         Some(unsupported(
@@ -268,6 +274,8 @@ struct Verifier<'c, 'p> {
     own: Option<(String, Vec<Ty>, Vec<Term>)>,
     /// Its calls of itself: where, and which measures decrease there.
     self_calls: Vec<(Span, Vec<bool>)>,
+    /// `--int32` applies here: an executable routine, outside ghost code (`int32.rs`).
+    code: bool,
 }
 
 fn eval<'c>(ctx: &'c Ctx<'_>, st: &State, definedness: bool) -> Eval<'c> {
@@ -280,6 +288,16 @@ fn eval<'c>(ctx: &'c Ctx<'_>, st: &State, definedness: bool) -> Eval<'c> {
 }
 
 impl<'c, 'p> Verifier<'c, 'p> {
+    /// An evaluator for executable code: with definedness checks and, under `--int32` in an
+    /// executable routine outside ghost code, the 32-bit obligations.
+    fn code_eval(&self, st: &State) -> Eval<'c> {
+        let mut e = eval(self.ctx, st, true);
+        if self.code {
+            e.int32 = self.ctx.int32.map(|p| &p.exempt);
+        }
+        e
+    }
+
     fn fresh_state(&self, store: Store) -> State {
         let heap = Heap::fresh(&self.ctx.world);
         let mask = Mask::empty(&self.ctx.world);
@@ -360,6 +378,18 @@ impl<'c, 'p> Verifier<'c, 'p> {
             _ => None,
         };
         self.set_vars(&store);
+        if let Some(plan) = self.ctx.int32 {
+            let name = &routine.method.name.name;
+            self.code = !routine.is_pure() && plan.executable.contains(name);
+            if self.code && plan.entries.contains(name) {
+                // An entry's `int` parameters come from the host as C `int`s.
+                for p in &routine.method.params {
+                    if let Some(Term::Int(i)) = store.get(&p.name.name).map(|v| &v.term) {
+                        self.prover.assume(int32::in_range(i));
+                    }
+                }
+            }
+        }
         let mut tys = Vec::new();
         let mut terms = Vec::new();
         for p in &routine.method.params {
@@ -600,15 +630,23 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 Ok(Flow::Normal(self.assign(st, target, v)?))
             }
             StmtKind::Increment(target) | StmtKind::Decrement(target) => {
-                let mut ev = eval(self.ctx, &st, true);
+                let mut ev = self.code_eval(&st);
                 let old = ev.int(target)?;
                 self.flush(&mut ev);
                 let one = Int::from_i64(1);
-                let new = if matches!(s.kind, StmtKind::Increment(_)) {
-                    Int::add(&[old, one])
+                let (new, op) = if matches!(s.kind, StmtKind::Increment(_)) {
+                    (Int::add(&[old, one]), "++")
                 } else {
-                    Int::sub(&[old, one])
+                    (Int::sub(&[old, one]), "--")
                 };
+                if self.code && self.ctx.int32.is_some() {
+                    self.prover.check(Check {
+                        goal: int32::in_range(&new),
+                        kind: ObligationKind::Int32Overflow,
+                        span: s.span,
+                        note: Some(format!("`{op}` may overflow 32 bits")),
+                    });
+                }
                 Ok(Flow::Normal(self.assign(st, target, Value::int(new))?))
             }
             StmtKind::Expr(e) => {
@@ -678,7 +716,12 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 });
                 Ok(Flow::Normal(self.inhale_state(st, &[e], &[], true)?))
             }
-            StmtKind::Ghost(inner) => self.stmt(st, inner),
+            StmtKind::Ghost(inner) => {
+                let code = std::mem::replace(&mut self.code, false);
+                let r = self.stmt(st, inner);
+                self.code = code;
+                r
+            }
             StmtKind::GpuOpt(_) => Ok(Flow::Normal(st)),
             StmtKind::Invariant { .. }
             | StmtKind::Atomic { .. }
@@ -714,18 +757,19 @@ impl<'c, 'p> Verifier<'c, 'p> {
             }
             ExprKind::NewArray { elem, dims } if dims.len() == 1 => {
                 let elem = ty_of(elem)?;
-                let mut ev = eval(self.ctx, &st, true);
+                let mut ev = self.code_eval(&st);
                 let n = ev.int(&dims[0])?;
                 self.flush(&mut ev);
                 self.prover.check(Check {
                     goal: n.ge(Int::from_i64(0)),
                     kind: ObligationKind::IndexNegative,
                     span: dims[0].span,
+                    note: None,
                 });
                 self.allocate(st, elem, n, e.span)
             }
             _ => {
-                let mut ev = eval(self.ctx, &st, true);
+                let mut ev = self.code_eval(&st);
                 let v = ev.value(e)?;
                 self.flush(&mut ev);
                 Ok((st, v))
@@ -820,13 +864,14 @@ impl<'c, 'p> Verifier<'c, 'p> {
         target: &'p Expr,
         v: Value,
     ) -> Result<State, EncodeError> {
-        let mut ev = eval(self.ctx, &st, true);
+        let mut ev = self.code_eval(&st);
         let (r, i, ty) = ev.location(target)?;
         self.flush(&mut ev);
         self.prover.check(Check {
             goal: st.mask.amount(&r, &i).eq(real(1)),
             kind: ObligationKind::InsufficientWritePermission,
             span: target.span,
+            note: None,
         });
         let v = coerce(v, &ty, target.span)?;
         let kind = self.ctx.world.heap_kind(&ty, target.span)?;
@@ -848,7 +893,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             .program
             .routine(name)
             .expect("checked by the caller");
-        let mut ev = eval(self.ctx, &st, true);
+        let mut ev = self.code_eval(&st);
         let mut store = Store::new();
         if callee.has_this() {
             let this = match receiver {
@@ -860,6 +905,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                             goal: t.eq(&w.null).not(),
                             kind: ObligationKind::NullDereference,
                             span: r.span,
+                            note: None,
                         });
                     }
                     Some(v)
@@ -886,10 +932,13 @@ impl<'c, 'p> Verifier<'c, 'p> {
                     goal: range,
                     kind: ObligationKind::PreconditionFailed,
                     span: a.span,
+                    note: None,
                 });
             }
             store.insert(p.name.name.clone(), v);
         }
+        // Ghost arguments are specification: no 32-bit obligations.
+        ev.int32 = None;
         for g in given {
             store.insert(g.name.name.clone(), ev.value(&g.value)?);
         }
@@ -987,7 +1036,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         then_branch: &'p Stmt,
         else_branch: Option<&'p Stmt>,
     ) -> Result<Flow, EncodeError> {
-        let mut ev = eval(self.ctx, &st, true);
+        let mut ev = self.code_eval(&st);
         let c = ev.bool(cond)?;
         self.flush(&mut ev);
 
@@ -1103,7 +1152,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
     fn condition(&mut self, st: &State, cond: Option<&'p Expr>) -> Result<Bool, EncodeError> {
         match cond {
             Some(c) => {
-                let mut ev = eval(self.ctx, st, true);
+                let mut ev = self.code_eval(st);
                 let b = ev.bool(c)?;
                 self.flush(&mut ev);
                 Ok(b)
@@ -1115,7 +1164,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
     fn par(&mut self, st: State, group: &'p ParGroup) -> Result<Flow, EncodeError> {
         let mut blocks = Vec::new();
         for block in &group.blocks {
-            let mut ev = eval(self.ctx, &st, true);
+            let mut ev = self.code_eval(&st);
             let mut iters = Vec::new();
             for it in &block.iters {
                 if !matches!(it.ty.kind, crate::syntax::TypeKind::Int) {

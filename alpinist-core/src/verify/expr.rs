@@ -17,7 +17,7 @@
 //! Elsewhere the result is an unspecified function of `a` and `b`, so whatever the checker
 //! proves holds under every one of the three. Every division checks `b ≠ 0`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 
@@ -25,10 +25,11 @@ use z3::ast::{self, Ast, Bool, Dynamic, Int, Real, Seq};
 use z3::FuncDecl;
 
 use crate::syntax::{
-    BinaryOp, Builtin, CollectionKind, Expr, ExprKind, PermLit, QuantifierKind, Span, TypeKind,
-    UnaryOp,
+    BinaryOp, Builtin, CollectionKind, Expr, ExprKind, MethodBody, PermLit, QuantifierKind, Span,
+    TypeKind, UnaryOp,
 };
 
+use super::int32;
 use super::obligation::{Check, ObligationKind};
 use super::program::{ty_of, ProgramInfo};
 use super::state::{
@@ -257,6 +258,10 @@ pub struct Eval<'a> {
     /// logged for the termination check.
     pub defining: Option<String>,
     pub recursive_calls: Vec<(Bool, Vec<Value>)>,
+    /// `--int32` in executable code: the exempt operations; `None` outside (`int32.rs`).
+    pub int32: Option<&'a BTreeSet<Span>>,
+    /// Pure functions whose bodies are being checked at a call (`--int32`), innermost last.
+    inlining: Vec<String>,
 }
 
 impl<'a> Eval<'a> {
@@ -276,6 +281,8 @@ impl<'a> Eval<'a> {
             guards: Vec::new(),
             defining: None,
             recursive_calls: Vec::new(),
+            int32: None,
+            inlining: Vec::new(),
         }
     }
 
@@ -330,9 +337,30 @@ impl<'a> Eval<'a> {
     }
 
     fn require(&mut self, ob: Bool, kind: ObligationKind, span: Span) {
+        self.require_noted(ob, kind, span, None);
+    }
+
+    fn require_noted(&mut self, ob: Bool, kind: ObligationKind, span: Span, note: Option<String>) {
         if self.definedness {
             let goal = self.close(&ob);
-            self.checks.push(Check { goal, kind, span });
+            self.checks.push(Check {
+                goal,
+                kind,
+                span,
+                note,
+            });
+        }
+    }
+
+    /// `--int32`: the result of `what` at `span` fits in 32 bits (unless exempt).
+    fn require_int32(&mut self, result: &Int, what: &str, span: Span) {
+        if self.int32.is_some_and(|exempt| !exempt.contains(&span)) {
+            self.require_noted(
+                int32::in_range(result),
+                ObligationKind::Int32Overflow,
+                span,
+                Some(format!("`{what}` may overflow 32 bits")),
+            );
         }
     }
 
@@ -372,7 +400,17 @@ impl<'a> Eval<'a> {
         let span = e.span;
         Ok(match &e.kind {
             ExprKind::IntLit(n) => match Int::from_str(&n.to_string()) {
-                Ok(i) => Value::int(i),
+                Ok(i) => {
+                    if self.int32.is_some() && !int32::literal_fits(n) {
+                        self.require_noted(
+                            Bool::from_bool(false),
+                            ObligationKind::Int32Overflow,
+                            span,
+                            Some(format!("the literal {n} does not fit in 32 bits")),
+                        );
+                    }
+                    Value::int(i)
+                }
                 Err(()) => return Err(unsupported(format!("the integer literal {n}"), span)),
             },
             ExprKind::BoolLit(b) => Value::bool(Bool::from_bool(*b)),
@@ -399,7 +437,11 @@ impl<'a> Eval<'a> {
                 UnaryOp::Neg => match self.value(operand)? {
                     Value {
                         term: Term::Int(i), ..
-                    } => Value::int(i.unary_minus()),
+                    } => {
+                        let r = i.unary_minus();
+                        self.require_int32(&r, "-", span);
+                        Value::int(r)
+                    }
                     Value {
                         term: Term::Real(r),
                         ..
@@ -643,11 +685,15 @@ impl<'a> Eval<'a> {
                         term: Term::Seq(Seq::concat(&[x, y])),
                         ty: a.ty,
                     },
-                    (Term::Int(x), Term::Int(y)) => Value::int(match op {
-                        Add => Int::add(&[x, y]),
-                        Sub => Int::sub(&[x, y]),
-                        _ => Int::mul(&[x, y]),
-                    }),
+                    (Term::Int(x), Term::Int(y)) => {
+                        let r = match op {
+                            Add => Int::add(&[x, y]),
+                            Sub => Int::sub(&[x, y]),
+                            _ => Int::mul(&[x, y]),
+                        };
+                        self.require_int32(&r, op.symbol(), span);
+                        Value::int(r)
+                    }
                     (x, y) => {
                         let x = to_real(Value { term: x, ty: a.ty }, lhs.span)?;
                         let y = to_real(Value { term: y, ty: b.ty }, rhs.span)?;
@@ -666,6 +712,17 @@ impl<'a> Eval<'a> {
                     ObligationKind::DivisionByZero,
                     rhs.span,
                 );
+                if self.int32.is_some() {
+                    let zero = Int::from_i64(0);
+                    for (x, at) in [(&a, lhs.span), (&b, rhs.span)] {
+                        self.require_noted(
+                            x.ge(&zero),
+                            ObligationKind::NegativeDivOperand,
+                            at,
+                            Some(format!("an operand of `{}` may be negative", op.symbol())),
+                        );
+                    }
+                }
                 let agreed = Bool::and(&[a.ge(Int::from_i64(0)), b.gt(Int::from_i64(0))]);
                 let w = self.decls.world;
                 let (exact, other) = if op == Div {
@@ -677,7 +734,9 @@ impl<'a> Eval<'a> {
                     .apply(&[&a as &dyn Ast, &b as &dyn Ast])
                     .as_int()
                     .expect("int function");
-                Value::int(agreed.ite(&exact, &other))
+                let r = agreed.ite(&exact, &other);
+                self.require_int32(&r, op.symbol(), span);
+                Value::int(r)
             }
             FracDiv => {
                 let (a, b) = (self.real(lhs)?, self.real(rhs)?);
@@ -1109,6 +1168,9 @@ impl<'a> Eval<'a> {
             self.recursive_calls.push((self.guard(), vals.clone()));
         }
         self.function_precondition(name, &vals, span)?;
+        if self.int32.is_some() {
+            self.int32_body(name, &vals, span)?;
+        }
         let decl = if own { &f.limited } else { &f.full };
         let dyns: Vec<Dynamic> = vals.iter().map(|v| v.term.as_dynamic()).collect();
         let refs: Vec<&dyn Ast> = dyns.iter().map(|d| d as &dyn Ast).collect();
@@ -1141,6 +1203,57 @@ impl<'a> Eval<'a> {
             let c = inner.bool(pre)?;
             self.require(c, ObligationKind::FunctionPreconditionFailed, span);
         }
+        Ok(())
+    }
+}
+
+impl Eval<'_> {
+    /// `--int32`: the body of the pure function `name`, as the generated C function runs it
+    /// on `args` at this call, with the 32-bit obligations (under this call's path and
+    /// binders). A recursive function cannot be inlined: unsupported.
+    fn int32_body(&mut self, name: &str, args: &[Value], span: Span) -> Result<(), EncodeError> {
+        let Some(routine) = self.decls.program.and_then(|p| p.routine(name)).copied() else {
+            return Ok(());
+        };
+        let MethodBody::Expr(body) = routine.body() else {
+            return Err(unsupported(
+                format!("a call of `{name}`, which has no body, in code checked by --int32"),
+                span,
+            ));
+        };
+        if self.inlining.iter().any(|f| f == name) || self.defining.as_deref() == Some(name) {
+            return Err(unsupported(
+                format!(
+                    "the recursive function `{name}` in executable code (--int32 checks a \
+                     function's arithmetic at its calls; C has no recursion)"
+                ),
+                span,
+            ));
+        }
+        let store: Store = routine
+            .method
+            .params
+            .iter()
+            .zip(args)
+            .map(|(p, v)| (p.name.name.clone(), v.clone()))
+            .collect();
+        let mut inner = Eval::new(self.decls, store);
+        inner.heap = self.heap.clone();
+        inner.mask = self.mask.clone();
+        inner.definedness = true;
+        inner.int32 = self.int32;
+        inner.inlining = self.inlining.clone();
+        inner.inlining.push(name.to_string());
+        inner.bound = self.bound.clone();
+        inner.guards = self.guards.clone();
+        inner.value(body)?;
+        // Only the 32-bit obligations: the body's own definedness is the function's proof.
+        self.checks.extend(inner.checks.into_iter().filter(|c| {
+            matches!(
+                c.kind,
+                ObligationKind::Int32Overflow | ObligationKind::NegativeDivOperand
+            )
+        }));
         Ok(())
     }
 }

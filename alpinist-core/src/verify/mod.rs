@@ -56,6 +56,7 @@
 pub(crate) mod assertion;
 mod exec;
 mod expr;
+mod int32;
 mod obligation;
 mod program;
 mod recursion;
@@ -64,6 +65,7 @@ mod state;
 mod uniformity;
 
 pub use expr::{EncodeError, Env, Sort};
+pub use int32::{Int32, INT32_MAX, INT32_MIN};
 pub use obligation::{Obligation, ObligationKind, Status, Trusted, Warning};
 pub use solver::{check_goal, in_fresh_context, Limits, Verdict};
 pub use state::{Term, Ty};
@@ -169,14 +171,27 @@ const WORKER_STACK: usize = 512 << 20;
 /// Verifies every method and pure function of a checked program, on `jobs` threads (each
 /// method in a Z3 context of its own). Reports come back in declaration order whatever `jobs`.
 pub fn verify_program(program: &Program, limits: &Limits, jobs: usize) -> Vec<MethodReport> {
-    verify_selected(program, limits, jobs, &|_| true)
+    verify_selected(program, limits, None, jobs, &|_| true)
+}
+
+/// [`verify_program`], and with `Some(int32)` also the 32-bit obligations of executable code
+/// (`verify --int32`, see the module `int32.rs`): every integer operation fits in 32 bits
+/// (E0623) and `/` `%` have non-negative operands (E0624), except the operations
+/// `int32.exempt` names.
+pub fn verify_program_with(
+    program: &Program,
+    limits: &Limits,
+    int32: Option<&Int32>,
+    jobs: usize,
+) -> Vec<MethodReport> {
+    verify_selected(program, limits, int32, jobs, &|_| true)
 }
 
 /// [`verify_program`] for the one routine whose declaration holds `at` (the others are still
 /// what calls use, but are not checked themselves): the optimisations' probes.
 pub fn verify_routine_at(program: &Program, at: Span, limits: &Limits) -> Option<MethodReport> {
     let holds = |span: Span| span.start <= at.start && at.end <= span.end;
-    verify_selected(program, limits, 1, &holds)
+    verify_selected(program, limits, None, 1, &holds)
         .into_iter()
         .find(|r| holds(r.span))
 }
@@ -184,10 +199,12 @@ pub fn verify_routine_at(program: &Program, at: Span, limits: &Limits) -> Option
 fn verify_selected(
     program: &Program,
     limits: &Limits,
+    int32: Option<&Int32>,
     jobs: usize,
     selected: &(dyn Fn(Span) -> bool + Sync),
 ) -> Vec<MethodReport> {
     let info = ProgramInfo::new(program);
+    let plan = int32.map(|mode| int32::Plan::new(&info, mode));
     let mut routines = info.order.clone();
     routines.retain(|r| selected(r.span));
     let next = AtomicUsize::new(0);
@@ -203,7 +220,8 @@ fn verify_selected(
                     break;
                 };
                 let start = Instant::now();
-                let outcome = in_fresh_context(|| exec::check_routine(&info, routine, limits));
+                let outcome =
+                    in_fresh_context(|| exec::check_routine(&info, routine, limits, plan.as_ref()));
                 let report = MethodReport {
                     name: routine.method.name.name.clone(),
                     span: routine.span,

@@ -34,6 +34,10 @@ pub enum ObligationKind {
     RecursionMayNotTerminate,
     BarrierNotUniform,
     PreconditionUnsatisfiable,
+    /// `--int32`: an integer operation of executable code may leave the 32-bit range.
+    Int32Overflow,
+    /// `--int32`: an operand of `/` or `%` in executable code may be negative.
+    NegativeDivOperand,
 }
 
 impl ObligationKind {
@@ -62,6 +66,8 @@ impl ObligationKind {
             RecursionMayNotTerminate => "E0619",
             BarrierNotUniform => "E0621",
             PreconditionUnsatisfiable => "E0622",
+            Int32Overflow => "E0623",
+            NegativeDivOperand => "E0624",
         }
     }
 
@@ -101,6 +107,11 @@ impl ObligationKind {
                 "the barrier may not be reached by all threads of its block alike (a guard or \
                  a local it depends on is derived from a thread id or a heap read)"
             }
+            Int32Overflow => "the integer operation may overflow 32 bits (OpenCL `int`)",
+            NegativeDivOperand => {
+                "an operand of `/` or `%` may be negative (C truncates where the checker's \
+                 semantics does not)"
+            }
             RecursionMayNotTerminate => {
                 "the recursion may not terminate: no integer parameter, difference of two, or \
                  sequence length decreases at every recursive call while staying non-negative"
@@ -121,6 +132,8 @@ pub struct Check {
     pub goal: Bool,
     pub kind: ObligationKind,
     pub span: Span,
+    /// More about a failure than the kind says (which operation, for `--int32`).
+    pub note: Option<String>,
 }
 
 /// How an obligation ended.

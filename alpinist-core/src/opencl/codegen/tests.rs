@@ -203,3 +203,38 @@ fn sizes_evaluate_on_the_host() {
     assert_eq!(kernel.local_len(size, 64).unwrap(), 64);
     assert_eq!(kernel.work_items(64).unwrap(), 32);
 }
+
+/// The `+` emitted as `OP` are exactly the element combinations: the index and stride
+/// arithmetic of the same kernel is not among them (`verify --int32` checks it).
+#[test]
+fn element_ops_are_the_op_additions_only() {
+    let text = with_update("if (tid >= 1) { v = t[tid - 1]; t[tid] = v + t[tid]; }");
+    let program = parse(&text).unwrap().program;
+    let kernel = generate(&program).unwrap();
+    let ops: Vec<&str> = kernel
+        .element_ops
+        .iter()
+        .map(|s| &text[s.start as usize..s.end as usize])
+        .collect();
+    assert_eq!(ops, ["v + t[tid]"]);
+    assert!(kernel.source.contains("OP(v, t[tid])"), "{}", kernel.source);
+}
+
+#[test]
+fn sizes_are_checked_against_the_precondition() {
+    let path = format!(
+        "{}/../examples/prefix-sum/brent_kung.pvl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let program = parse(&std::fs::read_to_string(path).unwrap())
+        .unwrap()
+        .program;
+    let kernel = generate(&program).unwrap();
+    for n in [2, 4, 1024, 1 << 28] {
+        assert_eq!(check_size(&program, &kernel, n), Ok(()), "n = {n}");
+    }
+    for (n, conjunct) in [(1, "N >= 2"), (6, "isPow2(N)"), (1 << 29, "N <= 268435456")] {
+        let e = check_size(&program, &kernel, n).unwrap_err();
+        assert_eq!(e.conjunct, conjunct, "n = {n}");
+    }
+}
