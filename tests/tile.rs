@@ -11,11 +11,14 @@ use proptest::prelude::*;
 use crate::common::{pvl_files, relative, run, snapshot_name, stderr, stdout};
 
 /// Examples whose tiled output does not reverify yet (exit 4, "our bug"): Z3 answers unknown
-/// for the loop invariants of a branching body (clamp) and for inter-tile with a symbolic size
-/// (saxpy). A known gap, reported; this list makes the test fail once one of them is fixed.
+/// for the loop invariants of a branching body (clamp), for inter-tile with a symbolic size
+/// (saxpy), and runs out of budget relating the caller's cells to the intra-tile threads of a
+/// symbolic size (scale_intra_uneven: the thread index must be guessed from a range). A known
+/// gap, reported; this list makes the test fail once one of them is fixed.
 const KNOWN_GAPS: &[&str] = &[
     "examples/tiling/clamp_intra.pvl",
     "examples/tiling/saxpy_inter.pvl",
+    "examples/tiling/scale_intra_uneven.pvl",
 ];
 
 #[test]

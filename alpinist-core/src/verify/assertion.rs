@@ -327,9 +327,20 @@ impl<'w, 'a> Walker<'w, 'a> {
     }
 
     fn pure_atom(&mut self, e: &Expr) -> Result<(), EncodeError> {
-        let b = self.eval.bool(e)?;
+        let mark = self.eval.mark();
+        // Inhaled facts flat (see `Eval::open_forall`); checked goals as written.
+        let opened = match self.mode {
+            Mode::Inhale => self.eval.open_forall(e)?,
+            Mode::Exhale(_) => None,
+        };
+        let b = match opened {
+            Some(body) => body,
+            None => self.eval.bool(e)?,
+        };
         self.flush();
-        self.pure_term(b, e)
+        let done = self.pure_term(b, e);
+        self.eval.restore(mark);
+        done
     }
 
     fn pure_term(&mut self, b: Bool, e: &Expr) -> Result<(), EncodeError> {

@@ -813,6 +813,37 @@ impl<'a> Eval<'a> {
         })
     }
 
+    /// For a `\forall` (not `\forall*`) over `int` binders: its body, with the binders bound
+    /// and its ranges and condition pushed as guards, so that the caller's [`Eval::close`]
+    /// quantifies over the enclosing binders and these in one flat quantifier (Z3 does not
+    /// pull nested quantifiers itself: a par region's quantifier over a thread's `\forall`
+    /// would leave the thread index to be guessed). `None` for anything else, with nothing
+    /// bound. The caller restores the scopes.
+    pub fn open_forall(&mut self, e: &Expr) -> Result<Option<Bool>, EncodeError> {
+        let ExprKind::Quantifier(q) = &e.kind else {
+            return Ok(None);
+        };
+        if q.kind != QuantifierKind::Forall || q.binders.iter().any(|b| b.ty.kind != TypeKind::Int)
+        {
+            return Ok(None);
+        }
+        for b in &q.binders {
+            let r = match &b.range {
+                Some((lo, hi)) => Some((self.int(lo)?, self.int(hi)?)),
+                None => None,
+            };
+            let x = self.bind_quantified(&b.name.name);
+            if let Some((lo, hi)) = r {
+                self.guards.push(Bool::and(&[lo.le(&x), x.lt(&hi)]));
+            }
+        }
+        if let Some(c) = &q.cond {
+            let c = self.bool(c)?;
+            self.guards.push(c);
+        }
+        self.bool(&q.body).map(Some)
+    }
+
     /// `∀xs. guard ⇒ body` or `∃xs. guard ∧ body`; the caller restores the scopes.
     fn quantifier(
         &mut self,

@@ -48,7 +48,6 @@ impl Limits {
             params.set_u32("timeout", ms.max(1));
         }
         params.set_bool("mbqi", self.mbqi);
-        params.set_bool("pull_nested_quantifiers", true);
         params
     }
 }
