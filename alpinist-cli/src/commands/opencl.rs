@@ -271,7 +271,15 @@ mod enabled {
                     Exit::Environment,
                     Some("no size could be tested on the selected devices".into()),
                 ),
-                Verdict::Pass if skipped == 0 => (Exit::Success, None),
+                Verdict::Pass if skipped == 0 => (
+                    Exit::Success,
+                    Some(format!(
+                        "pass: the checker proved the kernel race-free and its arithmetic free of \
+                         32-bit overflow for every N its precondition allows, and the interval \
+                         test passed at all {} device/size pairs",
+                        tested.len()
+                    )),
+                ),
                 Verdict::Pass => (
                     Exit::Inconclusive,
                     Some(format!("inconclusive: race-free and passed{skipped_note}")),
@@ -304,8 +312,10 @@ mod enabled {
         } else {
             print_table(&args.file, &kernel, kind == Kind::Exclusive, &rows);
         }
-        if let Some(message) = message {
-            emit_plain(message);
+        match message {
+            Some(message) if matches!(exit, Exit::Success) => eprintln!("{message}"),
+            Some(message) => emit_plain(message),
+            None => {}
         }
         exit
     }
