@@ -93,19 +93,18 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
         match worst(&reports) {
             Outcome::Verified => {}
             outcome => {
+                let exit = if outcome == Outcome::Unknown {
+                    Exit::Inconclusive
+                } else {
+                    Exit::Negative
+                };
                 if options.json {
-                    let doc = serde_json::json!({
-                        "schema_version": 1,
-                        "file": source.name,
-                        "applied": [],
-                        "refused": {
-                            "code": null,
-                            "message": format!("the input does not verify ({})", describe(outcome)),
-                        },
-                        "verification_before": methods_json(&Some((reports, time))),
-                        "exit": if outcome == Outcome::Unknown { Exit::Inconclusive } else { Exit::Negative } as u8,
+                    let refused = serde_json::json!({
+                        "code": null,
+                        "message": format!("the input does not verify ({})", describe(outcome)),
                     });
-                    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+                    let before = Some((reports, time));
+                    print_refusal(&source.name, &[], refused, &before, exit);
                 }
                 emit_plain(format_args!(
                     "{}: the input does not verify ({}), so it is not optimised; run `alpinist verify {}`",
@@ -113,11 +112,7 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
                     describe(outcome),
                     source.name
                 ));
-                return if outcome == Outcome::Unknown {
-                    Exit::Inconclusive
-                } else {
-                    Exit::Negative
-                };
+                return exit;
             }
         }
         before = Some((reports, time));
@@ -149,20 +144,13 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
                     let code = miette::Diagnostic::code(&refusal).map(|c| c.to_string());
                     let help = miette::Diagnostic::help(&refusal).map(|h| h.to_string());
                     let (line, column) = line_col(&source.text, refusal.span().start as usize);
-                    let doc = serde_json::json!({
-                        "schema_version": 1,
-                        "file": source.name,
-                        "applied": applied,
-                        "refused": {
-                            "code": code,
-                            "message": refusal.to_string(),
-                            "help": help,
-                            "span": { "line": line, "column": column },
-                        },
-                        "verification_before": methods_json(&before),
-                        "exit": exit as u8,
+                    let refused = serde_json::json!({
+                        "code": code,
+                        "message": refusal.to_string(),
+                        "help": help,
+                        "span": { "line": line, "column": column },
                     });
-                    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+                    print_refusal(&source.name, &applied, refused, &before, exit);
                 }
                 emit(&source, refusal);
                 return exit;
@@ -274,15 +262,14 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
         _ => report.push_str("verification: skipped (--no-verify)\n"),
     }
     if options.json {
-        let methods = methods_json;
         let doc = serde_json::json!({
             "schema_version": 1,
             "file": source.name,
             "applied": applied,
             "optimisation_ms": ms(rewrite_time),
             "applicability_ms": ms(applicability_time),
-            "verification_before": methods(&before),
-            "verification_after": methods(&after),
+            "verification_before": methods_json(&before),
+            "verification_after": methods_json(&after),
             "exit": exit as u8,
             "pvl": text,
         });
@@ -292,6 +279,26 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
     }
     eprint!("{report}");
     exit
+}
+
+/// The `--json` document of a refusal: what was applied before it, why, and the
+/// verification of the input (when it ran).
+fn print_refusal(
+    file: &str,
+    applied: &[String],
+    refused: serde_json::Value,
+    before: &Option<(Vec<MethodReport>, Duration)>,
+    exit: Exit,
+) {
+    let doc = serde_json::json!({
+        "schema_version": 1,
+        "file": file,
+        "applied": applied,
+        "refused": refused,
+        "verification_before": methods_json(before),
+        "exit": exit as u8,
+    });
+    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
 }
 
 /// The verification part of the JSON report: total and per-method time and outcome.
@@ -598,7 +605,7 @@ fn flag_request(
         } = &s.kind
         {
             let mut names = BTreeSet::new();
-            names_in(cond, &mut names);
+            cond.names(&mut names);
             if var.is_none_or(|v| names.contains(v)) {
                 loops.push((s.span, names));
             }
@@ -662,25 +669,5 @@ fn flag_request(
             ));
             Err(Exit::BadInput)
         }
-    }
-}
-
-fn names_in(e: &alpinist_core::syntax::Expr, out: &mut BTreeSet<String>) {
-    if let Ok(value) = serde_json::to_value(e) {
-        fn go(v: &serde_json::Value, out: &mut BTreeSet<String>) {
-            match v {
-                serde_json::Value::Object(map) => {
-                    if let Some(serde_json::Value::Object(id)) = map.get("Name") {
-                        if let Some(serde_json::Value::String(s)) = id.get("name") {
-                            out.insert(s.clone());
-                        }
-                    }
-                    map.values().for_each(|v| go(v, out));
-                }
-                serde_json::Value::Array(items) => items.iter().for_each(|v| go(v, out)),
-                _ => {}
-            }
-        }
-        go(&value, out);
     }
 }

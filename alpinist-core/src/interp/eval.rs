@@ -748,7 +748,7 @@ impl<'p> Machine<'p, '_> {
         // true, resp. false, so enumerating only the bounded range is exact).
         let mut conjuncts = Vec::new();
         match (&q.cond, q.kind, &q.body.kind) {
-            (Some(c), _, _) => flatten_and(c, &mut conjuncts),
+            (Some(c), _, _) => c.flatten_and(&mut conjuncts),
             (
                 None,
                 QuantifierKind::Forall | QuantifierKind::ForallStar,
@@ -757,8 +757,8 @@ impl<'p> Machine<'p, '_> {
                     lhs,
                     ..
                 },
-            ) => flatten_and(lhs, &mut conjuncts),
-            (None, QuantifierKind::Exists, _) => flatten_and(&q.body, &mut conjuncts),
+            ) => lhs.flatten_and(&mut conjuncts),
+            (None, QuantifierKind::Exists, _) => q.body.flatten_and(&mut conjuncts),
             _ => {}
         }
         let mut lo: Option<i128> = None;
@@ -827,21 +827,6 @@ fn mismatch(expected: &'static str, found: Value, span: Span) -> InterpError {
         expected,
         found: found.kind(),
         span,
-    }
-}
-
-/// The top-level `&&`/`**` conjuncts of `e`, left to right.
-pub(crate) fn flatten_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match &e.kind {
-        ExprKind::Binary {
-            op: BinaryOp::And | BinaryOp::Star,
-            lhs,
-            rhs,
-        } => {
-            flatten_and(lhs, out);
-            flatten_and(rhs, out);
-        }
-        _ => out.push(e),
     }
 }
 

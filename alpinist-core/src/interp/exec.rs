@@ -244,7 +244,7 @@ impl<'p> Machine<'p, '_> {
         span: Span,
     ) -> Result<(), InterpError> {
         let mut conjuncts = Vec::new();
-        super::eval::flatten_and(e, &mut conjuncts);
+        e.flatten_and(&mut conjuncts);
         conjuncts.retain(|c| !is_permission(c));
         if conjuncts.is_empty() {
             self.asserts_skipped += 1;

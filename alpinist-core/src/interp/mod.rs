@@ -71,7 +71,6 @@ mod tests;
 use std::collections::HashMap;
 
 pub use error::{Access, InterpError};
-pub(crate) use eval::flatten_and;
 pub use value::{ArrayRef, Memory, SeqRef, Value};
 
 use crate::syntax::{

@@ -548,13 +548,11 @@ pub enum Assoc {
     None,
 }
 
-impl Expr {
-    /// Calls `f` on each direct subexpression, in source order: operands, arguments (ghost
-    /// ones included), a quantifier's binder ranges, condition and body, a `\let`'s value and
-    /// body. Binding is the caller's business: a visitor that tracks scopes handles
-    /// quantifiers and `\let` itself.
-    pub fn for_each_child(&self, f: &mut dyn FnMut(&Expr)) {
-        match &self.kind {
+/// The direct subexpressions of an expression, for [`Expr::for_each_child`] and its `mut`
+/// twin: one list of cases for both.
+macro_rules! for_each_child {
+    ($e:expr, $f:ident, $iter:ident $(, $m:tt)?) => {
+        match & $($m)* $e.kind {
             ExprKind::IntLit(_)
             | ExprKind::BoolLit(_)
             | ExprKind::Null
@@ -566,34 +564,34 @@ impl Expr {
             | ExprKind::Old(x)
             | ExprKind::Length(x)
             | ExprKind::Trigger(x)
-            | ExprKind::Field { base: x, .. } => f(x),
+            | ExprKind::Field { base: x, .. } => $f(x),
             ExprKind::Binary { lhs, rhs, .. } => {
-                f(lhs);
-                f(rhs);
+                $f(lhs);
+                $f(rhs);
             }
             ExprKind::Cond {
                 cond,
                 then_expr,
                 else_expr,
             } => {
-                f(cond);
-                f(then_expr);
-                f(else_expr);
+                $f(cond);
+                $f(then_expr);
+                $f(else_expr);
             }
             ExprKind::Index { base, index } => {
-                f(base);
-                f(index);
+                $f(base);
+                $f(index);
             }
             ExprKind::Slice { base, from, to } => {
-                f(base);
+                $f(base);
                 for x in [from, to].into_iter().flatten() {
-                    f(x);
+                    $f(x);
                 }
             }
             ExprKind::Update { base, index, value } => {
-                f(base);
-                f(index);
-                f(value);
+                $f(base);
+                $f(index);
+                $f(value);
             }
             ExprKind::Call {
                 receiver,
@@ -603,41 +601,116 @@ impl Expr {
                 ..
             } => {
                 if let Some(r) = receiver {
-                    f(r);
+                    $f(r);
                 }
-                args.iter().for_each(&mut *f);
-                given.iter().chain(yields).for_each(|g| f(&g.value));
+                args.$iter().for_each(&mut *$f);
+                given.$iter().chain(yields).for_each(|g| $f(& $($m)* g.value));
             }
-            ExprKind::New { args, .. } | ExprKind::Builtin { args, .. } => args.iter().for_each(f),
-            ExprKind::NewArray { dims, .. } => dims.iter().for_each(f),
-            ExprKind::Collection { elems, .. } => elems.iter().for_each(f),
+            ExprKind::New { args, .. } | ExprKind::Builtin { args, .. } => args.$iter().for_each($f),
+            ExprKind::NewArray { dims, .. } => dims.$iter().for_each($f),
+            ExprKind::Collection { elems, .. } => elems.$iter().for_each($f),
             ExprKind::MapLit { entries, .. } => {
                 for (k, v) in entries {
-                    f(k);
-                    f(v);
+                    $f(k);
+                    $f(v);
                 }
             }
             ExprKind::Let { value, body, .. } => {
-                f(value);
-                f(body);
+                $f(value);
+                $f(body);
             }
             ExprKind::Quantifier(q) => {
-                for b in &q.binders {
-                    if let Some((lo, hi)) = &b.range {
-                        f(lo);
-                        f(hi);
+                for b in & $($m)* q.binders {
+                    if let Some((lo, hi)) = & $($m)* b.range {
+                        $f(lo);
+                        $f(hi);
                     }
                 }
-                if let Some(c) = &q.cond {
-                    f(c);
+                if let Some(c) = & $($m)* q.cond {
+                    $f(c);
                 }
-                f(&q.body);
+                $f(& $($m)* q.body);
             }
             ExprKind::Unfolding { pred, body } => {
-                f(pred);
-                f(body);
+                $f(pred);
+                $f(body);
             }
         }
+    };
+}
+
+impl Expr {
+    /// Calls `f` on `self` and every subexpression (binders are not tracked).
+    pub fn visit(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        self.for_each_child(&mut |c| c.visit(f));
+    }
+
+    /// The names occurring in `self` (an over-approximation of its free variables).
+    pub fn names(&self, into: &mut std::collections::BTreeSet<String>) {
+        self.visit(&mut |x| {
+            if let ExprKind::Name(id) = &x.kind {
+                into.insert(id.name.clone());
+            }
+        });
+    }
+
+    /// Whether the name `name` occurs in `self`.
+    pub fn mentions(&self, name: &str) -> bool {
+        let mut found = false;
+        self.visit(&mut |x| found |= matches!(&x.kind, ExprKind::Name(id) if id.name == name));
+        found
+    }
+
+    /// Appends the top-level `&&`/`**` conjuncts of `self` to `out`, left to right.
+    pub fn flatten_and<'e>(&'e self, out: &mut Vec<&'e Expr>) {
+        match &self.kind {
+            ExprKind::Binary {
+                op: BinaryOp::And | BinaryOp::Star,
+                lhs,
+                rhs,
+            } => {
+                lhs.flatten_and(out);
+                rhs.flatten_and(out);
+            }
+            _ => out.push(self),
+        }
+    }
+
+    /// Calls `f` on each direct subexpression, in source order: operands, arguments (ghost
+    /// ones included), a quantifier's binder ranges, condition and body, a `\let`'s value and
+    /// body. Binding is the caller's business: a visitor that tracks scopes handles
+    /// quantifiers and `\let` itself.
+    pub fn for_each_child(&self, f: &mut dyn FnMut(&Expr)) {
+        for_each_child!(self, f, iter)
+    }
+
+    /// [`Expr::for_each_child`], mutably.
+    pub fn for_each_child_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
+        for_each_child!(self, f, iter_mut, mut)
+    }
+
+    /// `self` with every free occurrence of the name `var` replaced by `by` (a quantifier or
+    /// `\let` that rebinds `var` is left alone entirely, its range and value included: the
+    /// transformations refuse such input before substituting).
+    pub fn substitute(&self, var: &str, by: &Expr) -> Expr {
+        fn go(e: &mut Expr, var: &str, by: &Expr) {
+            let rebinds = match &e.kind {
+                ExprKind::Name(id) if id.name == var => {
+                    *e = by.clone();
+                    return;
+                }
+                ExprKind::Quantifier(q) => q.binders.iter().any(|b| b.name.name == var),
+                ExprKind::Let { name, .. } => name.name == var,
+                _ => false,
+            };
+            if !rebinds {
+                e.for_each_child_mut(&mut |c| go(c, var, by));
+            }
+        }
+        let mut out = self.clone();
+        go(&mut out, var, by);
+        out
     }
 }
 

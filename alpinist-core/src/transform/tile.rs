@@ -113,7 +113,7 @@ pub fn plan(
                     .into_iter()
                     .try_for_each(|c| check_conjunct(c, tid))
             }
-            ClauseKind::ContextEverywhere(e) if !mentions(e, tid) => Ok(()),
+            ClauseKind::ContextEverywhere(e) if !e.mentions(tid) => Ok(()),
             _ => Err(format!(
                 "a `{}` clause of the thread",
                 clause.kind.keyword()
@@ -155,7 +155,7 @@ fn conjuncts(e: &Expr) -> Vec<&Expr> {
 
 fn has_perm(e: &Expr) -> bool {
     let mut found = false;
-    crate::verify::assertion::visit(e, &mut |x| {
+    e.visit(&mut |x| {
         if matches!(
             &x.kind,
             ExprKind::Builtin {
@@ -169,17 +169,11 @@ fn has_perm(e: &Expr) -> bool {
     found
 }
 
-fn mentions(e: &Expr, name: &str) -> bool {
-    let mut names = std::collections::BTreeSet::new();
-    crate::verify::assertion::names(e, &mut names);
-    names.contains(name)
-}
-
 /// A conjunct can be requantified: a pure one always (unless it rebinds the iterator); one with
 /// permissions only as `Perm(l, p)` or `c ==> Perm(l, p)` mentioning the iterator.
 fn check_conjunct(c: &Expr, tid: &str) -> Result<(), String> {
     let mut rebinds = false;
-    crate::verify::assertion::visit(c, &mut |x| {
+    c.visit(&mut |x| {
         if let ExprKind::Quantifier(q) = &x.kind {
             rebinds |= q.binders.iter().any(|b| b.name.name == tid);
         }
@@ -193,7 +187,7 @@ fn check_conjunct(c: &Expr, tid: &str) -> Result<(), String> {
     if !has_perm(c) {
         return Ok(());
     }
-    if !mentions(c, tid) {
+    if !c.mentions(tid) {
         return Err(format!(
             "the permission `{}` does not depend on the thread id `{tid}`",
             print_expr(c)
@@ -255,8 +249,8 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
         Some(Status::Verified) => Ok(()),
         other => {
             let mut names = std::collections::BTreeSet::new();
-            crate::verify::assertion::names(&it.lo, &mut names);
-            crate::verify::assertion::names(&it.hi, &mut names);
+            it.lo.names(&mut names);
+            it.hi.names(&mut names);
             let why = match other {
                 Some(Status::Failed { model }) => {
                     let values: Vec<String> = model
@@ -326,33 +320,6 @@ fn parse_stmts(text: &str) -> Option<Vec<Stmt>> {
         MethodBody::Block(b) => Some(b.stmts),
         _ => None,
     }
-}
-
-/// `e` with every free `var` replaced by `by` (the plan refused conjuncts rebinding `var`).
-fn subst(e: &Expr, var: &str, by: &Expr) -> Expr {
-    fn go(v: &mut serde_json::Value, var: &str, by: &serde_json::Value) {
-        if let serde_json::Value::Object(map) = v {
-            let is_var = map
-                .get("kind")
-                .and_then(|k| k.get("Name"))
-                .and_then(|n| n.get("name"))
-                .is_some_and(|n| n == var);
-            if is_var {
-                *v = by.clone();
-                return;
-            }
-        }
-        match v {
-            serde_json::Value::Object(map) => map.values_mut().for_each(|x| go(x, var, by)),
-            serde_json::Value::Array(xs) => xs.iter_mut().for_each(|x| go(x, var, by)),
-            _ => {}
-        }
-    }
-    let (Ok(mut v), Ok(by)) = (serde_json::to_value(e), serde_json::to_value(by)) else {
-        return e.clone();
-    };
-    go(&mut v, var, &by);
-    serde_json::from_value(v).unwrap_or_else(|_| e.clone())
 }
 
 /// Every span in `v` set to `span`.
@@ -476,7 +443,7 @@ fn rewrite(program: &Program, plan: &Plan) -> Option<Stmt> {
         let star = if has_perm(c) { "\\forall*" } else { "\\forall" };
         format!(
             "({star} int {binder}; {range}; {})",
-            print_expr(&subst(c, &tid, by))
+            print_expr(&c.substitute(&tid, by))
         )
     };
     let mut contract = Vec::new();
@@ -506,7 +473,7 @@ fn rewrite(program: &Program, plan: &Plan) -> Option<Stmt> {
             _ => return None,
         };
         for c in conjuncts(e) {
-            if !mentions(c, &tid) {
+            if !c.mentions(&tid) {
                 contract.push(format!("{keyword} {};", print_expr(c)));
                 if pre && !has_perm(c) {
                     invariants.push(print_expr(c));

@@ -313,58 +313,14 @@ fn upd(plan: &Plan, e: Expr) -> Expr {
     }
 }
 
-/// `e` with every `var` replaced by `by` (the guard has no binders).
-fn subst(e: &Expr, var: &str, by: &Expr) -> Expr {
-    let mut out = e.clone();
-    fn go(e: &mut Expr, var: &str, by: &Expr) {
-        match &mut e.kind {
-            ExprKind::Name(id) if id.name == var => *e = by.clone(),
-            ExprKind::Unary { operand, .. } => go(operand, var, by),
-            ExprKind::Binary { lhs, rhs, .. } => {
-                go(lhs, var, by);
-                go(rhs, var, by);
-            }
-            ExprKind::Cond {
-                cond,
-                then_expr,
-                else_expr,
-            } => {
-                go(cond, var, by);
-                go(then_expr, var, by);
-                go(else_expr, var, by);
-            }
-            ExprKind::Field { base, .. } => go(base, var, by),
-            _ => {}
-        }
-    }
-    go(&mut out, var, by);
-    out
-}
-
 pub(crate) fn set_spans(e: &mut Expr, span: Span) {
     e.span = span;
     match &mut e.kind {
-        ExprKind::Unary { operand, .. } => set_spans(operand, span),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            set_spans(lhs, span);
-            set_spans(rhs, span);
-        }
-        ExprKind::Cond {
-            cond,
-            then_expr,
-            else_expr,
-        } => {
-            set_spans(cond, span);
-            set_spans(then_expr, span);
-            set_spans(else_expr, span);
-        }
-        ExprKind::Field { base, name } => {
-            name.span = span;
-            set_spans(base, span)
-        }
+        ExprKind::Field { name, .. } => name.span = span,
         ExprKind::Name(id) => id.span = span,
         _ => {}
     }
+    e.for_each_child_mut(&mut |c| set_spans(c, span));
 }
 
 /// Spans no source file has: they mark the probe's asserts, one per iteration.
@@ -384,7 +340,7 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
     let mut current = var_expr;
     for k in 0..plan.factor {
         let mark = mark(k);
-        let mut cond = subst(&plan.cond, &plan.var, &current);
+        let mut cond = plan.cond.substitute(&plan.var, &current);
         set_spans(&mut cond, mark);
         asserts.push(Stmt {
             kind: StmtKind::Assert(cond),
@@ -424,14 +380,8 @@ pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Resu
 /// ", e.g. when n = 1 and i = 0": the values Z3's counterexample gives the guard's variables at
 /// loop entry, or nothing when Z3 gave none (unknown).
 fn counterexample(guard: &Expr, failed: &[&crate::verify::Obligation]) -> String {
-    fn names_in(e: &Expr, out: &mut BTreeSet<String>) {
-        if let ExprKind::Name(id) = &e.kind {
-            out.insert(id.name.clone());
-        }
-        e.for_each_child(&mut |c| names_in(c, out));
-    }
     let mut names = BTreeSet::new();
-    names_in(guard, &mut names);
+    guard.names(&mut names);
     let model = failed.iter().find_map(|o| match &o.status {
         crate::verify::Status::Failed { model } => Some(model),
         _ => None,

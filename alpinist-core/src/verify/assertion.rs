@@ -95,7 +95,7 @@ pub fn exhale(
 /// True when `e` holds no permission (no `Perm`, `PointsTo` or `\matrix`).
 pub fn is_pure(e: &Expr) -> bool {
     let mut pure = true;
-    visit(e, &mut |x| {
+    e.visit(&mut |x| {
         if let ExprKind::Builtin {
             op: Builtin::Perm | Builtin::PointsTo | Builtin::Matrix | Builtin::Value,
             ..
@@ -105,21 +105,6 @@ pub fn is_pure(e: &Expr) -> bool {
         }
     });
     pure
-}
-
-/// The names occurring in `e` (an over-approximation of its free variables).
-pub fn names(e: &Expr, into: &mut BTreeSet<String>) {
-    visit(e, &mut |x| {
-        if let ExprKind::Name(id) = &x.kind {
-            into.insert(id.name.clone());
-        }
-    });
-}
-
-/// Calls `f` on `e` and every subexpression.
-pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
-    f(e);
-    e.for_each_child(&mut |c| visit(c, f));
 }
 
 static INVERSES: AtomicUsize = AtomicUsize::new(0);
@@ -184,10 +169,8 @@ impl<'w, 'a> Walker<'w, 'a> {
     }
 
     fn flush(&mut self) {
-        if std::mem::take(&mut self.eval.uses_sum) {
-            for a in self.eval.decls.world.sum_axioms() {
-                self.prover.assume(a);
-            }
+        for a in self.eval.take_axioms() {
+            self.prover.assume(a);
         }
         for c in std::mem::take(&mut self.eval.checks) {
             self.prover.check(c);
@@ -282,7 +265,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         f: impl FnOnce(&mut Self) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
         let mut ns = BTreeSet::new();
-        names(source, &mut ns);
+        source.names(&mut ns);
         self.eval.push_guard(c);
         self.guard_names.push(ns);
         let r = f(self);
@@ -302,8 +285,8 @@ impl<'w, 'a> Walker<'w, 'a> {
             }
             let range = match &b.range {
                 Some((lo, hi)) => {
-                    names(lo, &mut ns);
-                    names(hi, &mut ns);
+                    lo.names(&mut ns);
+                    hi.names(&mut ns);
                     let r = (self.eval.int(lo)?, self.eval.int(hi)?);
                     Some(r)
                 }
@@ -317,7 +300,7 @@ impl<'w, 'a> Walker<'w, 'a> {
             }
         }
         if let Some(c) = &q.cond {
-            names(c, &mut ns);
+            c.names(&mut ns);
             let c = self.eval.bool(c)?;
             self.flush();
             self.eval.push_guard(c);
@@ -371,7 +354,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         // Binders and guards of this atom: the region iterators it mentions, then the
         // walker's own.
         let mut mentioned = BTreeSet::new();
-        names(atom, &mut mentioned);
+        atom.names(&mut mentioned);
         for ns in &self.guard_names {
             mentioned.extend(ns.iter().cloned());
         }
@@ -637,7 +620,7 @@ impl<'w, 'a> Walker<'w, 'a> {
 
 fn mentions(e: &Expr, name: &str) -> bool {
     let mut ns = BTreeSet::new();
-    names(e, &mut ns);
+    e.names(&mut ns);
     ns.contains(name)
 }
 

@@ -314,10 +314,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
     }
 
     fn flush(&mut self, ev: &mut Eval<'_>) {
-        if std::mem::take(&mut ev.uses_sum) {
-            for a in self.ctx.world.sum_axioms() {
-                self.prover.assume(a);
-            }
+        for a in ev.take_axioms() {
+            self.prover.assume(a);
         }
         for c in std::mem::take(&mut ev.checks) {
             self.prover.check(c);

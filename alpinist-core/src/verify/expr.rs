@@ -168,21 +168,6 @@ enum Bound {
     Upper,
 }
 
-/// The conjuncts of `e` (split at `&&`).
-fn conjuncts_of<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match &e.kind {
-        ExprKind::Binary {
-            op: BinaryOp::And,
-            lhs,
-            rhs,
-        } => {
-            conjuncts_of(lhs, out);
-            conjuncts_of(rhs, out);
-        }
-        _ => out.push(e),
-    }
-}
-
 /// `lo <= k`, `k >= lo`, `lo < k`, `k > lo` (lower) or `k < hi`, `hi > k`, `k <= hi`, `hi >= k`
 /// (upper) with the other side free of `k`: the bound and what to add to it to make the range
 /// half-open [lo, hi).
@@ -191,13 +176,6 @@ fn range_bound<'e>(e: &'e Expr, k: &str) -> Option<(Bound, &'e Expr, i64)> {
         return None;
     };
     let is_k = |x: &Expr| matches!(&x.kind, ExprKind::Name(id) if id.name == k);
-    let free = |x: &Expr| {
-        let mut mentions = false;
-        super::assertion::visit(x, &mut |y| {
-            mentions |= matches!(&y.kind, ExprKind::Name(id) if id.name == k);
-        });
-        !mentions
-    };
     let (bound, other, shift) = match op {
         BinaryOp::Le if is_k(rhs) => (Bound::Lower, lhs, 0),
         BinaryOp::Lt if is_k(rhs) => (Bound::Lower, lhs, 1),
@@ -209,7 +187,7 @@ fn range_bound<'e>(e: &'e Expr, k: &str) -> Option<(Bound, &'e Expr, i64)> {
         BinaryOp::Ge if is_k(rhs) => (Bound::Upper, lhs, 1),
         _ => return None,
     };
-    free(other).then_some((bound, &**other, shift))
+    (!other.mentions(k)).then_some((bound, &**other, shift))
 }
 
 /// A pure function as Z3 declarations: the function and its *limited* twin (calls inside its
@@ -244,10 +222,8 @@ pub struct Eval<'a> {
     /// Record definedness checks (null, bounds, permission, division, function preconditions).
     pub definedness: bool,
     pub checks: Vec<Check>,
-    /// A term of `World::sum` was built: whoever takes the checks assumes
-    /// [`World::sum_axioms`] first. Only then: the axioms quantify over arrays, which leaves
-    /// Z3's array theory incomplete (failures would come back unknown) in every query.
-    pub uses_sum: bool,
+    /// A term of `World::sum` was built: [`Eval::take_axioms`] hands out its definition.
+    uses_sum: bool,
     /// Names bound inside the expression (quantifiers, `\let`), innermost last.
     scopes: Vec<(String, Value)>,
     /// Quantifier-bound constants in scope: checks are closed over them.
@@ -294,6 +270,18 @@ impl<'a> Eval<'a> {
         self.scopes.push((name.to_string(), Value::int(x.clone())));
         self.bound.push(x.clone());
         x
+    }
+
+    /// The definitions the terms built so far rely on (today `World::sum`'s, once a sum term
+    /// was built), for whoever takes the checks to assume first. Only then: the sum axioms
+    /// quantify over arrays, which leaves Z3's array theory incomplete (failures would come
+    /// back unknown) in every query.
+    pub fn take_axioms(&mut self) -> Vec<Bool> {
+        if std::mem::take(&mut self.uses_sum) {
+            self.decls.world.sum_axioms()
+        } else {
+            Vec::new()
+        }
     }
 
     pub fn bind(&mut self, name: &str, v: Value) {
@@ -813,7 +801,7 @@ impl<'a> Eval<'a> {
         })
     }
 
-    /// For a `\forall` (not `\forall*`) over `int` binders: its body, with the binders bound
+    /// For a `\forall` (not `\forall*`): its body, with the binders bound
     /// and its ranges and condition pushed as guards, so that the caller's [`Eval::close`]
     /// quantifies over the enclosing binders and these in one flat quantifier (Z3 does not
     /// pull nested quantifiers itself: a par region's quantifier over a thread's `\forall`
@@ -823,33 +811,20 @@ impl<'a> Eval<'a> {
         let ExprKind::Quantifier(q) = &e.kind else {
             return Ok(None);
         };
-        if q.kind != QuantifierKind::Forall || q.binders.iter().any(|b| b.ty.kind != TypeKind::Int)
-        {
+        if q.kind != QuantifierKind::Forall {
             return Ok(None);
         }
-        for b in &q.binders {
-            let r = match &b.range {
-                Some((lo, hi)) => Some((self.int(lo)?, self.int(hi)?)),
-                None => None,
-            };
-            let x = self.bind_quantified(&b.name.name);
-            if let Some((lo, hi)) = r {
-                self.guards.push(Bool::and(&[lo.le(&x), x.lt(&hi)]));
-            }
-        }
-        if let Some(c) = &q.cond {
-            let c = self.bool(c)?;
-            self.guards.push(c);
-        }
+        self.open_quantifier(q)?;
         self.bool(&q.body).map(Some)
     }
 
-    /// `∀xs. guard ⇒ body` or `∃xs. guard ∧ body`; the caller restores the scopes.
-    fn quantifier(
+    /// Binds the `int` binders of `q` (unsupported otherwise) and pushes their ranges and its
+    /// condition as guards; returns the bound constants and those guards. The caller restores
+    /// the scopes.
+    fn open_quantifier(
         &mut self,
         q: &crate::syntax::Quantifier,
-        is_forall: bool,
-    ) -> Result<Bool, EncodeError> {
+    ) -> Result<(Vec<Int>, Vec<Bool>), EncodeError> {
         let mut xs = Vec::new();
         let mut range = Vec::new();
         for b in &q.binders {
@@ -877,6 +852,16 @@ impl<'a> Eval<'a> {
             self.guards.push(c.clone());
             range.push(c);
         }
+        Ok((xs, range))
+    }
+
+    /// `∀xs. guard ⇒ body` or `∃xs. guard ∧ body`; the caller restores the scopes.
+    fn quantifier(
+        &mut self,
+        q: &crate::syntax::Quantifier,
+        is_forall: bool,
+    ) -> Result<Bool, EncodeError> {
+        let (xs, range) = self.open_quantifier(q)?;
         let body = self.bool(&q.body)?;
         let guard = Bool::and(&range);
         let bounds: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
@@ -911,7 +896,7 @@ impl<'a> Eval<'a> {
             None => {
                 let mut conjuncts = Vec::new();
                 if let Some(c) = &q.cond {
-                    conjuncts_of(c, &mut conjuncts);
+                    c.flatten_and(&mut conjuncts);
                 }
                 let mut lo = None;
                 let mut hi = None;

@@ -53,7 +53,7 @@
 //! `\matrix`, predicates, locks and atomics, sets/bags/maps, objects beyond fields, `yields`.
 //! Each is refused as unsupported (exit 2).
 
-pub(crate) mod assertion;
+mod assertion;
 mod exec;
 mod expr;
 mod int32;
@@ -108,13 +108,11 @@ pub fn check_pure(
             .map(|a| eval.bool(a))
             .collect::<Result<Vec<_>, _>>()?;
         let goal_term = eval.bool(goal)?;
-        if eval.uses_sum {
-            hyps.extend(world.sum_axioms());
-        }
+        hyps.extend(eval.take_axioms());
         // Counterexamples name the variables the expressions mention.
         let mut mentioned = std::collections::BTreeSet::new();
         for e in assumptions.iter().copied().chain([goal]) {
-            assertion::names(e, &mut mentioned);
+            e.names(&mut mentioned);
         }
         let vars: Vec<(String, Term)> = store
             .into_iter()

@@ -16,7 +16,6 @@ use z3::{Params, SatResult, Solver};
 
 use crate::syntax::{Expr, ExprKind, MethodBody, Stmt, StmtKind};
 
-use super::assertion::visit;
 use super::program::{ProgramInfo, Routine};
 use super::state::{Store, Term, Ty, Value};
 
@@ -129,7 +128,7 @@ pub fn mutually_recursive(program: &ProgramInfo<'_>) -> BTreeSet<String> {
 
 fn routine_calls(r: &Routine<'_>, out: &mut BTreeSet<String>) {
     routine_exprs(r, &mut |e: &Expr| {
-        visit(e, &mut |x| {
+        e.visit(&mut |x| {
             if let ExprKind::Call { name, .. } = &x.kind {
                 out.insert(name.name.clone());
             }
@@ -138,7 +137,7 @@ fn routine_calls(r: &Routine<'_>, out: &mut BTreeSet<String>) {
 }
 
 /// Calls `f` on every expression of a routine: contract, body, nested contracts.
-pub fn routine_exprs(r: &Routine<'_>, f: &mut dyn FnMut(&Expr)) {
+fn routine_exprs(r: &Routine<'_>, f: &mut dyn FnMut(&Expr)) {
     for c in &r.contract.clauses {
         if let crate::syntax::ClauseKind::Requires(e)
         | crate::syntax::ClauseKind::Ensures(e)

@@ -133,7 +133,7 @@ pub enum HeapKind {
 }
 
 /// In the order of the enum: `Heap` indexes its arrays by `kind as usize`.
-pub const HEAP_KINDS: [HeapKind; 10] = [
+const HEAP_KINDS: [HeapKind; 10] = [
     HeapKind::Int,
     HeapKind::Bool,
     HeapKind::Perm,
@@ -146,18 +146,11 @@ pub const HEAP_KINDS: [HeapKind; 10] = [
     HeapKind::SeqSeqRef,
 ];
 
-/// The kinds every heap has; the others exist only where the program has a field of that kind
+/// The first six kinds, which every heap has; the others exist only where the program has a field of that kind
 /// ([`World::with_heap_kinds`]). Each array is in every havoc and every heap `ite`, and the
 /// sequence-of-sequence sorts among them slow Z3 down on programs that never use them (the
 /// two-dimensional Blelloch proof went from 6 s to over 10 minutes).
-pub const BASE_HEAP_KINDS: [HeapKind; 6] = [
-    HeapKind::Int,
-    HeapKind::Bool,
-    HeapKind::Perm,
-    HeapKind::Ref,
-    HeapKind::SeqInt,
-    HeapKind::SeqBool,
-];
+pub const BASE_HEAP_KINDS: &[HeapKind] = HEAP_KINDS.split_at(6).0;
 
 /// One curried array per value sort of the world's heap kinds (`None` for the others: a
 /// location of such a kind is refused as unsupported before it reaches the heap).

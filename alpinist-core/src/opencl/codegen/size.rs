@@ -85,7 +85,7 @@ pub fn check_size(program: &Program, kernel: &Kernel, n: i64) -> Result<(), Size
         if let ClauseKind::Requires(e) | ClauseKind::Context(e) | ClauseKind::ContextEverywhere(e) =
             &clause.kind
         {
-            crate::interp::flatten_and(e, &mut conjuncts);
+            e.flatten_and(&mut conjuncts);
         }
     }
     let env = HashMap::from([(kernel.size_param.clone(), Val::Int(i128::from(n)))]);
