@@ -10,17 +10,6 @@ use proptest::prelude::*;
 
 use crate::common::{pvl_files, relative, run, snapshot_name, stderr, stdout};
 
-/// Examples whose tiled output does not reverify yet (exit 4, "our bug"): Z3 answers unknown
-/// for the loop invariants of a branching body (clamp), for inter-tile with a symbolic size
-/// (saxpy), and runs out of budget relating the caller's cells to the intra-tile threads of a
-/// symbolic size (scale_intra_uneven: the thread index must be guessed from a range). A known
-/// gap, reported; this list makes the test fail once one of them is fixed.
-const KNOWN_GAPS: &[&str] = &[
-    "examples/tiling/clamp_intra.pvl",
-    "examples/tiling/saxpy_inter.pvl",
-    "examples/tiling/scale_intra_uneven.pvl",
-];
-
 #[test]
 fn every_tiling_example_optimises_and_reverifies() {
     let files = pvl_files("examples/tiling");
@@ -34,10 +23,6 @@ fn every_tiling_example_optimises_and_reverifies() {
         assert!(text.contains("while"), "{path}: no tile loop:\n{text}");
         let parsed = syntax::parse(&text).unwrap_or_else(|e| panic!("{path}: {e:?}"));
         alpinist::check::check(&parsed.program).unwrap_or_else(|e| panic!("{path}: {e:?}"));
-        if KNOWN_GAPS.contains(&path.as_str()) {
-            assert_eq!(out.status.code(), Some(4), "{path} (known gap): {err}");
-            continue;
-        }
         assert_eq!(out.status.code(), Some(0), "{path}: {err}");
         insta::with_settings!({
             snapshot_path => "snapshots/tile",

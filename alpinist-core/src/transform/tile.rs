@@ -5,7 +5,9 @@
 //!   `min` is the loop guard `tid < lo + tT + T && tid < hi`.
 //!
 //! The thread contract is requantified over the cells of a thread (`\forall*` for permission
-//! conjuncts, `\forall` for pure ones); the loop gets invariants for the permissions of all
+//! conjuncts, `\forall` for pure ones), with membership written as the thread *of* the cell —
+//! `(i - lo) / T == t` or `(i - lo) % T == t` — so that the checker solves the thread from the
+//! cell (`verify::one_point`) where the caller relates the threads' facts to its cells; the loop gets invariants for the permissions of all
 //! its cells, the postconditions of the done cells, the preconditions of the cells not yet
 //! done and, for every location the preconditions give permission to, that a cell not yet
 //! done still holds its value at the start of the thread (`\old`).
@@ -379,7 +381,6 @@ pub fn apply(program: &Program, plan: &Plan) -> Result<Program, Refusal> {
 fn rewrite(program: &Program, plan: &Plan) -> Option<Stmt> {
     let mut names = FreshNames::new(program);
     let t = names.fresh("t");
-    let k = names.fresh("k");
     let i = names.fresh("i");
     let block = &plan.block;
     let it = &block.iters[0];
@@ -394,8 +395,16 @@ fn rewrite(program: &Program, plan: &Plan) -> Option<Stmt> {
             format!("({lo}) + {x}")
         }
     };
-    // Threads; the cell of binder k; its range; membership of a cell i; the loop.
-    let (threads, base, cell_k, range_k, member_i, guard, step, bounds) = match plan.layout {
+    let offset = |x: &str| {
+        if zero {
+            x.to_string()
+        } else {
+            format!("({x} - ({lo}))")
+        }
+    };
+    // Threads; the first cell; membership of a cell i (the thread as a function of the cell,
+    // so that the checker can solve it, see `verify::one_point`); the loop.
+    let (threads, base, member_i, guard, step, bounds) = match plan.layout {
         TileLayout::Intra => {
             let threads = match (int_lit(&it.lo), int_lit(&it.hi)) {
                 (Some(l), Some(h)) if h >= l => (h - l).div_ceil(u64::from(size)).to_string(),
@@ -405,9 +414,10 @@ fn rewrite(program: &Program, plan: &Plan) -> Option<Stmt> {
             (
                 threads,
                 base.clone(),
-                format!("{base} + {k}"),
-                format!("0 <= {k} && {k} < {size} && {base} + {k} < {hi}"),
-                format!("{base} <= {i} && {i} < {base} + {size} && {i} < {hi}"),
+                format!(
+                    "{lo} <= {i} && {i} < {hi} && {} / {size} == {t}",
+                    offset(&i)
+                ),
                 format!("{tid} < {base} + {size} && {tid} < {hi}"),
                 1,
                 format!("{base} <= {tid} && {tid} <= {base} + {size}"),
@@ -415,18 +425,9 @@ fn rewrite(program: &Program, plan: &Plan) -> Option<Stmt> {
         }
         TileLayout::Inter => {
             let base = plus_lo(t.clone());
-            let offset = |x: &str| {
-                if zero {
-                    x.to_string()
-                } else {
-                    format!("({x} - ({lo}))")
-                }
-            };
             (
                 size.to_string(),
                 base.clone(),
-                format!("{base} + {size} * {k}"),
-                format!("0 <= {k} && {base} + {size} * {k} < {hi}"),
                 format!(
                     "{lo} <= {i} && {i} < {hi} && {} % {size} == {t}",
                     offset(&i)
@@ -437,7 +438,6 @@ fn rewrite(program: &Program, plan: &Plan) -> Option<Stmt> {
             )
         }
     };
-    let cell = parse_expr(&cell_k)?;
     let cell_i = parse_expr(&i)?;
     let quant = |c: &Expr, binder: &str, range: &str, by: &Expr| {
         let star = if has_perm(c) { "\\forall*" } else { "\\forall" };
@@ -480,14 +480,9 @@ fn rewrite(program: &Program, plan: &Plan) -> Option<Stmt> {
                 }
                 continue;
             }
-            // Permissions over the binder k (the caller's side is then a row-major
-            // two-binder quantifier); pure facts over the cell index i (Z3 instantiates them
-            // at the caller's cells).
-            let requantified = if has_perm(c) {
-                quant(c, &k, &range_k, &cell)
-            } else {
-                quant(c, &i, &member_i, &cell_i)
-            };
+            // Over the cell i, permissions and pure facts alike: the caller's side solves the
+            // thread from the cell, and Z3 instantiates the facts at the caller's cells.
+            let requantified = quant(c, &i, &member_i, &cell_i);
             contract.push(format!("{keyword} {requantified};"));
             if has_perm(c) {
                 let text = print_expr(c);

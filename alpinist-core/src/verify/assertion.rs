@@ -27,6 +27,7 @@ use crate::syntax::{BinaryOp, Builtin, Expr, ExprKind, PermLit, QuantifierKind, 
 
 use super::expr::{close, unsupported, EncodeError, Eval};
 use super::obligation::{Check, ObligationKind};
+use super::one_point;
 use super::state::{define_array, real, Mask};
 
 /// Where checks go and facts come from: the method's solver.
@@ -344,7 +345,7 @@ impl<'w, 'a> Walker<'w, 'a> {
     fn acc(&mut self, atom: &Expr, loc: &Expr, amount: Option<&Expr>) -> Result<(), EncodeError> {
         let (r, i, _) = self.eval.location(loc)?;
         let is_cell = matches!(loc.kind, ExprKind::Index { .. });
-        let amount = match amount.map(|a| &a.kind) {
+        let mut amount = match amount.map(|a| &a.kind) {
             None | Some(ExprKind::PermLit(PermLit::Write)) => Amount::Exact(real(1)),
             Some(ExprKind::PermLit(PermLit::Read)) => Amount::Wildcard,
             Some(_) => Amount::Exact(self.eval.real(amount.expect("matched Some"))?),
@@ -377,6 +378,20 @@ impl<'w, 'a> Walker<'w, 'a> {
         binders.extend(all_bound[n..].iter().cloned());
         binder_names.extend(self.binder_names.iter().cloned());
         guards.extend(all_guards[n..].iter().cloned());
+        // A binder its guard defines (a tile's thread `t` in `i / T == t`) is substituted
+        // away; not one the location mentions, whose shape is analysed by name below.
+        let movable: Vec<bool> = binder_names.iter().map(|x| !mentions(loc, x)).collect();
+        let mut uses = vec![r.clone(), Dynamic::from_ast(&i)];
+        if let Amount::Exact(p) = &amount {
+            uses.push(Dynamic::from_ast(p));
+        }
+        let kept = one_point::eliminate(&mut binders, &movable, &mut guards, &mut uses);
+        let mut kept = kept.into_iter();
+        binder_names.retain(|_| kept.next().unwrap_or(true));
+        let (r, i) = (uses[0].clone(), uses[1].as_int().expect("an index"));
+        if let (Amount::Exact(p), Some(q)) = (&mut amount, uses.get(2)) {
+            *p = q.as_real().expect("an amount");
+        }
         let mut guard = Bool::and(&guards);
         let scale = if scale.is_empty() {
             None

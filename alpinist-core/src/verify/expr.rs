@@ -31,6 +31,7 @@ use crate::syntax::{
 
 use super::int32;
 use super::obligation::{Check, ObligationKind};
+use super::one_point;
 use super::program::{ty_of, ProgramInfo};
 use super::state::{
     real, seq_extract, value_of, Heap, Mask, Snapshot, Store, Term, Ty, Value, World,
@@ -320,8 +321,19 @@ impl<'a> Eval<'a> {
     }
 
     /// `∀ bound. guards ⇒ goal`.
+    /// Binders that a guard defines and that have no pattern are substituted away
+    /// ([`one_point`]).
     pub fn close(&self, goal: &Bool) -> Bool {
-        close(&self.bound, &self.guard().implies(goal))
+        if self.bound.is_empty() {
+            return self.guard().implies(goal);
+        }
+        let mut xs = self.bound.clone();
+        let mut guards = self.guards.clone();
+        let mut uses = [Dynamic::from_ast(goal)];
+        let movable = vec![true; xs.len()];
+        one_point::eliminate(&mut xs, &movable, &mut guards, &mut uses);
+        let goal = uses[0].as_bool().expect("a substituted boolean");
+        close(&xs, &Bool::and(&guards).implies(&goal))
     }
 
     fn require(&mut self, ob: Bool, kind: ObligationKind, span: Span) {

@@ -58,6 +58,7 @@ mod exec;
 mod expr;
 mod int32;
 mod obligation;
+mod one_point;
 mod program;
 mod recursion;
 mod solver;
