@@ -152,6 +152,11 @@ fn merged_examples_compute_what_the_originals_compute() {
         ("halving.pvl", "halvings", vec![(vec![], vec![])]),
         ("fill_length.pvl", "fill", vec![(vec![], vec![vec![1; 12]])]),
         ("nested_rows.pvl", "run", vec![(vec![], vec![])]),
+        (
+            "for_countdown_fill.pvl",
+            "fill",
+            vec![(vec![], vec![vec![0, 3, 0, 3, 0, 3, 0, 3, 0, 3]])],
+        ),
     ];
     // Every example but even_sum.pvl, whose method takes a `seq<int>` (a ghost mirror of the
     // array); its merged loop is covered by reverification.

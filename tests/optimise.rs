@@ -51,6 +51,11 @@ fn refused_inputs_exit_1_with_their_reason() {
             "E0903",
             "a conditional or nested assignment",
         ),
+        (
+            "tests/data/unroll/for_bound_too_small.pvl",
+            "E0905",
+            "cannot show that the loop runs at least 2 times: the guard `i < n` may be false on iteration 2, e.g. when i = 0 and n = 1",
+        ),
     ];
     assert_eq!(cases.len(), pvl_files("tests/data/unroll").len());
     for (file, code, message) in cases {
@@ -180,6 +185,14 @@ fn unrolled_examples_compute_what_the_originals_compute() {
             vec![
                 (vec![2, 4], vec![vec![0, 0]]),
                 (vec![1, 1000], vec![vec![7]]),
+            ],
+        ),
+        (
+            "examples/loop_unroll/for_prefix_copy.pvl",
+            "copy",
+            vec![
+                (vec![3, 2], vec![vec![4, 5, 6], vec![0, 0, 0]]),
+                (vec![4, 4], vec![vec![-1, 2, -3, 4], vec![9, 9, 9, 9]]),
             ],
         ),
         (

@@ -77,6 +77,17 @@ pub fn apply(
     optimisation: &Optimisation,
     limits: &Limits,
 ) -> Result<(Program, Timings), Refusal> {
+    let desugared;
+    let program = match optimisation.targets_loop() {
+        true => match for_as_while(program, target) {
+            Some(p) => {
+                desugared = p;
+                &desugared
+            }
+            None => program,
+        },
+        false => program,
+    };
     match optimisation {
         Optimisation::Unroll { var, factor } => {
             unroll::unroll(program, target, var, *factor, limits)
@@ -84,6 +95,72 @@ pub fn apply(
         Optimisation::Merge { var, factor } => merge::merge(program, target, var, *factor, limits),
         Optimisation::Tile { layout, size } => tile::tile(program, target, *layout, *size, limits),
     }
+}
+
+/// The program with the `for` loop at `span` written as the `while` loop it means, `{ init;
+/// while (cond) { body update } }` (the block keeps the loop variable local), so that unrolling
+/// and merging, which work on `while` loops, apply to it; `None` when no `for` loop is there.
+/// The block and the `while` keep the `for`'s span (a block is never a target, see
+/// `unroll::find_stmt`). Exact because PVL has no `continue`, which would skip the update.
+pub fn for_as_while(program: &Program, span: Span) -> Option<Program> {
+    let mut out = program.clone();
+    let mut done = false;
+    visit_stmt_lists_mut(&mut out, &mut |stmts| {
+        if done {
+            return;
+        }
+        let Some(j) = stmts
+            .iter()
+            .position(|s| s.span == span && matches!(s.kind, StmtKind::For { .. }))
+        else {
+            return;
+        };
+        let StmtKind::For {
+            contract,
+            init,
+            cond,
+            update,
+            body,
+        } = stmts[j].kind.clone()
+        else {
+            return;
+        };
+        let cond = cond.unwrap_or(crate::syntax::Expr {
+            kind: crate::syntax::ExprKind::BoolLit(true),
+            span,
+        });
+        let body_span = body.span;
+        let mut body_stmts = match body.kind {
+            StmtKind::Block(b) => b.stmts,
+            other => vec![Stmt {
+                kind: other,
+                span: body_span,
+            }],
+        };
+        body_stmts.extend(update.map(|u| *u));
+        let looped = Stmt {
+            kind: StmtKind::While {
+                contract,
+                cond,
+                body: Box::new(Stmt {
+                    kind: StmtKind::Block(Block {
+                        stmts: body_stmts,
+                        span: body_span,
+                    }),
+                    span: body_span,
+                }),
+            },
+            span,
+        };
+        let mut block = init.map(|i| vec![*i]).unwrap_or_default();
+        block.push(looped);
+        stmts[j] = Stmt {
+            kind: StmtKind::Block(Block { stmts: block, span }),
+            span,
+        };
+        done = true;
+    });
+    done.then_some(out)
 }
 
 /// Runs an optimisation's steps in order and times them: `plan` (the syntactic checks) and

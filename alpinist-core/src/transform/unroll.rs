@@ -595,7 +595,8 @@ fn cut_stmt(s: &mut Stmt, target: Span, replacement: &[Stmt]) -> bool {
 pub fn find_stmt(program: &Program, span: Span) -> Option<&Stmt> {
     let mut found = None;
     super::visit_stmts(program, &mut |s| {
-        if s.span == span && found.is_none() {
+        // A block is never a target: one with a loop's span is the loop's `for_as_while` scope.
+        if s.span == span && found.is_none() && !matches!(s.kind, StmtKind::Block(_)) {
             found = Some(s);
         }
     });
