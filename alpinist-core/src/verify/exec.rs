@@ -193,6 +193,14 @@ impl State {
     }
 }
 
+/// A call's ghost arguments: `with { x = e; }` (to `given`) and `then { r = y; }` (from
+/// `yields`).
+#[derive(Clone, Copy)]
+struct Ghosts<'p> {
+    given: &'p [crate::syntax::GhostArg],
+    yields: &'p [crate::syntax::GhostArg],
+}
+
 enum Flow {
     Normal(State),
     Returned,
@@ -748,10 +756,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 .routine(&name.name)
                 .is_some_and(|r| !r.is_pure()) =>
             {
-                if !yields.is_empty() {
-                    return Err(unsupported("`yields` arguments", e.span));
-                }
-                self.call(st, receiver.as_deref(), &name.name, args, given, e.span)
+                let ghosts = Ghosts { given, yields };
+                self.call(st, receiver.as_deref(), &name.name, args, ghosts, e.span)
             }
             ExprKind::NewArray { elem, dims } if dims.len() == 1 => {
                 let elem = ty_of(elem)?;
@@ -883,7 +889,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         receiver: Option<&'p Expr>,
         name: &str,
         args: &'p [Expr],
-        given: &'p [crate::syntax::GhostArg],
+        Ghosts { given, yields }: Ghosts<'p>,
         span: Span,
     ) -> Result<(State, Value), EncodeError> {
         let callee = *self
@@ -942,12 +948,18 @@ impl<'c, 'p> Verifier<'c, 'p> {
         }
         self.flush(&mut ev);
         for c in &callee.contract.clauses {
-            if let ClauseKind::Given(p) = &c.kind {
-                if !store.contains_key(&p.name.name) {
-                    // A ghost argument not passed: any value.
+            match &c.kind {
+                // A ghost argument not passed: any value.
+                ClauseKind::Given(p) if !store.contains_key(&p.name.name) => {
                     let ty = ty_of(&p.ty)?;
                     store.insert(p.name.name.clone(), self.ctx.world.fresh(&p.name.name, &ty));
                 }
+                // A ghost result: whatever the postcondition says about it.
+                ClauseKind::Yields(p) => {
+                    let ty = ty_of(&p.ty)?;
+                    store.insert(p.name.name.clone(), self.ctx.world.fresh(&p.name.name, &ty));
+                }
+                _ => {}
             }
         }
         if let Some((own, tys, terms)) = &self.own {
@@ -996,9 +1008,26 @@ impl<'c, 'p> Verifier<'c, 'p> {
         };
         let mut ev = eval(self.ctx, &after, false);
         ev.store = store.clone();
-        ev.old = Some(Snapshot { store, ..before });
+        ev.old = Some(Snapshot {
+            store: store.clone(),
+            ..before
+        });
         ev.result = Some(result.clone());
         after.mask = assertion::inhale(&mut self.prover, &mut ev, after.mask, &post, &[])?;
+        // `then { r = y; }`: the caller's local `r` receives the callee's yields `y`.
+        for g in yields {
+            let ExprKind::Name(y) = &g.value.kind else {
+                return Err(unsupported(
+                    "a `then` value that is not a yields name",
+                    g.span,
+                ));
+            };
+            let (Some(v), Some(old)) = (store.get(&y.name), after.store.get(&g.name.name)) else {
+                return Err(unsupported("a `then` target that is not a local", g.span));
+            };
+            let v = coerce(v.clone(), &old.ty, g.span)?;
+            after.store.insert(g.name.name.clone(), v);
+        }
         Ok((after, result))
     }
 
