@@ -250,6 +250,7 @@ pub fn check_routine<'p>(
         warnings,
         own: None,
         self_calls: Vec::new(),
+        in_precondition: false,
         code: false,
     };
     let error = if !routine.is_pure() && program.cyclic.contains(&routine.method.name.name) {
@@ -282,6 +283,8 @@ struct Verifier<'c, 'p> {
     own: Option<(String, Vec<Ty>, Vec<Term>)>,
     /// Its calls of itself: where, and which measures decrease there.
     self_calls: Vec<(Span, Vec<bool>)>,
+    /// Inhaling or exhaling a precondition (see [`Verifier::as_precondition`]).
+    in_precondition: bool,
     /// `--int32` applies here: an executable routine, outside ghost code (`int32.rs`).
     code: bool,
 }
@@ -408,6 +411,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         self.post = self.with_everywhere(routine.post());
         let mut st = self.fresh_state(store);
         let mut ev = eval(self.ctx, &st, true);
+        ev.old_is_now = true;
         st.mask = assertion::inhale(&mut self.prover, &mut ev, st.mask, &pre, &[])?;
         st.old = st.snapshot();
         if self.prover.unreachable() {
@@ -570,6 +574,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let mut removed = false;
         for (exprs, region) in parts {
             let mut ev = eval(self.ctx, &st, false);
+            ev.old_is_now = self.in_precondition;
             if let Some(s) = &ev_store {
                 ev.store = s.clone();
             }
@@ -597,8 +602,19 @@ impl<'c, 'p> Verifier<'c, 'p> {
         definedness: bool,
     ) -> Result<State, EncodeError> {
         let mut ev = eval(self.ctx, &st, definedness);
+        ev.old_is_now = self.in_precondition;
         st.mask = assertion::inhale(&mut self.prover, &mut ev, st.mask, exprs, region)?;
         Ok(st)
+    }
+
+    /// Runs `f` on a precondition (a routine's, a call's, a par block's): its pre-state is the
+    /// state it is inhaled into or exhaled from, so there `\old(e)` means `e` — on both sides,
+    /// the side that proves it and the side that assumes it.
+    fn as_precondition<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let saved = std::mem::replace(&mut self.in_precondition, true);
+        let r = f(self);
+        self.in_precondition = saved;
+        r
     }
 
     // ----- statements -----
@@ -1040,12 +1056,14 @@ impl<'c, 'p> Verifier<'c, 'p> {
         span: Span,
     ) -> Result<State, EncodeError> {
         let first = self.prover.obligations.len();
-        let st = self.exhale_state(
-            st,
-            &[(pre.to_vec(), Vec::new())],
-            ObligationKind::PreconditionFailed,
-            Some(store),
-        )?;
+        let st = self.as_precondition(|v| {
+            v.exhale_state(
+                st,
+                &[(pre.to_vec(), Vec::new())],
+                ObligationKind::PreconditionFailed,
+                Some(store),
+            )
+        })?;
         for o in &mut self.prover.obligations[first..] {
             if o.kind == ObligationKind::PreconditionFailed
                 || o.kind == ObligationKind::InsufficientPermission
@@ -1228,12 +1246,14 @@ impl<'c, 'p> Verifier<'c, 'p> {
             .iter()
             .map(|(_, iters, pre, _)| (pre.clone(), iters.clone()))
             .collect();
-        let mut after = self.exhale_state(
-            st.clone(),
-            &parts,
-            ObligationKind::ParPreconditionFailed,
-            None,
-        )?;
+        let mut after = self.as_precondition(|v| {
+            v.exhale_state(
+                st.clone(),
+                &parts,
+                ObligationKind::ParPreconditionFailed,
+                None,
+            )
+        })?;
         for (_, iters, _, post) in &blocks {
             let mut ev = eval(self.ctx, &after, false);
             ev.old = Some(before.clone());
@@ -1251,7 +1271,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             }
             let thread = self.fresh_state(store);
             self.set_vars(&thread.store);
-            let mut thread = self.inhale_state(thread, pre, &[], true)?;
+            let mut thread = self.as_precondition(|v| v.inhale_state(thread, pre, &[], true))?;
             thread.old = thread.snapshot();
             self.check_framing(&thread, post)?;
             self.pars.push(ParFrame {

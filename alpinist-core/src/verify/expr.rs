@@ -219,6 +219,9 @@ pub struct Eval<'a> {
     /// The mask heap reads are checked against.
     pub mask: Option<Mask>,
     pub old: Option<Snapshot>,
+    /// Evaluating a precondition: its pre-state is the current state, so `\old(e)` is `e`
+    /// (read, and framed, in the state being inhaled or exhaled).
+    pub old_is_now: bool,
     pub result: Option<Value>,
     /// Record definedness checks (null, bounds, permission, division, function preconditions).
     pub definedness: bool,
@@ -251,6 +254,7 @@ impl<'a> Eval<'a> {
             old: None,
             result: None,
             definedness: false,
+            old_is_now: false,
             checks: Vec::new(),
             uses_sum: false,
             scopes: Vec::new(),
@@ -1155,6 +1159,9 @@ impl<'a> Eval<'a> {
     }
 
     fn old(&mut self, inner: &Expr, span: Span) -> Result<Value, EncodeError> {
+        if self.old_is_now {
+            return self.value(inner);
+        }
         let Some(old) = self.old.clone() else {
             return Err(unsupported("`\\old` outside a postcondition", span));
         };
