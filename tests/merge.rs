@@ -4,14 +4,15 @@
 //! refused (exit 1) with its reason (snapshot); merged programs compute what the originals
 //! compute (the reference interpreter), on the examples and on random loops (proptest).
 
-use alpinist::syntax::{self, Program, Span, StmtKind};
+use alpinist::syntax;
 use alpinist::transform::{self, Optimisation, Refusal};
 use alpinist::verify::Limits;
 use proptest::prelude::*;
 
 use crate::common::{
-    apply_loop_gpuopts, assert_same_meaning, expectation, optimise_applies, optimise_to_file,
-    outcome, pvl_files, relative, run, snapshot_name, stderr, stdout, Runs,
+    apply_loop_gpuopts, assert_same_meaning, expectation, first_loop, optimise_applies,
+    optimise_to_file, outcome, pvl_files, random_loop, relative, run, snapshot_name, stderr,
+    stdout, template_loop, Runs,
 };
 
 fn snapshot(name: &str, description: &str, text: &str) {
@@ -116,16 +117,6 @@ fn merge_flag_with_loop_and_output_file() {
 }
 
 /// The span of the first `while` loop.
-fn first_loop(program: &Program) -> Span {
-    let mut span = None;
-    transform::visit_stmts(program, &mut |s| {
-        if matches!(s.kind, StmtKind::While { .. }) && span.is_none() {
-            span = Some(s.span);
-        }
-    });
-    span.expect("a loop")
-}
-
 #[test]
 fn merged_examples_compute_what_the_originals_compute() {
     // (file, method, runs: the int parameters before the arrays, the arrays)
@@ -178,63 +169,6 @@ fn merged_examples_compute_what_the_originals_compute() {
     }
 }
 
-/// A loop within the merging template, inside a par block of `threads` threads: each thread
-/// folds every value of the loop variable into its cell, in order.
-fn random_loop(op: &str, step: i128, start: i128, cmp: &str, bound: i128, threads: i128) -> String {
-    format!(
-        "class P {{
-  context_everywhere a != null && a.length == {threads};
-  context (\\forall* int k; 0 <= k && k < {threads}; Perm(a[k], write));
-  void m(int[] a) {{
-    par p(int tid = 0 .. {threads})
-      context Perm(a[tid], write);
-    {{
-      int i = {start};
-      while (i {cmp} {bound}) {{
-        a[tid] = (a[tid] * 7 + i + tid) % 100003;
-        i = i {op} {step};
-      }}
-    }}
-  }}
-}}
-"
-    )
-}
-
-/// (update operator, step, start, comparison, bound) within the template, always terminating.
-fn template_loop() -> impl Strategy<Value = (&'static str, i128, i128, &'static str, i128)> {
-    prop_oneof![
-        (
-            1i128..4,
-            -10i128..10,
-            prop::sample::select(vec!["<", "<="]),
-            0i128..30
-        )
-            .prop_map(|(c, s, cmp, d)| ("+", c, s, cmp, s + d)),
-        (
-            1i128..4,
-            -10i128..10,
-            prop::sample::select(vec![">", ">="]),
-            0i128..30
-        )
-            .prop_map(|(c, s, cmp, d)| ("-", c, s, cmp, s - d)),
-        (
-            2i128..4,
-            1i128..6,
-            prop::sample::select(vec!["<", "<="]),
-            1i128..400
-        )
-            .prop_map(|(c, s, cmp, b)| ("*", c, s, cmp, b)),
-        (
-            2i128..4,
-            0i128..2000,
-            prop::sample::select(vec![">", ">="]),
-            1i128..20
-        )
-            .prop_map(|(c, s, cmp, b)| ("/", c, s, cmp, b)),
-    ]
-}
-
 proptest! {
     // Each case runs the applicability check (two small Z3 runs) and the interpreter twice:
     // about 0.1 s. 24 cases whatever PROPTEST_CASES says (CI sets 256 for the cheap front-end
@@ -243,12 +177,13 @@ proptest! {
 
     #[test]
     fn merging_keeps_the_final_state_and_introduces_no_race(
-        (op, step, start, cmp, bound) in template_loop(),
+        shape in template_loop(),
         factor in 2u32..5,
         threads in 1i128..4,
+        as_for in any::<bool>(),
         cells in proptest::collection::vec(0i128..100, 3),
     ) {
-        let text = random_loop(op, step, start, cmp, bound, threads);
+        let text = random_loop(shape, threads, as_for);
         let original = syntax::parse(&text).unwrap().program;
         let result = transform::apply(
             &original,

@@ -1,12 +1,16 @@
 //! End-to-end tests of `alpinist optimise` (loop unrolling): every example in
 //! `examples/loop_unroll/` is unrolled and reverifies (exit 0); every input in
 //! `tests/data/unroll/` is refused (exit 1) with its reason; the unrolled programs compute
-//! what the originals compute (the reference interpreter, on a few inputs).
+//! what the originals compute (the reference interpreter, on a few inputs and on random loops
+//! within the template, `while` and `for`: proptest).
 use alpinist::syntax;
+use alpinist::transform::{self, Optimisation, Refusal};
+use alpinist::verify::Limits;
+use proptest::prelude::*;
 
 use crate::common::{
-    apply_loop_gpuopts, assert_same_meaning, optimise_applies, optimise_to_file, pvl_files,
-    relative, run, stderr, stdout, Runs,
+    apply_loop_gpuopts, assert_same_meaning, first_loop, optimise_applies, optimise_to_file,
+    outcome, pvl_files, random_loop, relative, run, stderr, stdout, template_loop, Runs,
 };
 
 #[test]
@@ -262,4 +266,37 @@ fn unroll_flag_picks_the_loop_variable_or_lists_the_candidates() {
         err.contains("the loop at 5:5") && err.contains("the loop at 9:5"),
         "{err}"
     );
+}
+
+proptest! {
+    // Each case runs the applicability check (one small Z3 run) and the interpreter twice.
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn unrolling_keeps_the_final_state_and_introduces_no_race(
+        shape in template_loop(),
+        factor in 1u32..5,
+        threads in 1i128..4,
+        as_for in any::<bool>(),
+        cells in proptest::collection::vec(0i128..100, 3),
+    ) {
+        let text = random_loop(shape, threads, as_for);
+        let original = syntax::parse(&text).unwrap().program;
+        let result = transform::apply(
+            &original,
+            first_loop(&original),
+            &Optimisation::Unroll { var: "i".into(), factor },
+            &Limits::default(),
+        );
+        let optimised = match result {
+            Ok((p, _)) => p,
+            // Fewer iterations than the factor: a refusal the template asks for.
+            Err(Refusal::TooFewIterations { .. }) => return Ok(()),
+            Err(r) => panic!("refused within the template: {r}\n{text}"),
+        };
+        let arrays = vec![cells[..threads as usize].to_vec()];
+        let before = outcome(&original, "m", &[], &arrays);
+        let after = outcome(&optimised, "m", &[], &arrays);
+        prop_assert_eq!(before, after, "{}", text);
+    }
 }

@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use alpinist::syntax::{Program, Span, StmtKind};
+use proptest::prelude::*;
 use serde_json::Value;
 
 pub fn repo_root() -> PathBuf {
@@ -411,4 +413,79 @@ pub fn assert_refused(args: &[&str], code: &str, message: &str) -> String {
         "{args:?}: refused but printed a program"
     );
     err
+}
+
+/// The first `while` or `for` loop of `program`.
+pub fn first_loop(program: &Program) -> Span {
+    let mut span = None;
+    alpinist::transform::visit_stmts(program, &mut |s| {
+        if matches!(s.kind, StmtKind::While { .. } | StmtKind::For { .. }) && span.is_none() {
+            span = Some(s.span);
+        }
+    });
+    span.expect("a loop")
+}
+
+/// A loop within the merging (and unrolling) template, inside a par block of `threads` threads: each thread
+/// folds every value of the loop variable into its cell, in order. Written as a `while` loop,
+/// or (`as_for`) as the `for` loop that means the same.
+pub fn random_loop(
+    (op, step, start, cmp, bound): (&str, i128, i128, &str, i128),
+    threads: i128,
+    as_for: bool,
+) -> String {
+    let body = "a[tid] = (a[tid] * 7 + i + tid) % 100003;";
+    let looped = if as_for {
+        format!("for (int i = {start}; i {cmp} {bound}; i = i {op} {step}) {{ {body} }}")
+    } else {
+        format!("int i = {start}; while (i {cmp} {bound}) {{ {body} i = i {op} {step}; }}")
+    };
+    format!(
+        "class P {{
+  context_everywhere a != null && a.length == {threads};
+  context (\\forall* int k; 0 <= k && k < {threads}; Perm(a[k], write));
+  void m(int[] a) {{
+    par p(int tid = 0 .. {threads})
+      context Perm(a[tid], write);
+    {{
+      {looped}
+    }}
+  }}
+}}
+"
+    )
+}
+
+/// (update operator, step, start, comparison, bound) within the template, always terminating.
+pub fn template_loop() -> impl Strategy<Value = (&'static str, i128, i128, &'static str, i128)> {
+    prop_oneof![
+        (
+            1i128..4,
+            -10i128..10,
+            prop::sample::select(vec!["<", "<="]),
+            0i128..30
+        )
+            .prop_map(|(c, s, cmp, d)| ("+", c, s, cmp, s + d)),
+        (
+            1i128..4,
+            -10i128..10,
+            prop::sample::select(vec![">", ">="]),
+            0i128..30
+        )
+            .prop_map(|(c, s, cmp, d)| ("-", c, s, cmp, s - d)),
+        (
+            2i128..4,
+            1i128..6,
+            prop::sample::select(vec!["<", "<="]),
+            1i128..400
+        )
+            .prop_map(|(c, s, cmp, b)| ("*", c, s, cmp, b)),
+        (
+            2i128..4,
+            0i128..2000,
+            prop::sample::select(vec![">", ">="]),
+            1i128..20
+        )
+            .prop_map(|(c, s, cmp, b)| ("/", c, s, cmp, b)),
+    ]
 }
