@@ -489,3 +489,33 @@ pub fn template_loop() -> impl Strategy<Value = (&'static str, i128, i128, &'sta
             .prop_map(|(c, s, cmp, b)| ("/", c, s, cmp, b)),
     ]
 }
+
+/// The property both loop optimisations share: `optimisation` applied to the first loop of
+/// `text` (a `random_loop` of `threads` threads) either is a refusal the template allows
+/// (`allowed`: too few iterations for the factor) or leaves the interpreter's outcome — final
+/// state, or the race it reports — unchanged on `cells`.
+pub fn assert_loop_optimisation_keeps_meaning(
+    text: &str,
+    threads: i128,
+    cells: &[i128],
+    optimisation: &alpinist::transform::Optimisation,
+    allowed: impl Fn(&alpinist::transform::Refusal) -> bool,
+) -> Result<(), TestCaseError> {
+    let original = alpinist::syntax::parse(text).unwrap().program;
+    let result = alpinist::transform::apply(
+        &original,
+        first_loop(&original),
+        optimisation,
+        &alpinist::verify::Limits::default(),
+    );
+    let optimised = match result {
+        Ok((p, _)) => p,
+        Err(r) if allowed(&r) => return Ok(()),
+        Err(r) => panic!("refused within the template: {r}\n{text}"),
+    };
+    let arrays = vec![cells[..threads as usize].to_vec()];
+    let before = outcome(&original, "m", &[], &arrays);
+    let after = outcome(&optimised, "m", &[], &arrays);
+    prop_assert_eq!(before, after, "{}", text);
+    Ok(())
+}
