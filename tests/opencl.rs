@@ -402,7 +402,8 @@ fn the_device_operator_is_the_host_operator() {
 /// The throughput benchmark's fast reduce-then-scan (hand-written block scan, not the verified
 /// path) computes scans: the interval test, the swapped-operand self-check and integer
 /// addition, inclusive and exclusive, in one block and across many — including a block count
-/// that is not a power of two and more blocks than the totals scan has work-items.
+/// that is not a power of two, more blocks than the totals scan has work-items, and chunks
+/// that are not a multiple of the block scan's unrolling by 4.
 #[test]
 fn the_fast_throughput_scan_passes_the_interval_test_across_work_groups() {
     if !platform_available() {
@@ -417,6 +418,7 @@ fn the_fast_throughput_scan_passes_the_interval_test_across_work_groups() {
         (4096, 16, 8),
         (65536, 16, 8),
         (65536, 1, 64),
+        (42, 2, 7),
         (3, 1, 1),
     ];
     for (n, items, chunk) in shapes {

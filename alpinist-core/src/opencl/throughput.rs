@@ -49,11 +49,25 @@ __kernel void alp_fast_block_scan(__global const ELEM* in, __global ELEM* out,
   part[l] = own;
   alp_local_scan(part, l, items);
   ELEM acc = OP(prefix[g], l > 0 ? part[l - 1] : IDENTITY);
-  size_t len = chunk; /* a 64-bit counter: no 32-bit wrap-around for the compiler to keep */
+  /* Groups of 4 loads, the serial chain of OP, 4 stores: adjacent accesses the compiler can
+     widen. 64-bit counters: no 32-bit wrap-around for the compiler to keep. */
+  size_t len = chunk, i = 0;
   if (exclusive) {
-    for (size_t i = 0; i < len; i++) { ELEM x = p[i]; q[i] = acc; acc = OP(acc, x); }
+    for (; i + 4 <= len; i += 4) {
+      ELEM x0 = p[i], x1 = p[i + 1], x2 = p[i + 2], x3 = p[i + 3];
+      ELEM y1 = OP(acc, x0), y2 = OP(y1, x1), y3 = OP(y2, x2);
+      q[i] = acc; q[i + 1] = y1; q[i + 2] = y2; q[i + 3] = y3;
+      acc = OP(y3, x3);
+    }
+    for (; i < len; i++) { ELEM x = p[i]; q[i] = acc; acc = OP(acc, x); }
   } else {
-    for (size_t i = 0; i < len; i++) { acc = OP(acc, p[i]); q[i] = acc; }
+    for (; i + 4 <= len; i += 4) {
+      ELEM x0 = p[i], x1 = p[i + 1], x2 = p[i + 2], x3 = p[i + 3];
+      ELEM y0 = OP(acc, x0), y1 = OP(y0, x1), y2 = OP(y1, x2), y3 = OP(y2, x3);
+      q[i] = y0; q[i + 1] = y1; q[i + 2] = y2; q[i + 3] = y3;
+      acc = y3;
+    }
+    for (; i < len; i++) { acc = OP(acc, p[i]); q[i] = acc; }
   }
 }
 /* The copy kernel of the baseline: each work-item copies a contiguous chunk. */
