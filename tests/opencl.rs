@@ -7,9 +7,10 @@
 
 use serde_json::Value;
 
-use alpinist::opencl::harness::Harness;
+use alpinist::opencl::harness::{Harness, ScanKind};
 use alpinist::opencl::interval::{self, combine, pack, IDENTITY, TOP};
 use alpinist::opencl::platform;
+use alpinist::opencl::throughput::FastPlan;
 
 use crate::common::{alpinist, expectation, pvl_files, relative, run, stderr, stdout};
 
@@ -115,6 +116,8 @@ fn the_four_classic_scans_pass_the_interval_test_at_several_sizes() {
         &[2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048],
     );
     // Beyond one work-group: reduce-then-scan with the generated kernel scanning each block.
+    // (pocl allows 4096 work-items per group: Kogge-Stone is multi-group from 8192, the N / 2
+    // thread scans from 16384.)
     for (file, kind) in [
         ("examples/prefix-sum/kogge_stone.pvl", "inclusive"),
         ("examples/prefix-sum/sklansky.pvl", "inclusive"),
@@ -123,6 +126,18 @@ fn the_four_classic_scans_pass_the_interval_test_at_several_sizes() {
     ] {
         assert_interval_pass(file, kind, "32768..65536", &[32768, 65536]);
     }
+    assert_interval_pass(
+        "examples/prefix-sum/kogge_stone.pvl",
+        "inclusive",
+        "8192..16384",
+        &[8192, 16384],
+    );
+    assert_interval_pass(
+        "examples/prefix-sum/blelloch.pvl",
+        "exclusive",
+        "16384..16384",
+        &[16384],
+    );
     // The fixed-size variant stages through __local memory with two __global arrays.
     assert_interval_pass(
         "examples/prefix-sum/kogge_stone_16.pvl",
@@ -382,6 +397,51 @@ fn the_device_operator_is_the_host_operator() {
             interval::show(b)
         );
     }
+}
+
+/// The throughput benchmark's fast reduce-then-scan (hand-written block scan, not the verified
+/// path) computes scans: the interval test, the swapped-operand self-check and integer
+/// addition, inclusive and exclusive, in one block and across many — including a block count
+/// that is not a power of two, more blocks than the totals scan has work-items, and chunks
+/// that are not a multiple of the block scan's unrolling by 4.
+#[test]
+fn the_fast_throughput_scan_passes_the_interval_test_across_work_groups() {
+    if !platform_available() {
+        return;
+    }
+    let device = platform::select(None).unwrap().remove(0);
+    let harness = Harness::new(&device).unwrap();
+    // (n, work-items per group, elements per work-item)
+    let shapes = [
+        (128, 16, 8),
+        (384, 16, 8),
+        (4096, 16, 8),
+        (65536, 16, 8),
+        (65536, 1, 64),
+        (42, 2, 7),
+        (3, 1, 1),
+    ];
+    for (n, items, chunk) in shapes {
+        let plan = FastPlan::new(&harness, n, items, chunk).unwrap();
+        assert_eq!(plan.groups as u32 * plan.block(), n, "{plan:?}");
+        for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+            let r = harness.fast_scan_test(&plan, kind).unwrap();
+            assert!(r.interval.passed(), "{plan:?} {kind:?}: {:?}", r.interval);
+            assert_eq!(
+                r.integer.mismatches, 0,
+                "{plan:?} {kind:?}: {:?}",
+                r.integer
+            );
+            let swapped = r.self_check.expect("n >= 3: the swap can show");
+            assert!(
+                !swapped.passed(),
+                "{plan:?} {kind:?}: the swapped scan passed"
+            );
+        }
+    }
+    assert!(FastPlan::for_device(&harness, 1 << 20).unwrap().groups > 1);
+    // n must be a multiple of the block.
+    assert!(FastPlan::new(&harness, 100, 16, 8).is_err());
 }
 
 #[test]

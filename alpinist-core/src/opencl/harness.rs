@@ -31,6 +31,8 @@ pub enum HarnessError {
     TooLarge { n: u32, work_items: i64, max: usize },
     #[error("n = {n} needs {needed} bytes of local memory; the device has {available}")]
     LocalMemory { n: u32, needed: u64, available: u64 },
+    #[error("n = {n} is not a multiple of the block of {block} elements")]
+    Shape { n: u32, block: u32 },
     #[error("n = {n}: the par range has {work_items} work-items")]
     EmptyLaunch { n: u32, work_items: i64 },
     #[error(transparent)]
@@ -186,31 +188,88 @@ pub enum ScanKind {
 /// A context and a profiling queue on one device.
 pub struct Harness {
     pub device: DeviceInfo,
-    context: Context,
-    queue: Queue,
+    pub(super) context: Context,
+    pub(super) queue: Queue,
 }
 
 /// The fixed kernels of reduce-then-scan, generic in `ELEM`/`IDENTITY`/`OP` like the generated
-/// kernel (so the interval test covers the whole composition). Deliberately simple: one
-/// work-item per block reduces sequentially, one work-item scans the totals; the seeding is a
-/// separate pass rather than fused into the block scan (so more than the scheme's 3n words
-/// move: throughput work is left for later).
+/// kernel (so the interval test covers the whole composition). Each phase is work-group
+/// parallel and the seeding is fused into the input of the block scan, so the scheme moves
+/// its 3n words (reduce reads n, the block scan reads n and writes n) plus O(groups):
+///
+/// - `alp_reduce` — work-group g reduces elements [g·L·chunk, (g+1)·L·chunk) (L the local
+///   size, a power of two) to `totals[g]`: each work-item combines a contiguous chunk in
+///   registers, then a tree in local memory combines neighbours, left operand first.
+/// - `alp_scan_totals` — one work-group turns `totals[0..count)` into its exclusive scan in
+///   place: each work-item reduces a contiguous run of totals, a Hillis-Steele scan in local
+///   memory gives each run its prefix, each work-item rewrites its run.
+/// - `alp_seed_first` — one work-item per block: the block's first input becomes
+///   `OP(prefix, first)`. A correct scan of the seeded block then yields prefix ⊕ x₀ ⊕ … ⊕ xₖ
+///   at k (inclusive) and at k + 1 (exclusive), with no extra pass over the block.
+/// - `alp_seed_exclusive` — exclusive scans only, after the block scan: a block's first
+///   output (the identity when the block scan is right) becomes `OP(prefix, output)`.
+///   Combined, not overwritten: a wrong first output still shows in the interval test.
+///
+/// The block scan itself is the generated kernel (one work-group per block, batched); only it
+/// is verified by the checker. The hand-written block scan of the throughput benchmark
+/// ([`super::throughput`]) is a separate source and no verdict uses it.
 pub const SCHEME: &str = r#"
-__kernel void alp_reduce(__global const ELEM* in, __global ELEM* totals, int block) {
+__kernel void alp_reduce(__global const ELEM* in, __global ELEM* totals, uint chunk,
+                         __local ELEM* part) {
+  size_t g = get_group_id(0);
+  uint l = get_local_id(0), items = get_local_size(0);
+  __global const ELEM* p = in + (g * items + l) * (size_t)chunk;
+  ELEM acc = IDENTITY;
+  for (uint i = 0; i < chunk; i++) acc = OP(acc, p[i]);
+  part[l] = acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = 1; s < items; s <<= 1) {
+    if ((l & (2 * s - 1)) == 0) part[l] = OP(part[l], part[l + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (l == 0) totals[g] = part[0];
+}
+/* part[l] := part[0] ⊕ … ⊕ part[l] for the `items` work-items of the group (Hillis-Steele),
+   after a barrier that publishes part; every work-item of the group must call it. */
+void alp_local_scan(__local ELEM* part, uint l, uint items) {
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = 1; s < items; s <<= 1) {
+    ELEM left = l >= s ? part[l - s] : IDENTITY;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    part[l] = OP(left, part[l]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+__kernel void alp_scan_totals(__global ELEM* totals, uint count, __local ELEM* part) {
+  uint l = get_local_id(0), items = get_local_size(0);
+  uint run = (count + items - 1) / items;
+  uint lo = min(l * run, count), hi = min(lo + run, count);
+  ELEM acc = IDENTITY;
+  for (uint i = lo; i < hi; i++) acc = OP(acc, totals[i]);
+  part[l] = acc;
+  alp_local_scan(part, l, items);
+  acc = l > 0 ? part[l - 1] : IDENTITY;
+  for (uint i = lo; i < hi; i++) { ELEM t = totals[i]; totals[i] = acc; acc = OP(acc, t); }
+}
+__kernel void alp_seed_first(__global ELEM* in, __global const ELEM* prefix, uint block) {
   size_t g = get_global_id(0);
-  ELEM acc = IDENTITY;
-  for (int i = 0; i < block; i++) acc = OP(acc, in[g * (size_t)block + (size_t)i]);
-  totals[g] = acc;
+  in[g * block] = OP(prefix[g], in[g * block]);
 }
-__kernel void alp_scan_totals(__global ELEM* totals, int groups) {
-  ELEM acc = IDENTITY;
-  for (int g = 0; g < groups; g++) { ELEM t = totals[g]; totals[g] = acc; acc = OP(acc, t); }
-}
-__kernel void alp_seed(__global ELEM* out, __global const ELEM* prefix, int block) {
-  size_t i = get_global_id(0);
-  out[i] = OP(prefix[i / (size_t)block], out[i]);
+__kernel void alp_seed_exclusive(__global ELEM* out, __global const ELEM* prefix, uint block) {
+  size_t g = get_global_id(0);
+  out[g * block] = OP(prefix[g], out[g * block]);
 }
 "#;
+
+/// Work-items per work-group of `alp_reduce` and `alp_scan_totals` (fewer where the device or
+/// the block is smaller): a power of two.
+pub const SCHEME_ITEMS: usize = 256;
+
+/// The largest power of two ≤ `min(cap, device limit)`, at least 1.
+pub fn group_items(device: &DeviceInfo, cap: usize) -> usize {
+    let limit = cap.min(device.max_work_group_size).max(1);
+    1 << (usize::BITS - 1 - limit.leading_zeros())
+}
 
 /// The fixed seed of the random inputs (reports carry it; runs are reproducible).
 pub const SEED: u64 = 0x5eed_a1b1_2026;
@@ -329,14 +388,32 @@ impl Harness {
         input: &[T],
         poison: T,
     ) -> Result<(Buffer<T>, u64), HarnessError> {
-        let work_items = self.shape(kernel, n, std::mem::size_of::<T>() as u64)?;
-        let len = input.len();
-        let globals: Vec<&str> = kernel.globals().collect();
-        let input_buffer = Buffer::<T>::builder()
+        let input_buffer = self.upload(input)?;
+        self.launch_on(program, kernel, n, runs, input_buffer, poison)
+    }
+
+    /// A device buffer holding `input`.
+    fn upload<T: OclPrm>(&self, input: &[T]) -> Result<Buffer<T>, HarnessError> {
+        Ok(Buffer::<T>::builder()
             .queue(self.queue.clone())
-            .len(len)
+            .len(input.len())
             .copy_host_slice(input)
-            .build()?;
+            .build()?)
+    }
+
+    /// [`Harness::launch`] on an input already on the device (`runs · n` elements).
+    fn launch_on<T: OclPrm>(
+        &self,
+        program: &Program,
+        kernel: &Kernel,
+        n: u32,
+        runs: usize,
+        input_buffer: Buffer<T>,
+        poison: T,
+    ) -> Result<(Buffer<T>, u64), HarnessError> {
+        let work_items = self.shape(kernel, n, std::mem::size_of::<T>() as u64)?;
+        let len = input_buffer.len();
+        let globals: Vec<&str> = kernel.globals().collect();
         let output_buffer = if globals.len() == 2 {
             Some(
                 Buffer::<T>::builder()
@@ -416,65 +493,106 @@ impl Harness {
     }
 
     /// One scan of `input` (n elements) by the plan: the generated kernel alone, or
-    /// reduce-then-scan: `alp_reduce` (each block to its total), `alp_scan_totals` (exclusive
-    /// scan of the totals), the generated kernel on every block (one work-group each), then
-    /// `alp_seed` (each output combined with its block's prefix, prefix on the left). Returns
-    /// the output and the summed device time of the launches.
-    fn scan_once<T: OclPrm>(
+    /// reduce-then-scan with the kernels of [`SCHEME`]: `alp_reduce` (each block to its total),
+    /// `alp_scan_totals` (exclusive scan of the totals), `alp_seed_first` (each block's first
+    /// input combined with its prefix, prefix on the left), the generated kernel on every block
+    /// (one work-group each) and, for an exclusive scan, `alp_seed_exclusive`. Returns the
+    /// output and the summed device time of the launches (host transfers excluded).
+    pub fn scan_once<T: OclPrm>(
         &self,
         program: &Program,
         kernel: &Kernel,
         plan: &Plan,
+        kind: ScanKind,
         input: &[T],
         poison: T,
     ) -> Result<(Buffer<T>, u64), HarnessError> {
         if plan.groups == 1 {
             return self.launch(program, kernel, plan.block, 1, input, poison);
         }
-        let groups = plan.groups;
-        let in_buffer = Buffer::<T>::builder()
-            .queue(self.queue.clone())
-            .len(input.len())
-            .copy_host_slice(input)
-            .build()?;
+        let in_buffer = self.upload(input)?;
         let totals = Buffer::<T>::builder()
             .queue(self.queue.clone())
-            .len(groups)
+            .len(plan.groups)
             .build()?;
-        let block = plan.block as i32;
+        let mut kernel_ns = self.reduce_and_scan_totals(program, &in_buffer, &totals, plan)?;
+        let seed = |name: &str, buffer: &Buffer<T>| {
+            OclKernel::builder()
+                .program(program)
+                .name(name)
+                .queue(self.queue.clone())
+                .global_work_size(plan.groups)
+                .arg(buffer)
+                .arg(&totals)
+                .arg(plan.block)
+                .build()
+        };
+        // SAFETY: one work-item per block; block g touches cell g · block < n of the buffer
+        // and total g < groups.
+        kernel_ns += unsafe { timed(&seed("alp_seed_first", &in_buffer)?)? };
+        let (output, scan_ns) =
+            self.launch_on(program, kernel, plan.block, plan.groups, in_buffer, poison)?;
+        kernel_ns += scan_ns;
+        if kind == ScanKind::Exclusive {
+            // SAFETY: as for alp_seed_first, on the output buffer of n cells.
+            kernel_ns += unsafe { timed(&seed("alp_seed_exclusive", &output)?)? };
+        }
+        Ok((output, kernel_ns))
+    }
+
+    /// `alp_reduce` over `shape.0` groups of `shape.1` work-items × `shape.2` elements, writing
+    /// one total per group, and `alp_scan_totals` over those totals (one work-group).
+    pub(super) fn scheme_kernels<T: OclPrm>(
+        &self,
+        program: &Program,
+        input: &Buffer<T>,
+        totals: &Buffer<T>,
+        shape: (usize, usize, u32),
+    ) -> Result<(OclKernel, OclKernel), HarnessError> {
+        let (groups, items, chunk) = shape;
         let reduce = OclKernel::builder()
             .program(program)
             .name("alp_reduce")
             .queue(self.queue.clone())
-            .global_work_size(groups)
-            .arg(&in_buffer)
-            .arg(&totals)
-            .arg(block)
+            .global_work_size(groups * items)
+            .local_work_size(items)
+            .arg(input)
+            .arg(totals)
+            .arg(chunk)
+            .arg_local::<T>(items)
             .build()?;
+        let scan_items = group_items(&self.device, SCHEME_ITEMS);
         let scan_totals = OclKernel::builder()
             .program(program)
             .name("alp_scan_totals")
             .queue(self.queue.clone())
-            .global_work_size(1)
-            .arg(&totals)
-            .arg(groups as i32)
+            .global_work_size(scan_items)
+            .local_work_size(scan_items)
+            .arg(totals)
+            .arg(groups as u32)
+            .arg_local::<T>(scan_items)
             .build()?;
-        // SAFETY: alp_reduce reads groups · block = n cells of in_buffer and writes one total
-        // per group; alp_scan_totals touches the `groups` totals.
-        let mut kernel_ns = unsafe { timed(&reduce)? + timed(&scan_totals)? };
-        let (output, scan_ns) = self.launch(program, kernel, plan.block, groups, input, poison)?;
-        let seed = OclKernel::builder()
-            .program(program)
-            .name("alp_seed")
-            .queue(self.queue.clone())
-            .global_work_size(input.len())
-            .arg(&output)
-            .arg(&totals)
-            .arg(block)
-            .build()?;
-        // SAFETY: one work-item per output cell; cell i reads total i / block < groups.
-        kernel_ns += scan_ns + unsafe { timed(&seed)? };
-        Ok((output, kernel_ns))
+        Ok((reduce, scan_totals))
+    }
+
+    /// The first two phases of reduce-then-scan over `input` (`plan.groups` blocks of
+    /// `plan.block` elements): `totals` ends up holding the exclusive scan of the block totals.
+    /// Returns the device time. `program` must contain [`SCHEME`].
+    pub(super) fn reduce_and_scan_totals<T: OclPrm>(
+        &self,
+        program: &Program,
+        input: &Buffer<T>,
+        totals: &Buffer<T>,
+        plan: &Plan,
+    ) -> Result<u64, HarnessError> {
+        let items = group_items(&self.device, SCHEME_ITEMS).min(plan.block as usize);
+        let chunk = plan.block / items as u32;
+        let (reduce, scan_totals) =
+            self.scheme_kernels(program, input, totals, (plan.groups, items, chunk))?;
+        // SAFETY: block and items are powers of two with items ≤ block, so each of the
+        // `groups` work-groups reads its own block of items · chunk = block cells of `input`
+        // (groups · block = n) and writes one total; alp_scan_totals touches `groups` totals.
+        Ok(unsafe { timed(&reduce)? + timed(&scan_totals)? })
     }
 
     /// The interval test of one n with a compiled interval program (normal or swapped).
@@ -487,7 +605,20 @@ impl Harness {
     ) -> Result<(IntervalOutcome, u64), HarnessError> {
         let input: Vec<Word> = (0..n).map(interval::input).collect();
         let plan = self.plan(kernel, n, 8)?;
-        let (output, kernel_ns) = self.scan_once(program, kernel, &plan, &input, interval::TOP)?;
+        let (output, kernel_ns) =
+            self.scan_once(program, kernel, &plan, kind, &input, interval::TOP)?;
+        Ok((self.check_interval(program, &output, n, kind)?, kernel_ns))
+    }
+
+    /// Checks the output of an interval run of length n on the device (`alp_interval_check`
+    /// of `program`, which must include [`Monoid::Interval`]'s prelude or its swapped twin).
+    pub(super) fn check_interval(
+        &self,
+        program: &Program,
+        output: &Buffer<Word>,
+        n: u32,
+        kind: ScanKind,
+    ) -> Result<IntervalOutcome, HarnessError> {
         let bad = Buffer::<u32>::builder()
             .queue(self.queue.clone())
             .len(1)
@@ -503,7 +634,7 @@ impl Harness {
             .name("alp_interval_check")
             .queue(self.queue.clone())
             .global_work_size(n as usize)
-            .arg(&output)
+            .arg(output)
             .arg(n as i32)
             .arg(i32::from(kind == ScanKind::Exclusive))
             .arg(&bad)
@@ -528,13 +659,10 @@ impl Harness {
         } else {
             None
         };
-        Ok((
-            IntervalOutcome {
-                bad_cells: count[0],
-                first_bad,
-            },
-            kernel_ns,
-        ))
+        Ok(IntervalOutcome {
+            bad_cells: count[0],
+            first_bad,
+        })
     }
 
     /// The three runs of one n: interval test, integer addition, swapped self-check.
@@ -569,7 +697,7 @@ impl Harness {
         let seed = SEED ^ u64::from(n);
         let input = random_words(n as usize, seed);
         let program = self.compile(kernel, Monoid::IntAdd)?;
-        let (output, _) = self.scan_once(&program, kernel, &plan, &input, 0xDEAD_BEEF)?;
+        let (output, _) = self.scan_once(&program, kernel, &plan, kind, &input, 0xDEAD_BEEF)?;
         let mut got = vec![0u32; n as usize];
         output.read(&mut got).enq()?;
         let want = host_scan(&input, kind, Monoid::IntAdd.host_op());
@@ -712,7 +840,7 @@ impl Harness {
 ///
 /// # Safety
 /// The kernel's arguments must be valid for its work sizes (OpenCL does not check bounds).
-unsafe fn timed(kernel: &OclKernel) -> Result<u64, HarnessError> {
+pub(super) unsafe fn timed(kernel: &OclKernel) -> Result<u64, HarnessError> {
     let mut event = Event::empty();
     kernel.cmd().enew(&mut event).enq()?;
     event.wait_for()?;
@@ -742,7 +870,7 @@ pub fn host_scan(input: &[u32], kind: ScanKind, op: fn(u32, u32) -> u32) -> Vec<
 }
 
 /// splitmix64: small, seeded, good enough for test inputs (no dependency).
-fn random_words(len: usize, seed: u64) -> Vec<u32> {
+pub fn random_words(len: usize, seed: u64) -> Vec<u32> {
     let mut state = seed;
     (0..len)
         .map(|_| {

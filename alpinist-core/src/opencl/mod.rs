@@ -12,6 +12,9 @@
 //! - [`harness`] — runs a generated kernel: integer addition on random input against a host
 //!   scan, the interval test with a device-side check, the swapped-operand self-check, and the
 //!   baselines (Voigtländer's 0-1-2 set, random inputs).
+//! - [`throughput`] — the throughput benchmark's fast reduce-then-scan (a hand-written block
+//!   scan, not the verified path: no verdict uses it) and the device-to-device copy it is
+//!   measured against.
 //! - [`verdict`] — combines the checker's half (race freedom and 32-bit arithmetic, proved by
 //!   `verify --int32`) with the interval half.
 //!
@@ -29,6 +32,8 @@ pub mod harness;
 pub mod interval;
 #[cfg(feature = "opencl")]
 pub mod platform;
+#[cfg(feature = "opencl")]
+pub mod throughput;
 pub mod verdict;
 
 /// An error reported by the OpenCL runtime.

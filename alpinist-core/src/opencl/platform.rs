@@ -20,6 +20,9 @@ pub struct DeviceInfo {
     pub max_work_group_size: usize,
     /// Bytes of local memory per work-group (`CL_DEVICE_LOCAL_MEM_SIZE`).
     pub local_mem_bytes: u64,
+    /// The device is a CPU (`CL_DEVICE_TYPE_CPU`): the throughput benchmark picks its launch
+    /// shape by it.
+    pub cpu: bool,
 }
 
 /// Why no device could be listed or selected.
@@ -79,7 +82,12 @@ fn describe(
         ocl::enums::DeviceInfoResult::LocalMemSize(bytes) => bytes,
         _ => 0,
     };
+    let cpu = match device.info(ocl::enums::DeviceInfo::Type)? {
+        ocl::enums::DeviceInfoResult::Type(kind) => kind.contains(ocl::flags::DeviceType::CPU),
+        _ => false,
+    };
     Ok(DeviceInfo {
+        cpu,
         platform,
         device,
         platform_name: platform_name.to_string(),
