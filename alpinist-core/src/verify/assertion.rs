@@ -875,9 +875,10 @@ impl<'w, 'a> Walker<'w, 'a> {
                         .expect("int"),
                 );
             }
-            if inv_at_loc.is_empty() {
-                index_exact = true;
-            } else {
+            // The index is solved exactly only by a linear binder (whose equation is the
+            // index); a matrix row inverse solves the reference, never the index.
+            index_exact = inv_at_loc.is_empty() && linear.is_some();
+            if !inv_at_loc.is_empty() {
                 self.prover
                     .assume(close(xs, &positive.implies(Bool::and(&inv_at_loc))));
             }

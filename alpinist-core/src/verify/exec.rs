@@ -1280,7 +1280,11 @@ impl<'c, 'p> Verifier<'c, 'p> {
             }
             let thread = self.fresh_state(store);
             self.set_vars(&thread.store);
-            let mut thread = self.inhale_state(thread, pre, &[], true)?;
+            // Its `\old` is its state at the start: in the precondition, the state it builds.
+            let mut thread = thread;
+            let mut ev = eval(self.ctx, &thread, true);
+            ev.old_is_current = true;
+            thread.mask = assertion::inhale(&mut self.prover, &mut ev, thread.mask, pre, &[])?;
             thread.old = thread.snapshot();
             self.check_framing(&thread, post)?;
             self.pars.push(ParFrame {

@@ -218,6 +218,9 @@ pub struct Eval<'a> {
     /// The mask heap reads are checked against.
     pub mask: Option<Mask>,
     pub old: Option<Snapshot>,
+    /// `\old(e)` means `e` here: inhaling a precondition, whose pre-state is the state it
+    /// builds (a par block's thread, whose `\old` is its state at the start).
+    pub old_is_current: bool,
     pub result: Option<Value>,
     /// Record definedness checks (null, bounds, permission, division, function preconditions).
     pub definedness: bool,
@@ -248,6 +251,7 @@ impl<'a> Eval<'a> {
             heap: None,
             mask: None,
             old: None,
+            old_is_current: false,
             result: None,
             definedness: false,
             checks: Vec::new(),
@@ -1143,6 +1147,9 @@ impl<'a> Eval<'a> {
     }
 
     fn old(&mut self, inner: &Expr, span: Span) -> Result<Value, EncodeError> {
+        if self.old_is_current {
+            return self.value(inner);
+        }
         let Some(old) = self.old.clone() else {
             return Err(unsupported("`\\old` outside a postcondition", span));
         };
