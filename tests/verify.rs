@@ -6,17 +6,23 @@ use serde_json::Value;
 
 use crate::common::{expectation, pvl_files, relative, run, stderr, stdout};
 
-/// Examples that use constructs the checker does not encode yet (`\matrix`): they
-/// must be refused as unsupported (exit 2), never given a verdict. Remove an entry when its
-/// construct lands — the test fails until then so the list stays true.
-const NOT_YET_ENCODED: &[&str] = &[
-    "examples/matrix_linearisation/matrix_add_colmajor.pvl",
-    "examples/matrix_linearisation/matrix_scale.pvl",
-];
+/// Examples the checker encodes but Z3 cannot decide within the default budget (three
+/// `\matrix` operands whose rows might be shared, which only the permission bound rules
+/// out): they must be inconclusive (exit 3), never verified. Remove an entry when it
+/// verifies under the default budget (`alpinist verify FILE`; the README's known gaps list it).
+const UNDECIDED: &[&str] = &["examples/matrix_linearisation/matrix_add_colmajor.pvl"];
 
-/// Examples whose proof needs a larger Z3 budget than the default, with the budget (the
-/// README says so too).
-const LARGER_BUDGET: &[(&str, &str)] = &[("examples/prefix-sum/blelloch_2d.pvl", "16000000")];
+/// Examples checked with another Z3 budget than the default: blelloch_2d needs a larger one
+/// (the README says so too); the undecided example gets a smaller one, so that CI spends
+/// seconds rather than a minute finding it inconclusive (a smaller budget can only make a
+/// verdict less likely, so "never verified" is still what is tested).
+const OTHER_BUDGET: &[(&str, &str)] = &[
+    ("examples/prefix-sum/blelloch_2d.pvl", "16000000"),
+    (
+        "examples/matrix_linearisation/matrix_add_colmajor.pvl",
+        "500000",
+    ),
+];
 
 pub(crate) fn verify_json(file: &str) -> (Option<i32>, Value, String) {
     verify_json_with(file, &[])
@@ -26,7 +32,7 @@ pub(crate) fn verify_json(file: &str) -> (Option<i32>, Value, String) {
 pub(crate) fn verify_json_with(file: &str, flags: &[&str]) -> (Option<i32>, Value, String) {
     let mut args = vec!["verify", "--json", "--jobs", "1"];
     args.extend_from_slice(flags);
-    if let Some((_, rlimit)) = LARGER_BUDGET.iter().find(|(f, _)| *f == file) {
+    if let Some((_, rlimit)) = OTHER_BUDGET.iter().find(|(f, _)| *f == file) {
         args.extend(["--rlimit", rlimit]);
     }
     args.push(file);
@@ -57,15 +63,15 @@ pub(crate) fn unverified(doc: &Value) -> Vec<(String, u64, u64, String)> {
 }
 
 #[test]
-fn every_example_verifies_or_is_refused_as_unsupported() {
+fn every_example_verifies_or_is_undecided_where_listed() {
     let files = pvl_files("examples");
     assert!(files.len() >= 12, "examples/ went missing");
     let mut problems = Vec::new();
     for path in &files {
         let file = relative(path);
         let (code, doc, err) = verify_json(&file);
-        let expected = if NOT_YET_ENCODED.contains(&file.as_str()) {
-            2
+        let expected = if UNDECIDED.contains(&file.as_str()) {
+            3
         } else {
             0
         };

@@ -18,6 +18,7 @@
 //! amount, on exhale smaller than what is held.
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use z3::ast::{Ast, Bool, Dynamic, Int, Real};
@@ -26,9 +27,11 @@ use z3::{FuncDecl, Sort as Z3Sort};
 use crate::syntax::{BinaryOp, Builtin, Expr, ExprKind, PermLit, QuantifierKind, TypeKind};
 
 use super::expr::{close, unsupported, EncodeError, Eval};
+use super::inline;
 use super::obligation::{Check, ObligationKind};
 use super::one_point;
-use super::state::{define_array, real, Mask};
+use super::state::{define_array, real, HeapKind, Mask, Ty};
+use super::syn;
 
 /// Where checks go and facts come from: the method's solver.
 pub trait Prover {
@@ -68,15 +71,17 @@ pub fn inhale(
 ) -> Result<Mask, EncodeError> {
     let mut walker = Walker::new(prover, eval, mask, Mode::Inhale, region);
     for a in assertions {
-        walker.walk(a)?;
+        walker.walk_expanded(a)?;
     }
     walker.finish();
     Ok(walker.mask)
 }
 
 /// Exhales `assertions` from `mask`; pure parts failing are reported as `kind`. Everything is
-/// evaluated in `eval`'s state (the state before the exhale). Returns the new mask and whether
-/// any permission was removed (then the caller forgets the heap where nothing is left).
+/// evaluated in `eval`'s state (the state before the exhale). Returns the new mask and the heap
+/// kinds of the locations that lost an exact amount (the caller forgets the heap of those kinds
+/// where nothing is left). A wildcard exhale removes less than is held, so it leaves every
+/// location owned that was: it counts for no kind.
 pub fn exhale(
     prover: &mut dyn Prover,
     eval: &mut Eval<'_>,
@@ -84,10 +89,10 @@ pub fn exhale(
     assertions: &[&Expr],
     region: &[RegionIter],
     kind: ObligationKind,
-) -> Result<(Mask, bool), EncodeError> {
+) -> Result<(Mask, Vec<HeapKind>), EncodeError> {
     let mut walker = Walker::new(prover, eval, mask, Mode::Exhale(kind), region);
     for a in assertions {
-        walker.walk(a)?;
+        walker.walk_expanded(a)?;
     }
     walker.finish();
     Ok((walker.mask, walker.removed))
@@ -115,7 +120,8 @@ struct Walker<'w, 'a> {
     eval: &'w mut Eval<'a>,
     mask: Mask,
     mode: Mode,
-    removed: bool,
+    /// Heap kinds of the locations an exact amount was exhaled from.
+    removed: Vec<HeapKind>,
     /// The region's iterators: name, and number of values (≥ 0). They are the first binders
     /// and the first guards of `eval` while walking.
     region: Vec<(String, Int)>,
@@ -157,7 +163,7 @@ impl<'w, 'a> Walker<'w, 'a> {
             eval,
             mask,
             mode,
-            removed: false,
+            removed: Vec::new(),
             region: iters,
             guard_names: Vec::new(),
             binder_names: Vec::new(),
@@ -178,8 +184,30 @@ impl<'w, 'a> Walker<'w, 'a> {
         }
     }
 
+    /// [`Walker::walk`] after expanding inline predicates (`inline.rs`).
+    fn walk_expanded(&mut self, e: &Expr) -> Result<(), EncodeError> {
+        match self.eval.decls.program.and_then(|p| inline::expand(e, p)) {
+            Some(expanded) => self.walk(&expanded),
+            None => self.walk(e),
+        }
+    }
+
+    /// Whether `e` applies an (abstract) predicate: an instance is a resource, not a value.
+    fn has_predicate(&self, e: &Expr) -> bool {
+        let Some(program) = self.eval.decls.program else {
+            return false;
+        };
+        let mut found = false;
+        e.visit(&mut |x| {
+            if let ExprKind::Call { name, .. } = &x.kind {
+                found |= inline::abstract_predicate(program, &name.name).is_some();
+            }
+        });
+        found
+    }
+
     fn walk(&mut self, e: &Expr) -> Result<(), EncodeError> {
-        if is_pure(e) {
+        if is_pure(e) && !self.has_predicate(e) {
             return self.pure_atom(e);
         }
         match &e.kind {
@@ -239,24 +267,199 @@ impl<'w, 'a> Walker<'w, 'a> {
             ExprKind::Builtin {
                 op: Builtin::Perm,
                 args,
-            } if args.len() == 2 => self.acc(e, &args[0], Some(&args[1])),
+            } if args.len() == 2 => self.acc(e, &args[0], Some(&args[1]), None),
             ExprKind::Builtin {
                 op: Builtin::PointsTo,
                 args,
             } if args.len() == 3 => {
-                self.acc(e, &args[0], Some(&args[1]))?;
+                self.acc(e, &args[0], Some(&args[1]), None)?;
                 let cell = self.eval.value(&args[0])?;
                 let v = self.eval.value(&args[2])?;
                 self.flush();
                 let eq = cell.term.as_dynamic().eq(v.term.as_dynamic());
                 self.pure_term(eq, e)
             }
-            _ => Err(unsupported(
-                "this form of resource assertion (predicates, `\\matrix`, `Value` and \
-                 permissions under `||` or `\\exists` are not encoded yet)",
-                e.span,
-            )),
+            ExprKind::Builtin {
+                op: Builtin::Matrix,
+                args,
+            } if args.len() == 3 => self.matrix(e, &args[0], &args[1], &args[2]),
+            _ => match inline::plain_call(e) {
+                Some((name, args)) => {
+                    let at = self.predicate_instance(name, args, e.span)?;
+                    self.acc(e, e, None, Some(at))
+                }
+                None => Err(unsupported(
+                    "this form of resource assertion (predicates applied to a receiver, `Value` and \
+                     permissions under `||` or `\\exists` are not encoded yet)",
+                    e.span,
+                )),
+            },
         }
+    }
+
+    /// `\matrix(m, rows, cols)`: `m` is a non-null array of `rows` rows, a wildcard read
+    /// permission on each row reference `m[x]`, each row non-null of length `cols`, and the
+    /// rows pairwise distinct (what makes `Perm(m[i][j], p)` over `i` and `j` injective).
+    /// Distinctness is inhaled as a fresh inverse `row(m[x]) == x` (one instantiation per
+    /// row, never a pairwise quantifier) and exhaled as the pairwise check. Inhaled too: no
+    /// row is `m` itself (their types differ), which spares Z3 from deriving it through the
+    /// permission bound whenever a cell permission's inverse lands on `m`.
+    fn matrix(&mut self, e: &Expr, m: &Expr, rows: &Expr, cols: &Expr) -> Result<(), EncodeError> {
+        let s = e.span;
+        // Binder names no source can write (`'` is not an identifier character).
+        let (x, y) = ("row'", "other row'");
+        let row = |v: &str| syn::index(m.clone(), syn::name(v, s), s);
+        let in_rows = |v: &str| {
+            syn::and(
+                syn::bin(BinaryOp::Le, syn::int(0, s), syn::name(v, s), s),
+                syn::bin(BinaryOp::Lt, syn::name(v, s), rows.clone(), s),
+                s,
+            )
+        };
+        let shape = syn::and(
+            syn::bin(BinaryOp::Neq, m.clone(), syn::null(s), s),
+            syn::bin(BinaryOp::Eq, syn::length(m.clone(), s), rows.clone(), s),
+            s,
+        );
+        let row_perms = syn::forall(
+            QuantifierKind::ForallStar,
+            &[x],
+            in_rows(x),
+            syn::perm(row(x), syn::read(s), s),
+            s,
+        );
+        let row_shape = syn::forall(
+            QuantifierKind::Forall,
+            &[x],
+            in_rows(x),
+            syn::and(
+                syn::bin(BinaryOp::Neq, row(x), syn::null(s), s),
+                syn::bin(BinaryOp::Eq, syn::length(row(x), s), cols.clone(), s),
+                s,
+            ),
+            s,
+        );
+        for part in [&shape, &row_perms, &row_shape] {
+            self.walk(part)?;
+        }
+        match self.mode {
+            Mode::Exhale(_) => {
+                let distinct = syn::forall(
+                    QuantifierKind::Forall,
+                    &[x, y],
+                    syn::and(
+                        syn::and(in_rows(x), in_rows(y), s),
+                        syn::bin(BinaryOp::Neq, syn::name(x, s), syn::name(y, s), s),
+                        s,
+                    ),
+                    syn::bin(BinaryOp::Neq, row(x), row(y), s),
+                    s,
+                );
+                self.walk(&distinct)
+            }
+            Mode::Inhale => {
+                let rows_n = self.eval.int(rows)?;
+                self.flush();
+                let outer_bound = self.eval.bound().to_vec();
+                let mut outer_guard = self.eval.guard();
+                // Under a region only, and not mentioning its iterators: the fact holds once
+                // some thread exists. Stated so, it needs no outer quantifier (one Z3 could
+                // never instantiate: its variables would be in no pattern).
+                let mut names = BTreeSet::new();
+                e.names(&mut names);
+                let n = self.region.len();
+                let flat = outer_bound.len() == n
+                    && self.eval.guards().len() == n
+                    && !self.region.iter().any(|(it, _)| names.contains(it));
+                if flat {
+                    outer_guard = Bool::and(
+                        &self
+                            .region
+                            .iter()
+                            .map(|(_, size)| size.gt(Int::from_i64(0)))
+                            .collect::<Vec<_>>(),
+                    );
+                }
+                let mark = self.eval.mark();
+                let k = self.eval.bind_quantified(x);
+                self.eval
+                    .push_guard(Bool::and(&[Int::from_i64(0).le(&k), k.lt(&rows_n)]));
+                let read = (|| {
+                    let (reference, _) = self.eval.reference(&row(x))?;
+                    let (outer, _) = self.eval.reference(m)?;
+                    Ok::<_, EncodeError>((reference, outer))
+                })();
+                self.eval.restore(mark);
+                let (reference, outer) = read?;
+                self.flush();
+                let id = INVERSES.fetch_add(1, Ordering::Relaxed);
+                let w = self.eval.decls.world;
+                let inverse = Rc::new(FuncDecl::new(
+                    format!("row{id}"),
+                    &[&w.ref_sort],
+                    &Z3Sort::int(),
+                ));
+                if let Some(heap) = self.eval.heap.as_ref().filter(|_| flat) {
+                    w.register_matrix(&outer, heap.array(HeapKind::Ref), inverse.clone());
+                }
+                let back = inverse
+                    .apply(&[&reference as &dyn Ast])
+                    .as_int()
+                    .expect("int");
+                // A row (a `T[]`) is never the matrix (a `T[][]`) itself. Triggered by the
+                // row read `m[x]`: that is the term the permission updates' inverses build.
+                let body = Bool::and(&[outer_guard, Int::from_i64(0).le(&k), k.lt(&rows_n)])
+                    .implies(Bool::and(&[back.eq(&k), reference.eq(&outer).not()]));
+                let pattern = z3::Pattern::new(&[&reference as &dyn Ast]);
+                let fact = z3::ast::forall_const(&[&k as &dyn Ast], &[&pattern], &body);
+                if flat {
+                    self.prover.assume(fact);
+                } else {
+                    self.prover.assume(close(&outer_bound, &fact));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The location of the predicate instance `name(args)` (an abstract predicate: inline
+    /// ones were expanded), with `this` first for a predicate of a class. See
+    /// `World::predicate_location`.
+    fn predicate_instance(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+        span: crate::syntax::Span,
+    ) -> Result<(Dynamic, Int), EncodeError> {
+        let program = self.eval.decls.program;
+        let Some((params, _)) = program.and_then(|p| inline::abstract_predicate(p, name)) else {
+            return Err(unsupported(
+                format!("`{name}(..)` as an assertion (only predicates are)"),
+                span,
+            ));
+        };
+        if params.len() != args.len() {
+            return Err(unsupported(
+                "a predicate applied to the wrong number of arguments",
+                span,
+            ));
+        }
+        let has_this = program
+            .and_then(|p| p.routine(name))
+            .is_some_and(|r| r.has_this());
+        let mut values = Vec::new();
+        if has_this {
+            values.push(self.eval.value(&syn::this(span))?.term.as_dynamic());
+        }
+        for a in args {
+            values.push(self.eval.value(a)?.term.as_dynamic());
+        }
+        self.flush();
+        let (r, i, facts) = self.eval.decls.world.predicate_location(name, &values);
+        for f in facts {
+            self.prover.assume(f);
+        }
+        Ok((r, i))
     }
 
     fn guarded(
@@ -342,8 +545,23 @@ impl<'w, 'a> Walker<'w, 'a> {
     }
 
     /// A permission atom `Perm(loc, amount)`.
-    fn acc(&mut self, atom: &Expr, loc: &Expr, amount: Option<&Expr>) -> Result<(), EncodeError> {
-        let (r, i, _) = self.eval.location(loc)?;
+    ///
+    /// With `at`, the location is given (a predicate instance, whose atom is `loc`): it holds no
+    /// heap value and exists by construction.
+    fn acc(
+        &mut self,
+        atom: &Expr,
+        loc: &Expr,
+        amount: Option<&Expr>,
+        at: Option<(Dynamic, Int)>,
+    ) -> Result<(), EncodeError> {
+        let (r, i, ty) = match at {
+            Some((r, i)) => (r, i, None),
+            None => {
+                let (r, i, ty) = self.eval.location(loc)?;
+                (r, i, Some(ty))
+            }
+        };
         let is_cell = matches!(loc.kind, ExprKind::Index { .. });
         let mut amount = match amount.map(|a| &a.kind) {
             None | Some(ExprKind::PermLit(PermLit::Write)) => Amount::Exact(real(1)),
@@ -365,7 +583,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         let mut binders = Vec::new();
         let mut binder_names = Vec::new();
         let mut guards = Vec::new();
-        let mut scale = Vec::new();
+        let mut scale: Vec<Int> = Vec::new();
         for (k, (name, size)) in self.region.iter().enumerate() {
             if mentioned.contains(name) {
                 binders.push(all_bound[k].clone());
@@ -393,6 +611,13 @@ impl<'w, 'a> Walker<'w, 'a> {
             *p = q.as_real().expect("an amount");
         }
         let mut guard = Bool::and(&guards);
+        // Some thread exists: each size positive (linear, unlike their product).
+        let nonempty = Bool::and(
+            &scale
+                .iter()
+                .map(|s| s.gt(Int::from_i64(0)))
+                .collect::<Vec<_>>(),
+        );
         let scale = if scale.is_empty() {
             None
         } else {
@@ -415,8 +640,8 @@ impl<'w, 'a> Walker<'w, 'a> {
                 p
             }
             Amount::Wildcard => {
-                if let Some(s) = &scale {
-                    guard = Bool::and(&[guard, s.gt(Int::from_i64(0))]);
+                if scale.is_some() {
+                    guard = Bool::and(&[guard, nonempty]);
                 }
                 let w = Real::fresh_const("wildcard");
                 self.prover.assume(w.gt(real(0)));
@@ -471,27 +696,56 @@ impl<'w, 'a> Walker<'w, 'a> {
             _ => None,
         };
         let linear = if row_major.is_some() { None } else { linear };
+        // `m[x][col]` with `x` a binder and `m` an inhaled `\matrix` (same reference heap):
+        // `x` is solved by that matrix's row inverse, no inverse function of its own.
+        let matrix_row = match (&loc.kind, row_major) {
+            (ExprKind::Index { base, index: col }, None) => match &base.kind {
+                ExprKind::Index {
+                    base: outer,
+                    index: row,
+                } => match &row.kind {
+                    ExprKind::Name(id)
+                        if !mentions(outer, &id.name) && !mentions(col, &id.name) =>
+                    {
+                        binder_names
+                            .iter()
+                            .position(|b| *b == id.name)
+                            .filter(|k| linear.is_none_or(|(lk, _)| lk != *k))
+                            .and_then(|k| {
+                                let saved = std::mem::replace(&mut self.eval.definedness, false);
+                                let outer = self.eval.reference(outer).ok();
+                                self.eval.definedness = saved;
+                                self.eval.checks.clear();
+                                let heap = self.eval.heap.as_ref()?;
+                                let (m, _) = outer?;
+                                let f = w_matrix_inverse(self.eval, &m, heap)?;
+                                Some((k, f))
+                            })
+                    }
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
         let injective_by_construction = linear.is_some() && binders.len() == 1;
         if !binders.is_empty() && !injective_by_construction {
             self.check_injective(&binders, &positive, &r, &i, atom);
         }
         let held = self.mask.amount(&r, &i);
+        let w = self.eval.decls.world;
         match self.mode {
-            Mode::Exhale(_) => {
-                if !wildcard {
-                    self.prover.check(Check {
-                        goal: close(&binders, &guard.implies(held.ge(&p))),
-                        kind: ObligationKind::InsufficientPermission,
-                        span: atom.span,
-                        note: None,
-                    });
-                }
-                self.mask = self.update(&binders, linear, row_major, &positive, &r, &i, &p, false);
-                self.removed = true;
+            Mode::Exhale(_) if !wildcard => {
+                self.prover.check(Check {
+                    goal: close(&binders, &guard.implies(held.ge(&p))),
+                    kind: ObligationKind::InsufficientPermission,
+                    span: atom.span,
+                    note: None,
+                });
             }
-            Mode::Inhale => {
-                // The location exists (its definedness was checked where it was written).
-                let w = self.eval.decls.world;
+            Mode::Exhale(_) => {}
+            // The location exists (its definedness was checked where it was written).
+            Mode::Inhale if ty.is_some() => {
                 let mut exists = vec![r.eq(&w.null).not()];
                 if is_cell {
                     exists.push(i.ge(Int::from_i64(0)));
@@ -499,10 +753,30 @@ impl<'w, 'a> Walker<'w, 'a> {
                 }
                 self.prover
                     .assume(close(&binders, &guard.implies(Bool::and(&exists))));
-                self.mask = self.update(&binders, linear, row_major, &positive, &r, &i, &p, true);
-                let now = self.mask.amount(&r, &i);
-                self.prover
-                    .assume(close(&binders, &positive.implies(now.le(real(1)))));
+            }
+            Mode::Inhale => {}
+        }
+        let add = self.mode == Mode::Inhale;
+        self.mask = self.update(
+            &binders, linear, row_major, matrix_row, &positive, &r, &i, &p, add,
+        );
+        match self.mode {
+            Mode::Exhale(_) => {
+                if let Some(kind) = ty.as_ref().map(Ty::heap_kind).filter(|_| !wildcard) {
+                    if !self.removed.contains(&kind) {
+                        self.removed.push(kind);
+                    }
+                }
+            }
+            Mode::Inhale => {
+                // Heap locations hold at most one full permission; predicate instances have
+                // no such bound (as in Viper: `fold` of a predicate with a pure body may be
+                // repeated).
+                if ty.is_some() {
+                    let now = self.mask.amount(&r, &i);
+                    self.prover
+                        .assume(close(&binders, &positive.implies(now.le(real(1)))));
+                }
                 self.eval.mask = Some(self.mask.clone());
             }
         }
@@ -549,6 +823,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         xs: &[Int],
         linear: Option<(usize, i64)>,
         row_major: Option<(usize, usize, i64)>,
+        matrix_row: Option<(usize, Rc<FuncDecl>)>,
         positive: &Bool,
         r: &Dynamic,
         i: &Int,
@@ -595,6 +870,10 @@ impl<'w, 'a> Walker<'w, 'a> {
                     solved.push(diff.div(&a));
                     continue;
                 }
+                if let Some((_, f)) = matrix_row.as_ref().filter(|(mk, _)| *mk == k) {
+                    solved.push(f.apply(&[&rr as &dyn Ast]).as_int().expect("int"));
+                    continue;
+                }
                 let f = FuncDecl::new(
                     format!("inv{id}_{k}"),
                     &[&w.ref_sort, &Z3Sort::int()],
@@ -611,9 +890,10 @@ impl<'w, 'a> Walker<'w, 'a> {
                         .expect("int"),
                 );
             }
-            if inv_at_loc.is_empty() {
-                index_exact = true;
-            } else {
+            // The index is solved exactly only by a linear binder (whose equation is the
+            // index); a matrix row inverse solves the reference, never the index.
+            index_exact = inv_at_loc.is_empty() && linear.is_some();
+            if !inv_at_loc.is_empty() {
                 self.prover
                     .assume(close(xs, &positive.implies(Bool::and(&inv_at_loc))));
             }
@@ -670,4 +950,14 @@ pub fn linear_coefficient(e: &Expr, x: &str) -> Option<i64> {
         },
         _ => None,
     }
+}
+
+fn w_matrix_inverse(
+    eval: &Eval<'_>,
+    m: &Dynamic,
+    heap: &super::state::Heap,
+) -> Option<Rc<FuncDecl>> {
+    eval.decls
+        .world
+        .matrix_inverse(m, heap.array(HeapKind::Ref))
 }

@@ -108,7 +108,10 @@ impl SolverProver {
         // quantifiers. With `trigger` false the implication constrains nothing later.
         let trigger = Bool::fresh_const("obligation");
         self.solver.assert(trigger.implies(goal.not()));
-        let status = match self.solver.check_assumptions(&[trigger]) {
+        let status = match self
+            .solver
+            .check_assumptions(std::slice::from_ref(&trigger))
+        {
             SatResult::Unsat => Status::Verified,
             SatResult::Sat => Status::Failed {
                 model: match self.solver.get_model() {
@@ -129,6 +132,10 @@ impl SolverProver {
                     .unwrap_or_else(|| "unknown (Z3 gave no reason)".to_string()),
             },
         };
+        // Switch the implication off for good: left open, every later query may branch on
+        // `trigger` and have to refute this negated goal again (a quantified one can leave Z3
+        // unable to decide a later query it would decide from scratch).
+        self.solver.assert(trigger.not());
         status
     }
 }
@@ -382,6 +389,20 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 _ => {}
             }
         }
+        if routine
+            .method
+            .return_type
+            .as_ref()
+            .is_some_and(|t| t.kind == crate::syntax::TypeKind::Resource)
+        {
+            // A predicate: its body must be self-framing and well-defined (every read covered
+            // by a permission inhaled before it), which is all there is to check.
+            if let MethodBody::Expr(body) = routine.body() {
+                let st = self.fresh_state(store);
+                self.check_framing(&st, &[body])?;
+            }
+            return Ok(());
+        }
         self.result_ty = match &routine.method.return_type {
             Some(t) if t.kind != crate::syntax::TypeKind::Void => Some(ty_of(t)?),
             _ => None,
@@ -566,12 +587,12 @@ impl<'c, 'p> Verifier<'c, 'p> {
     fn exhale_state(
         &mut self,
         st: State,
-        parts: &[(Vec<&'p Expr>, Vec<RegionIter>)],
+        parts: &[(Vec<&Expr>, Vec<RegionIter>)],
         kind: ObligationKind,
         ev_store: Option<Store>,
     ) -> Result<State, EncodeError> {
         let mut mask = st.mask.clone();
-        let mut removed = false;
+        let mut removed = Vec::new();
         for (exprs, region) in parts {
             let mut ev = eval(self.ctx, &st, false);
             ev.old_is_now = self.in_precondition;
@@ -580,10 +601,10 @@ impl<'c, 'p> Verifier<'c, 'p> {
             }
             let (m, r) = assertion::exhale(&mut self.prover, &mut ev, mask, exprs, region, kind)?;
             mask = m;
-            removed |= r;
+            removed.extend(r);
         }
-        let heap = if removed {
-            let (heap, facts) = st.heap.havoc_unowned(&self.ctx.world, &mask);
+        let heap = if !removed.is_empty() {
+            let (heap, facts) = st.heap.havoc_unowned(&self.ctx.world, &mask, &removed);
             for f in facts {
                 self.prover.assume(f);
             }
@@ -597,7 +618,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
     fn inhale_state(
         &mut self,
         mut st: State,
-        exprs: &[&'p Expr],
+        exprs: &[&Expr],
         region: &[RegionIter],
         definedness: bool,
     ) -> Result<State, EncodeError> {
@@ -745,15 +766,52 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 r
             }
             StmtKind::GpuOpt(_) => Ok(Flow::Normal(st)),
+            StmtKind::Fold(e) | StmtKind::Unfold(e) => {
+                let fold = matches!(s.kind, StmtKind::Fold(_));
+                self.fold(st, e, fold).map(Flow::Normal)
+            }
             StmtKind::Invariant { .. }
             | StmtKind::Atomic { .. }
             | StmtKind::Lock(_)
-            | StmtKind::Unlock(_)
-            | StmtKind::Fold(_)
-            | StmtKind::Unfold(_) => Err(unsupported(
-                "this statement (invariants, atomics, locks and predicates are not encoded)",
+            | StmtKind::Unlock(_) => Err(unsupported(
+                "this statement (invariants, atomics and locks are not encoded)",
                 s.span,
             )),
+        }
+    }
+
+    /// `fold P(args)`: exhale the body (for the arguments), inhale the instance; `unfold`:
+    /// the other way round. The heap under the body is forgotten where the exhale leaves no
+    /// permission (as after every exhale), so values are not carried through a fold.
+    fn fold(&mut self, st: State, e: &'p Expr, fold: bool) -> Result<State, EncodeError> {
+        let Some((name, args)) = super::inline::plain_call(e) else {
+            return Err(unsupported(
+                "folding something other than a predicate",
+                e.span,
+            ));
+        };
+        let Some((params, Some(body))) = super::inline::abstract_predicate(self.ctx.program, name)
+        else {
+            return Err(unsupported(
+                "folding this (only predicates with a body can be folded or unfolded)",
+                e.span,
+            ));
+        };
+        if params.len() != args.len() {
+            return Err(unsupported(
+                "a predicate applied to the wrong number of arguments",
+                e.span,
+            ));
+        }
+        let body = super::inline::instantiate(params, body, args, e.span);
+        if fold {
+            let parts = [(vec![&body], Vec::new())];
+            let st = self.exhale_state(st, &parts, ObligationKind::FoldFailed, None)?;
+            self.inhale_state(st, &[e], &[], true)
+        } else {
+            let parts = [(vec![e], Vec::new())];
+            let st = self.exhale_state(st, &parts, ObligationKind::UnfoldFailed, None)?;
+            self.inhale_state(st, &[&body], &[], true)
         }
     }
 

@@ -12,7 +12,9 @@
 //! - `expr.rs` — expressions → terms, with definedness checks (null, bounds, permission,
 //!   division by zero, function preconditions);
 //! - `assertion.rs` — inhale / exhale of assertions, quantified permissions, regions (par
-//!   blocks and barriers quantified over their iterators);
+//!   blocks and barriers quantified over their iterators), `\matrix`, predicate instances;
+//! - `inline.rs` — inline predicates expanded as macros (capture-avoiding); `syn.rs` —
+//!   synthetic expressions for what a construct means;
 //! - `exec.rs` — symbolic execution of a routine on one solver (branches joined by `ite`,
 //!   loops by invariants, par blocks per thread + region, barriers global + local, calls);
 //! - `recursion.rs` — termination measures for recursive functions and lemmas;
@@ -50,12 +52,14 @@
 //! The interpreter and code generation truncate, which is one of the three.
 //!
 //! # Not there yet
-//! `\matrix`, predicates, locks and atomics, sets/bags/maps, objects beyond fields, `yields`.
-//! Each is refused as unsupported (exit 2).
+//! `new int[M][N]` (allocation of more than one dimension), `\unfolding`, predicate
+//! applications with a receiver (`o.p()`), locks, `invariant`/`atomic` blocks, sets/bags/maps,
+//! objects beyond fields, `yields`. Each is refused as unsupported (exit 2).
 
 mod assertion;
 mod exec;
 mod expr;
+mod inline;
 mod int32;
 mod obligation;
 mod one_point;
@@ -63,6 +67,7 @@ mod program;
 mod recursion;
 mod solver;
 mod state;
+mod syn;
 mod uniformity;
 
 pub use expr::{EncodeError, Env, Sort};

@@ -34,6 +34,8 @@ pub enum ObligationKind {
     RecursionMayNotTerminate,
     BarrierNotUniform,
     PreconditionUnsatisfiable,
+    FoldFailed,
+    UnfoldFailed,
     /// `--int32`: an integer operation of executable code may leave the 32-bit range.
     Int32Overflow,
     /// `--int32`: an operand of `/` or `%` in executable code may be negative.
@@ -68,6 +70,8 @@ impl ObligationKind {
             PreconditionUnsatisfiable => "E0622",
             Int32Overflow => "E0623",
             NegativeDivOperand => "E0624",
+            FoldFailed => "E0625",
+            UnfoldFailed => "E0626",
         }
     }
 
@@ -112,6 +116,8 @@ impl ObligationKind {
                 "an operand of `/` or `%` may be negative (C truncates where the checker's \
                  semantics does not)"
             }
+            FoldFailed => "the predicate's body may not hold where it is folded",
+            UnfoldFailed => "the predicate instance may not be held where it is unfolded",
             RecursionMayNotTerminate => {
                 "the recursion may not terminate: no integer parameter, difference of two, or \
                  sequence length decreases at every recursive call while staying non-negative"

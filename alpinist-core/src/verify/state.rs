@@ -178,7 +178,7 @@ impl Heap {
         }
     }
 
-    fn array(&self, kind: HeapKind) -> &Array {
+    pub fn array(&self, kind: HeapKind) -> &Array {
         self.arrays[kind as usize]
             .as_ref()
             .expect("locations of a kind the world lacks are refused by World::heap_kind")
@@ -206,10 +206,17 @@ impl Heap {
         }
     }
 
-    /// Keeps the value of every location where `mask` holds a positive amount and forgets the
-    /// others (after an exhale: what nobody here has permission to may change). Returns the
-    /// new heap and the facts defining it.
-    pub fn havoc_unowned(&self, world: &World, mask: &Mask) -> (Heap, Vec<Bool>) {
+    /// Keeps the value of every location of the given `kinds` where `mask` holds a positive
+    /// amount and forgets the others (after an exhale: what nobody here has permission to may
+    /// change). Returns the new heap and the facts defining it. Locations of other kinds keep
+    /// their values: the exhale took no amount from them, so each is owned exactly when it was
+    /// before, and an unowned one was forgotten when it last lost its permission.
+    pub fn havoc_unowned(
+        &self,
+        world: &World,
+        mask: &Mask,
+        kinds: &[HeapKind],
+    ) -> (Heap, Vec<Bool>) {
         let fresh = Heap::fresh(world);
         let r = Dynamic::fresh_const("r", &world.ref_sort);
         let k = Int::fresh_const("k");
@@ -219,7 +226,11 @@ impl Heap {
             .arrays
             .iter()
             .zip(&fresh.arrays)
-            .map(|(old, new)| {
+            .zip(HEAP_KINDS)
+            .map(|((old, new), kind)| {
+                if !kinds.contains(&kind) {
+                    return old.clone();
+                }
                 let (old, new) = old.as_ref().zip(new.as_ref())?;
                 let body = owned.ite(&cell(old, &r, &k), &cell(new, &r, &k));
                 let (array, fact) = define_array(world, &r, &k, &body);
@@ -327,7 +338,15 @@ pub struct World {
     sum_limited: FuncDecl,
     /// Built once: each build quantifies over fresh constants, a new term for Z3.
     sum_axioms: std::cell::OnceCell<Vec<Bool>>,
+    /// Each inhaled `\matrix(m, ..)`: the matrix, the reference heap its rows were read from,
+    /// and the inverse `row(m[x]) == x` assumed for its rows (see `assertion.rs`).
+    matrices: std::cell::RefCell<Vec<(Dynamic, Array, std::rc::Rc<FuncDecl>)>>,
+    /// Predicates whose instances were located, by id (see [`World::predicate_location`]).
+    predicates: std::cell::RefCell<Vec<String>>,
 }
+
+/// The location index of predicate 0's instances; predicate k's is this minus k.
+const PREDICATE_INDEX: i64 = -(1 << 40);
 
 impl World {
     /// A world whose heaps have the [`BASE_HEAP_KINDS`] only.
@@ -353,6 +372,8 @@ impl World {
             sum: sum_decl("sum"),
             sum_limited: sum_decl("sum_limited"),
             sum_axioms: std::cell::OnceCell::new(),
+            matrices: std::cell::RefCell::new(Vec::new()),
+            predicates: std::cell::RefCell::new(Vec::new()),
         }
     }
 
@@ -398,6 +419,63 @@ impl World {
             &[&pattern],
             &body,
         )]
+    }
+
+    /// Records the row inverse of an inhaled `\matrix(m, ..)` whose rows live in `rows`.
+    pub fn register_matrix(&self, m: &Dynamic, rows: &Array, inverse: std::rc::Rc<FuncDecl>) {
+        self.matrices
+            .borrow_mut()
+            .push((m.clone(), rows.clone(), inverse));
+    }
+
+    /// The row inverse of the latest `\matrix(m, ..)` inhaled with the same reference heap
+    /// (the same terms), if any: a candidate inverse for permissions to `m[x][..]`.
+    pub fn matrix_inverse(&self, m: &Dynamic, rows: &Array) -> Option<std::rc::Rc<FuncDecl>> {
+        self.matrices
+            .borrow()
+            .iter()
+            .rev()
+            .find(|(m2, rows2, _)| m2 == m && rows2 == rows)
+            .map(|(_, _, f)| f.clone())
+    }
+
+    /// The location of the predicate instance `name(args)`: `(inst(args), index)` for a
+    /// function `inst` of the predicate and an index of its own (below every field's), so
+    /// instances of different predicates, fields and cells never share a location. Returned
+    /// with the facts making `inst` injective (an inverse per argument), which the caller
+    /// assumes (every time: a scope may have dropped them).
+    pub fn predicate_location(&self, name: &str, args: &[Dynamic]) -> (Dynamic, Int, Vec<Bool>) {
+        let id = {
+            let mut names = self.predicates.borrow_mut();
+            match names.iter().position(|n| n == name) {
+                Some(k) => k,
+                None => {
+                    names.push(name.to_string());
+                    names.len() - 1
+                }
+            }
+        };
+        let index = Int::from_i64(PREDICATE_INDEX - id as i64);
+        let sorts: Vec<Z3Sort> = args.iter().map(|a| a.get_sort()).collect();
+        let sort_refs: Vec<&Z3Sort> = sorts.iter().collect();
+        let inst = FuncDecl::new(format!("pred_{name}"), &sort_refs, &self.ref_sort);
+        let arg_refs: Vec<&dyn Ast> = args.iter().map(|a| a as &dyn Ast).collect();
+        let r = inst.apply(&arg_refs);
+        let xs: Vec<Dynamic> = sorts.iter().map(|s| Dynamic::fresh_const("x", s)).collect();
+        let x_refs: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
+        let at = inst.apply(&x_refs);
+        let pattern = z3::Pattern::new(&[&at as &dyn Ast]);
+        let facts = xs
+            .iter()
+            .enumerate()
+            .map(|(k, x)| {
+                let inv =
+                    FuncDecl::new(format!("pred_{name}_arg{k}"), &[&self.ref_sort], &sorts[k]);
+                let back = inv.apply(&[&at as &dyn Ast]);
+                ast::forall_const(&x_refs, &[&pattern], &back.eq(x))
+            })
+            .collect();
+        (r, index, facts)
     }
 
     pub fn has_heap_kind(&self, kind: HeapKind) -> bool {

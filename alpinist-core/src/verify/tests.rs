@@ -293,3 +293,25 @@ fn sums_unfold_at_either_end_and_never_prove_too_much() {
     let v = verdict("assume x > 0;\n assert (\\sum int j; 0 <= j && j < x; j) == 0;");
     assert!(!matches!(v, Ok(Verdict::Verified)), "{v:?}");
 }
+
+#[test]
+fn inline_predicates_expand_without_capture_and_with_swapped_arguments() {
+    let src =
+        "inline resource P(int a, int b) = a < b ** (\\forall int k; 0 <= k && k < a; k < b);\n\
+               class C {\n  requires P(k, a);\n  void m(int a, int k) {\n  }\n}\n";
+    let parsed = syntax::parse(src).unwrap_or_else(|e| panic!("syntax: {e:?}"));
+    crate::check::check(&parsed.program).unwrap_or_else(|e| panic!("check: {e:?}"));
+    let info = program::ProgramInfo::new(&parsed.program);
+    let m = info.routine("m").expect("method m");
+    let pre = m.pre();
+    let expanded = inline::expand(pre[0], &info).expect("an inline call to expand");
+    let text = syntax::print_expr(&expanded);
+    // `a` and `b` swap to `k` and `a`; the body's binder `k` is renamed away from the
+    // argument `k`, whose occurrences stay free.
+    assert!(text.starts_with("k < a ** (\\forall int k'"), "{text}");
+    assert!(text.contains(" < k; k'"), "{text}");
+    assert!(text.ends_with("< a)"), "{text}");
+    // A call that is not an inline predicate is left alone.
+    let (_, asserts) = specs(&program("assert x < y;"));
+    assert!(inline::expand(&asserts[0], &info).is_none());
+}

@@ -1,0 +1,183 @@
+//! Inline predicates (`inline resource p(params) = body;`) are macros: a call `p(args)` in an
+//! assertion means `body` with the arguments for the parameters. Expanded before an assertion
+//! is walked, so every later stage sees permissions and pure facts only.
+//!
+//! The substitution avoids capture: a binder of the body whose name an argument mentions is
+//! renamed first, and parameters go through temporary names no source can write (`'` is not
+//! an identifier character), so `p(b, a)` for parameters `(a, b)` swaps correctly. The
+//! expansion carries the call's span (a failure is reported at the call); the arguments keep
+//! their own. A chain of inline predicates deeper than [`DEPTH`] (a cycle) is left
+//! unexpanded, which the walker refuses as unsupported.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::syntax::{Expr, ExprKind, Ident, MethodBody, Modifier, Param, Span, TypeKind};
+
+use super::program::ProgramInfo;
+
+const DEPTH: usize = 32;
+
+static FRESH: AtomicUsize = AtomicUsize::new(0);
+
+/// `e` with every inline predicate call expanded, or `None` when it has none.
+pub fn expand(e: &Expr, program: &ProgramInfo<'_>) -> Option<Expr> {
+    let mut any = false;
+    e.visit(&mut |x| {
+        if let ExprKind::Call { name, .. } = &x.kind {
+            any |= inline_predicate(program, &name.name).is_some();
+        }
+    });
+    if !any {
+        return None;
+    }
+    let mut out = e.clone();
+    expand_in(&mut out, program, 0);
+    Some(out)
+}
+
+/// The declaration of the predicate `name` (a `resource`), if it is one.
+fn predicate<'p>(program: &ProgramInfo<'p>, name: &str) -> Option<&'p crate::syntax::Method> {
+    let m = program.routine(name)?.method;
+    m.return_type
+        .as_ref()
+        .is_some_and(|t| t.kind == TypeKind::Resource)
+        .then_some(m)
+}
+
+/// The parameters and body of the inline predicate `name`, if it is one.
+pub fn inline_predicate<'p>(
+    program: &ProgramInfo<'p>,
+    name: &str,
+) -> Option<(&'p [Param], &'p Expr)> {
+    let m = predicate(program, name)?;
+    match &m.body {
+        MethodBody::Expr(body) if m.modifiers.contains(&Modifier::Inline) => {
+            Some((&m.params, body))
+        }
+        _ => None,
+    }
+}
+
+/// `name(args)` when `e` is a call with no receiver and no ghost arguments.
+pub fn plain_call(e: &Expr) -> Option<(&str, &[Expr])> {
+    match &e.kind {
+        ExprKind::Call {
+            receiver: None,
+            name,
+            args,
+            given,
+            yields,
+        } if given.is_empty() && yields.is_empty() => Some((&name.name, args)),
+        _ => None,
+    }
+}
+
+fn expand_in(e: &mut Expr, program: &ProgramInfo<'_>, depth: usize) {
+    e.for_each_child_mut(&mut |c| expand_in(c, program, depth));
+    let Some((name, args)) = plain_call(e) else {
+        return;
+    };
+    if depth >= DEPTH {
+        return;
+    }
+    let Some((params, body)) = inline_predicate(program, name) else {
+        return;
+    };
+    if params.len() != args.len() {
+        return;
+    }
+    let mut b = instantiate(params, body, args, e.span);
+    expand_in(&mut b, program, depth + 1);
+    *e = b;
+}
+
+/// `body` with `args` for `params`, capture-avoiding (see the module docs); the body's nodes
+/// carry `span`, the arguments their own.
+pub fn instantiate(params: &[Param], body: &Expr, args: &[Expr], span: Span) -> Expr {
+    let mut b = body.clone();
+    let mut arg_names = BTreeSet::new();
+    for a in args {
+        a.names(&mut arg_names);
+    }
+    rename_binders(&mut b, &arg_names);
+    let id = FRESH.fetch_add(1, Ordering::Relaxed);
+    let temp = |p: &Param| format!("{}'{id}", p.name.name);
+    for p in params {
+        b = b.substitute(&p.name.name, &name_expr(&temp(p), span));
+    }
+    respan(&mut b, span);
+    for (p, a) in params.iter().zip(args) {
+        b = b.substitute(&temp(p), a);
+    }
+    b
+}
+
+/// The parameters and body (`None` for a bodiless one) of the abstract (not inline) predicate
+/// `name`, if it is one.
+pub fn abstract_predicate<'p>(
+    program: &ProgramInfo<'p>,
+    name: &str,
+) -> Option<(&'p [Param], Option<&'p Expr>)> {
+    let m = predicate(program, name)?;
+    if m.modifiers.contains(&Modifier::Inline) {
+        return None;
+    }
+    match &m.body {
+        MethodBody::Expr(body) => Some((&m.params, Some(body))),
+        MethodBody::Abstract => Some((&m.params, None)),
+        MethodBody::Block(_) => None,
+    }
+}
+
+fn name_expr(n: &str, span: Span) -> Expr {
+    Expr {
+        kind: ExprKind::Name(Ident {
+            name: n.to_string(),
+            span,
+        }),
+        span,
+    }
+}
+
+/// Renames every binder (quantifier or `\let`) of `e` whose name is in `clash`.
+fn rename_binders(e: &mut Expr, clash: &BTreeSet<String>) {
+    match &mut e.kind {
+        ExprKind::Quantifier(q) => {
+            for k in 0..q.binders.len() {
+                let old = q.binders[k].name.name.clone();
+                if !clash.contains(&old) {
+                    continue;
+                }
+                let id = FRESH.fetch_add(1, Ordering::Relaxed);
+                let new = name_expr(&format!("{old}'{id}"), q.binders[k].name.span);
+                for later in &mut q.binders[k + 1..] {
+                    if let Some((lo, hi)) = &mut later.range {
+                        *lo = lo.substitute(&old, &new);
+                        *hi = hi.substitute(&old, &new);
+                    }
+                }
+                if let Some(c) = &mut q.cond {
+                    *c = c.substitute(&old, &new);
+                }
+                q.body = q.body.substitute(&old, &new);
+                if let ExprKind::Name(id) = &new.kind {
+                    q.binders[k].name.name = id.name.clone();
+                }
+            }
+        }
+        ExprKind::Let { name, body, .. } if clash.contains(&name.name) => {
+            let id = FRESH.fetch_add(1, Ordering::Relaxed);
+            let new_name = format!("{}'{id}", name.name);
+            **body = body.substitute(&name.name, &name_expr(&new_name, name.span));
+            name.name = new_name;
+        }
+        _ => {}
+    }
+    e.for_each_child_mut(&mut |c| rename_binders(c, clash));
+}
+
+fn respan(e: &mut Expr, span: Span) {
+    e.span = span;
+    e.for_each_child_mut(&mut |c| respan(c, span));
+}
