@@ -598,18 +598,22 @@ impl<'w, 'a> Walker<'w, 'a> {
         guards.extend(all_guards[n..].iter().cloned());
         // A binder its guard defines (a tile's thread `t` in `i / T == t`) is substituted
         // away; not one the location mentions, whose shape is analysed by name below.
-        let movable: Vec<bool> = binder_names.iter().map(|x| !mentions(loc, x)).collect();
-        let mut uses = vec![r.clone(), Dynamic::from_ast(&i)];
-        if let Amount::Exact(p) = &amount {
-            uses.push(Dynamic::from_ast(p));
-        }
-        let kept = one_point::eliminate(&mut binders, &movable, &mut guards, &mut uses);
-        let mut kept = kept.into_iter();
-        binder_names.retain(|_| kept.next().unwrap_or(true));
-        let (r, i) = (uses[0].clone(), uses[1].as_int().expect("an index"));
-        if let (Amount::Exact(p), Some(q)) = (&mut amount, uses.get(2)) {
-            *p = q.as_real().expect("an amount");
-        }
+        let (r, i) = if one_point::has_candidate(&binders, &guards) {
+            let movable: Vec<bool> = binder_names.iter().map(|x| !mentions(loc, x)).collect();
+            let mut uses = vec![r, Dynamic::from_ast(&i)];
+            if let Amount::Exact(p) = &amount {
+                uses.push(Dynamic::from_ast(p));
+            }
+            let kept = one_point::eliminate(&mut binders, &movable, &mut guards, &mut uses);
+            let mut kept = kept.into_iter();
+            binder_names.retain(|_| kept.next().unwrap_or(true));
+            if let (Amount::Exact(p), Some(q)) = (&mut amount, uses.get(2)) {
+                *p = q.as_real().expect("an amount");
+            }
+            (uses[0].clone(), uses[1].as_int().expect("an index"))
+        } else {
+            (r, i)
+        };
         let mut guard = Bool::and(&guards);
         // Some thread exists: each size positive (linear, unlike their product).
         let nonempty = Bool::and(

@@ -328,8 +328,8 @@ impl<'a> Eval<'a> {
     /// Binders that a guard defines and that have no pattern are substituted away
     /// ([`one_point`]).
     pub fn close(&self, goal: &Bool) -> Bool {
-        if self.bound.is_empty() {
-            return self.guard().implies(goal);
+        if !one_point::has_candidate(&self.bound, &self.guards) {
+            return close(&self.bound, &self.guard().implies(goal));
         }
         let mut xs = self.bound.clone();
         let mut guards = self.guards.clone();

@@ -11,6 +11,9 @@
 //! Invariants:
 //! - Only a binder that occurs nowhere under an uninterpreted function (nor under a nested
 //!   quantifier, which is not looked into) is eliminated: one that has patterns keeps them.
+//! - Callers test [`has_candidate`] first and otherwise leave the terms alone: Z3's search
+//!   depends on term ids, and merely rebuilding wrappers around a proof that needs none moved
+//!   the two-dimensional Blelloch proof from 3 s to 13 s.
 //! - Terms are inspected by declaration *name*, never by Z3's declaration kinds (renumbered
 //!   between the system libz3 and the crate's headers, see `verify/mod.rs`). A user function
 //!   that happens to be called like an arithmetic operator only makes a binder look
@@ -26,6 +29,23 @@ const INTERPRETED: &[&str] = &[
     "and", "or", "not", "=>", "=", "distinct", "ite", "xor", "iff", "<=", ">=", "<", ">", "+", "-",
     "*", "/", "div", "mod", "rem", "to_real", "to_int", "true", "false",
 ];
+
+/// Whether some conjunct of `guards` is an equation with a binder of `xs` on one side: the
+/// cheap test before [`eliminate`], which only then touches the terms.
+pub fn has_candidate(xs: &[Int], guards: &[Bool]) -> bool {
+    let mut conj = Vec::new();
+    for g in guards {
+        conjuncts(&Dynamic::from_ast(g), &mut conj);
+    }
+    conj.iter().any(|c| {
+        c.is_app()
+            && c.num_children() == 2
+            && name_of(c).as_deref() == Some("=")
+            && c.children()
+                .iter()
+                .any(|side| xs.iter().any(|x| *side == Dynamic::from_ast(x)))
+    })
+}
 
 /// Eliminates from `xs` every binder marked `movable` that a conjunct of `guards` defines as
 /// `x = e` (or `e = x`) and that has no pattern, substituting `e` for it in `guards` and `uses`.
