@@ -289,13 +289,13 @@ pub enum StmtKind {
     Assume(Expr),
     /// `ghost <statement>`
     Ghost(Box<Stmt>),
-    /// `invariant name(I) { ... }` — parsed; not supported by the checker.
+    /// `invariant name(I) { ... }`: a resource invariant, used by `atomic(name)` inside.
     Invariant {
         name: Ident,
         inv: Expr,
         body: Block,
     },
-    /// `atomic(name) { ... }` — parsed; not supported by the checker.
+    /// `atomic(name) { ... }`
     Atomic {
         name: Ident,
         body: Block,

@@ -258,6 +258,7 @@ pub fn check_routine<'p>(
         own: None,
         self_calls: Vec::new(),
         in_precondition: false,
+        invariants: Vec::new(),
         code: false,
     };
     let error = if !routine.is_pure() && program.cyclic.contains(&routine.method.name.name) {
@@ -292,6 +293,8 @@ struct Verifier<'c, 'p> {
     self_calls: Vec<(Span, Vec<bool>)>,
     /// Inhaling or exhaling a precondition (see [`Verifier::as_precondition`]).
     in_precondition: bool,
+    /// The invariant blocks around the statement: name, resource, locals at its start.
+    invariants: Vec<(String, &'p Expr, Store)>,
     /// `--int32` applies here: an executable routine, outside ghost code (`int32.rs`).
     code: bool,
 }
@@ -770,14 +773,89 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 let fold = matches!(s.kind, StmtKind::Fold(_));
                 self.fold(st, e, fold).map(Flow::Normal)
             }
-            StmtKind::Invariant { .. }
-            | StmtKind::Atomic { .. }
-            | StmtKind::Lock(_)
-            | StmtKind::Unlock(_) => Err(unsupported(
-                "this statement (invariants, atomics and locks are not encoded)",
+            StmtKind::Invariant { name, inv, body } => self.invariant_block(st, name, inv, body),
+            StmtKind::Atomic { name, body } => self.atomic(st, name, body),
+            StmtKind::Lock(_) | StmtKind::Unlock(_) => Err(unsupported(
+                "this statement (locks are not encoded)",
                 s.span,
             )),
         }
+    }
+
+    /// `invariant name(R) { body }`: R (self-framing) is exhaled where the block starts — its
+    /// resources then belong to the invariant, not to any thread — and inhaled again where it
+    /// ends. Inside, `atomic(name)` has them. R's locals are read as they were at the start.
+    fn invariant_block(
+        &mut self,
+        st: State,
+        name: &'p crate::syntax::Ident,
+        inv: &'p Expr,
+        body: &'p Block,
+    ) -> Result<Flow, EncodeError> {
+        self.check_framing(&st, &[inv])?;
+        let store = st.store.clone();
+        let st = self.exhale_state(
+            st,
+            &[(vec![inv], Vec::new())],
+            ObligationKind::InvariantNotEstablished,
+            None,
+        )?;
+        self.invariants
+            .push((name.name.clone(), inv, store.clone()));
+        let flow = self.block(st, body);
+        self.invariants.pop();
+        match flow? {
+            Flow::Normal(st) => Ok(Flow::Normal(self.inhale_with(st, inv, store)?)),
+            Flow::Returned => Ok(Flow::Returned),
+        }
+    }
+
+    /// `atomic(name) { body }`: the invariant's resources are inhaled, the body runs, the
+    /// invariant is exhaled again (it must be maintained). The invariant is out of reach inside
+    /// (a nested `atomic` of it would hold its resources twice).
+    fn atomic(
+        &mut self,
+        st: State,
+        name: &'p crate::syntax::Ident,
+        body: &'p Block,
+    ) -> Result<Flow, EncodeError> {
+        let Some(k) = self.invariants.iter().rposition(|(n, ..)| *n == name.name) else {
+            return Err(unsupported(
+                "an atomic block outside the invariant block it names (or inside an atomic block \
+                 of it)",
+                name.span,
+            ));
+        };
+        let entry = self.invariants.remove(k);
+        let (_, inv, store) = entry.clone();
+        let st = self.inhale_with(st, inv, store.clone());
+        let flow = st.and_then(|st| self.block(st, body));
+        self.invariants.insert(k, entry);
+        match flow? {
+            Flow::Normal(st) => {
+                let st = self.exhale_state(
+                    st,
+                    &[(vec![inv], Vec::new())],
+                    ObligationKind::InvariantNotMaintained,
+                    Some(store),
+                )?;
+                Ok(Flow::Normal(st))
+            }
+            Flow::Returned => Err(unsupported("a `return` inside an atomic block", name.span)),
+        }
+    }
+
+    /// Inhales `e` with the locals of `store` (an invariant's, as at its block's start).
+    fn inhale_with(
+        &mut self,
+        mut st: State,
+        e: &'p Expr,
+        store: Store,
+    ) -> Result<State, EncodeError> {
+        let mut ev = eval(self.ctx, &st, false);
+        ev.store = store;
+        st.mask = assertion::inhale(&mut self.prover, &mut ev, st.mask, &[e], &[])?;
+        Ok(st)
     }
 
     /// `fold P(args)`: exhale the body (for the arguments), inhale the instance; `unfold`:

@@ -53,8 +53,8 @@
 //!
 //! # Not there yet
 //! `new int[M][N]` (allocation of more than one dimension), `\unfolding`, predicate
-//! applications with a receiver (`o.p()`), locks, `invariant`/`atomic` blocks, sets/bags/maps,
-//! objects beyond fields, `yields`. Each is refused as unsupported (exit 2).
+//! applications with a receiver (`o.p()`), locks, sets/bags/maps,
+//! objects beyond fields. Each is refused as unsupported (exit 2).
 
 mod assertion;
 mod exec;

@@ -36,6 +36,10 @@ pub enum ObligationKind {
     PreconditionUnsatisfiable,
     FoldFailed,
     UnfoldFailed,
+    /// `invariant name(R) { .. }`: R may not hold where the block starts.
+    InvariantNotEstablished,
+    /// `atomic(name) { .. }`: the invariant may not hold again where the atomic block ends.
+    InvariantNotMaintained,
     /// `--int32`: an integer operation of executable code may leave the 32-bit range.
     Int32Overflow,
     /// `--int32`: an operand of `/` or `%` in executable code may be negative.
@@ -72,6 +76,8 @@ impl ObligationKind {
             NegativeDivOperand => "E0624",
             FoldFailed => "E0625",
             UnfoldFailed => "E0626",
+            InvariantNotEstablished => "E0627",
+            InvariantNotMaintained => "E0628",
         }
     }
 
@@ -118,6 +124,8 @@ impl ObligationKind {
             }
             FoldFailed => "the predicate's body may not hold where it is folded",
             UnfoldFailed => "the predicate instance may not be held where it is unfolded",
+            InvariantNotEstablished => "the invariant may not hold where its block starts",
+            InvariantNotMaintained => "the invariant may not be maintained by the atomic block",
             RecursionMayNotTerminate => {
                 "the recursion may not terminate: no integer parameter, difference of two, or \
                  sequence length decreases at every recursive call while staying non-negative"
