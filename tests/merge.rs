@@ -10,8 +10,8 @@ use proptest::prelude::*;
 
 use crate::common::{
     apply_loop_gpuopts, assert_loop_optimisation_keeps_meaning, assert_same_meaning, expectation,
-    optimise_applies, optimise_to_file, pvl_files, random_loop, relative, run, snapshot_name,
-    stderr, stdout, template_loop, Runs,
+    optimise_applies, optimise_to_file, pvl_files, relative, run, snapshot_name, stderr, stdout,
+    template_loop, Runs,
 };
 
 fn snapshot(name: &str, description: &str, text: &str) {
@@ -182,11 +182,9 @@ proptest! {
         as_for in any::<bool>(),
         cells in proptest::collection::vec(0i128..100, 3),
     ) {
-        let text = random_loop(shape, threads, as_for);
         // Fewer iterations than the factor: a refusal the template asks for.
         assert_loop_optimisation_keeps_meaning(
-            &text,
-            threads,
+            (shape, threads, as_for),
             &cells,
             &Optimisation::Merge { var: "i".into(), factor },
             |r| matches!(r, Refusal::MergeFactorExceedsCount { .. }),

@@ -9,8 +9,8 @@ use proptest::prelude::*;
 
 use crate::common::{
     apply_loop_gpuopts, assert_loop_optimisation_keeps_meaning, assert_same_meaning,
-    optimise_applies, optimise_to_file, pvl_files, random_loop, relative, run, stderr, stdout,
-    template_loop, Runs,
+    optimise_applies, optimise_to_file, pvl_files, relative, run, stderr, stdout, template_loop,
+    Runs,
 };
 
 #[test]
@@ -280,11 +280,9 @@ proptest! {
         as_for in any::<bool>(),
         cells in proptest::collection::vec(0i128..100, 3),
     ) {
-        let text = random_loop(shape, threads, as_for);
         // Fewer iterations than the factor: a refusal the template asks for.
         assert_loop_optimisation_keeps_meaning(
-            &text,
-            threads,
+            (shape, threads, as_for),
             &cells,
             &Optimisation::Unroll { var: "i".into(), factor },
             |r| matches!(r, Refusal::TooFewIterations { .. }),

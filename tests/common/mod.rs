@@ -490,17 +490,17 @@ pub fn template_loop() -> impl Strategy<Value = (&'static str, i128, i128, &'sta
     ]
 }
 
-/// The property both loop optimisations share: `optimisation` applied to the first loop of
-/// `text` (a `random_loop` of `threads` threads) either is a refusal the template allows
-/// (`allowed`: too few iterations for the factor) or leaves the interpreter's outcome — final
-/// state, or the race it reports — unchanged on `cells`.
+/// The property both loop optimisations share: `optimisation` applied to the loop of
+/// `random_loop(shape, threads, as_for)` either is a refusal the template allows (`allowed`:
+/// too few iterations for the factor) or leaves the interpreter's outcome — final state, or
+/// the race it reports — unchanged on `cells`.
 pub fn assert_loop_optimisation_keeps_meaning(
-    text: &str,
-    threads: i128,
+    (shape, threads, as_for): ((&str, i128, i128, &str, i128), i128, bool),
     cells: &[i128],
     optimisation: &alpinist::transform::Optimisation,
     allowed: impl Fn(&alpinist::transform::Refusal) -> bool,
 ) -> Result<(), TestCaseError> {
+    let text = &random_loop(shape, threads, as_for);
     let original = alpinist::syntax::parse(text).unwrap().program;
     let result = alpinist::transform::apply(
         &original,

@@ -640,6 +640,17 @@ macro_rules! for_each_child {
 }
 
 impl Expr {
+    /// The name `name` as an expression, both carrying `span` (for generated code).
+    pub fn name(name: &str, span: Span) -> Expr {
+        Expr {
+            kind: ExprKind::Name(Ident {
+                name: name.to_string(),
+                span,
+            }),
+            span,
+        }
+    }
+
     /// Calls `f` on `self` and every subexpression (binders are not tracked).
     pub fn visit(&self, f: &mut dyn FnMut(&Expr)) {
         f(self);

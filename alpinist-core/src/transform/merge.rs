@@ -121,16 +121,6 @@ pub fn guard_atoms(cond: &Expr, var: &str) -> Vec<Expr> {
     out
 }
 
-fn name_expr(name: &str, span: Span) -> Expr {
-    Expr {
-        kind: ExprKind::Name(Ident {
-            name: name.to_string(),
-            span,
-        }),
-        span,
-    }
-}
-
 /// An integer literal (a negative one as `-n`).
 fn int_expr(v: i128, span: Span) -> Expr {
     let lit = Expr {
@@ -207,7 +197,7 @@ fn constants_at_entry(
     let mut quantities = vec![Quantity {
         what: format!("the start value of `{}`", shape.var),
         text: shape.var.clone(),
-        expr: name_expr(&shape.var, shape.cond.span),
+        expr: Expr::name(&shape.var, shape.cond.span),
         local: fresh.fresh(&format!("{}_entry", shape.var)),
     }];
     for atom in atoms {
@@ -298,7 +288,7 @@ fn constants_at_entry(
         second.push(Stmt {
             kind: StmtKind::Assert(binary(
                 BinaryOp::Eq,
-                name_expr(&q.local, m),
+                Expr::name(&q.local, m),
                 int_expr(*v, m),
             )),
             span: m,
@@ -617,7 +607,7 @@ fn merged(stmt: &Stmt, plan: &MergePlan, g: &str) -> Vec<Stmt> {
     let span = stmt.span;
     let rest = plan.count % plan.factor;
     let int = |v: i128| int_expr(v, span);
-    let name = |n: &str| name_expr(n, span);
+    let name = |n: &str| Expr::name(n, span);
     let ghost = |s: Stmt| Stmt {
         kind: StmtKind::Ghost(Box::new(s)),
         span,
@@ -672,15 +662,15 @@ fn merged(stmt: &Stmt, plan: &MergePlan, g: &str) -> Vec<Stmt> {
 /// for `*` and `/`, the value at each count the loop head sees (`g == k && i == v_k || ...`).
 fn relation(plan: &MergePlan, g: &str, span: Span) -> Expr {
     let shape = &plan.shape;
-    let var = || name_expr(&shape.var, span);
+    let var = || Expr::name(&shape.var, span);
     let int = |v: i128| int_expr(v, span);
     let step = i128::try_from(&shape.step).unwrap_or(1);
     match shape.op {
         BinaryOp::Add | BinaryOp::Sub => {
             let times = if step == 1 {
-                name_expr(g, span)
+                Expr::name(g, span)
             } else {
-                binary(BinaryOp::Mul, int(step), name_expr(g, span))
+                binary(BinaryOp::Mul, int(step), Expr::name(g, span))
             };
             let value = match (shape.op, plan.start) {
                 (BinaryOp::Add, 0) => times,
@@ -694,7 +684,7 @@ fn relation(plan: &MergePlan, g: &str, span: Span) -> Expr {
             for k in (rest..=plan.count).step_by(plan.factor as usize) {
                 let at = binary(
                     BinaryOp::And,
-                    binary(BinaryOp::Eq, name_expr(g, span), int(k.into())),
+                    binary(BinaryOp::Eq, Expr::name(g, span), int(k.into())),
                     binary(BinaryOp::Eq, var(), int(plan.values[k as usize])),
                 );
                 out = Some(match out {

@@ -329,15 +329,8 @@ pub(crate) const MARK_BASE: u32 = u32::MAX - (1 << 20);
 /// The Z3 part of the applicability check: the guard holds for the first K iterations in the
 /// state at loop entry.
 pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Result<(), Refusal> {
-    let var_expr = Expr {
-        kind: ExprKind::Name(Ident {
-            name: plan.var.clone(),
-            span: plan.cond.span,
-        }),
-        span: plan.cond.span,
-    };
     let mut asserts = Vec::new();
-    let mut current = var_expr;
+    let mut current = Expr::name(&plan.var, plan.cond.span);
     for k in 0..plan.factor {
         let mark = mark(k);
         let mut cond = plan.cond.substitute(&plan.var, &current);

@@ -308,11 +308,11 @@ impl<'w, 'a> Walker<'w, 'a> {
         let s = e.span;
         // Binder names no source can write (`'` is not an identifier character).
         let (x, y) = ("row'", "other row'");
-        let row = |v: &str| syn::index(m.clone(), syn::name(v, s), s);
+        let row = |v: &str| syn::index(m.clone(), Expr::name(v, s), s);
         let in_rows = |v: &str| {
             syn::and(
-                syn::bin(BinaryOp::Le, syn::int(0, s), syn::name(v, s), s),
-                syn::bin(BinaryOp::Lt, syn::name(v, s), rows.clone(), s),
+                syn::bin(BinaryOp::Le, syn::int(0, s), Expr::name(v, s), s),
+                syn::bin(BinaryOp::Lt, Expr::name(v, s), rows.clone(), s),
                 s,
             )
         };
@@ -349,7 +349,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                     &[x, y],
                     syn::and(
                         syn::and(in_rows(x), in_rows(y), s),
-                        syn::bin(BinaryOp::Neq, syn::name(x, s), syn::name(y, s), s),
+                        syn::bin(BinaryOp::Neq, Expr::name(x, s), Expr::name(y, s), s),
                         s,
                     ),
                     syn::bin(BinaryOp::Neq, row(x), row(y), s),

@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::syntax::{Expr, ExprKind, Ident, MethodBody, Modifier, Param, Span, TypeKind};
+use crate::syntax::{Expr, ExprKind, MethodBody, Modifier, Param, Span, TypeKind};
 
 use super::program::ProgramInfo;
 
@@ -104,7 +104,7 @@ pub fn instantiate(params: &[Param], body: &Expr, args: &[Expr], span: Span) -> 
     let id = FRESH.fetch_add(1, Ordering::Relaxed);
     let temp = |p: &Param| format!("{}'{id}", p.name.name);
     for p in params {
-        b = b.substitute(&p.name.name, &name_expr(&temp(p), span));
+        b = b.substitute(&p.name.name, &Expr::name(&temp(p), span));
     }
     respan(&mut b, span);
     for (p, a) in params.iter().zip(args) {
@@ -130,16 +130,6 @@ pub fn abstract_predicate<'p>(
     }
 }
 
-fn name_expr(n: &str, span: Span) -> Expr {
-    Expr {
-        kind: ExprKind::Name(Ident {
-            name: n.to_string(),
-            span,
-        }),
-        span,
-    }
-}
-
 /// Renames every binder (quantifier or `\let`) of `e` whose name is in `clash`.
 fn rename_binders(e: &mut Expr, clash: &BTreeSet<String>) {
     match &mut e.kind {
@@ -150,7 +140,7 @@ fn rename_binders(e: &mut Expr, clash: &BTreeSet<String>) {
                     continue;
                 }
                 let id = FRESH.fetch_add(1, Ordering::Relaxed);
-                let new = name_expr(&format!("{old}'{id}"), q.binders[k].name.span);
+                let new = Expr::name(&format!("{old}'{id}"), q.binders[k].name.span);
                 for later in &mut q.binders[k + 1..] {
                     if let Some((lo, hi)) = &mut later.range {
                         *lo = lo.substitute(&old, &new);
@@ -169,7 +159,7 @@ fn rename_binders(e: &mut Expr, clash: &BTreeSet<String>) {
         ExprKind::Let { name, body, .. } if clash.contains(&name.name) => {
             let id = FRESH.fetch_add(1, Ordering::Relaxed);
             let new_name = format!("{}'{id}", name.name);
-            **body = body.substitute(&name.name, &name_expr(&new_name, name.span));
+            **body = body.substitute(&name.name, &Expr::name(&new_name, name.span));
             name.name = new_name;
         }
         _ => {}

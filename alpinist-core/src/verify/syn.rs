@@ -11,16 +11,6 @@ fn expr(kind: ExprKind, span: Span) -> Expr {
     Expr { kind, span }
 }
 
-pub fn name(n: &str, span: Span) -> Expr {
-    expr(
-        ExprKind::Name(Ident {
-            name: n.to_string(),
-            span,
-        }),
-        span,
-    )
-}
-
 pub fn int(n: u32, span: Span) -> Expr {
     expr(ExprKind::IntLit(n.into()), span)
 }
