@@ -77,6 +77,26 @@ pub fn inhale(
     Ok(walker.mask)
 }
 
+/// [`inhale`] without assuming that each location holds at most one permission: a pure
+/// function's precondition, whose permissions only frame its reads. What the function proves
+/// becomes an axiom with the permissions dropped from its hypothesis (`expr::function_fact`),
+/// so it must not rest on the non-aliasing that the bound implies (`Perm(x.f, 1) **
+/// Perm(y.f, 1)` gives `x != y` only under the bound).
+pub fn inhale_unbounded(
+    prover: &mut dyn Prover,
+    eval: &mut Eval<'_>,
+    mask: Mask,
+    assertions: &[&Expr],
+) -> Result<Mask, EncodeError> {
+    let mut walker = Walker::new(prover, eval, mask, Mode::Inhale, &[]);
+    walker.bounded = false;
+    for a in assertions {
+        walker.walk_expanded(a)?;
+    }
+    walker.finish();
+    Ok(walker.mask)
+}
+
 /// Exhales `assertions` from `mask`; pure parts failing are reported as `kind`. Everything is
 /// evaluated in `eval`'s state (the state before the exhale). Returns the new mask and the heap
 /// kinds of the locations that lost an exact amount (the caller forgets the heap of those kinds
@@ -113,6 +133,24 @@ pub fn is_pure(e: &Expr) -> bool {
     pure
 }
 
+/// Whether `e` applies an abstract predicate, outside the instance an `unfolding` names (that
+/// one is only read: the value is what is asserted).
+fn applies_predicate(e: &Expr, program: &super::program::ProgramInfo<'_>) -> bool {
+    match &e.kind {
+        ExprKind::Unfolding { body, .. } => applies_predicate(body, program),
+        ExprKind::Call { name, .. }
+            if inline::abstract_predicate(program, &name.name).is_some() =>
+        {
+            true
+        }
+        _ => {
+            let mut found = false;
+            e.for_each_child(&mut |c| found = found || applies_predicate(c, program));
+            found
+        }
+    }
+}
+
 static INVERSES: AtomicUsize = AtomicUsize::new(0);
 
 struct Walker<'w, 'a> {
@@ -131,6 +169,8 @@ struct Walker<'w, 'a> {
     /// of `eval` after the region's).
     binder_names: Vec<String>,
     mark: (usize, usize, usize),
+    /// Inhale assumes at most one permission per location ([`inhale_unbounded`] does not).
+    bounded: bool,
 }
 
 impl<'w, 'a> Walker<'w, 'a> {
@@ -168,6 +208,7 @@ impl<'w, 'a> Walker<'w, 'a> {
             guard_names: Vec::new(),
             binder_names: Vec::new(),
             mark,
+            bounded: true,
         }
     }
 
@@ -197,13 +238,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         let Some(program) = self.eval.decls.program else {
             return false;
         };
-        let mut found = false;
-        e.visit(&mut |x| {
-            if let ExprKind::Call { name, .. } = &x.kind {
-                found |= inline::abstract_predicate(program, &name.name).is_some();
-            }
-        });
-        found
+        applies_predicate(e, program)
     }
 
     fn walk(&mut self, e: &Expr) -> Result<(), EncodeError> {
@@ -776,7 +811,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                 // Heap locations hold at most one full permission; predicate instances have
                 // no such bound (as in Viper: `fold` of a predicate with a pure body may be
                 // repeated).
-                if ty.is_some() {
+                if ty.is_some() && self.bounded {
                     let now = self.mask.amount(&r, &i);
                     self.prover
                         .assume(close(&binders, &positive.implies(now.le(real(1)))));

@@ -28,13 +28,13 @@ use crate::syntax::{
 };
 
 use super::assertion::{self, Prover, RegionIter};
-use super::expr::{unsupported, Decls, EncodeError, Eval, FunctionDecl, Functions};
+use super::expr::{self, unsupported, Decls, EncodeError, Eval, FunctionDecl, Functions};
 use super::int32::{self, Plan};
 use super::obligation::{Check, Obligation, ObligationKind, Status, Trusted, Warning};
 use super::program::{clauses, post_clauses, pre_clauses, ty_of, ProgramInfo, Routine};
 use super::recursion;
 use super::solver::{model_value, Limits};
-use super::state::{real, Heap, Mask, Snapshot, Store, Term, Ty, Value, World};
+use super::state::{real, value_of, Heap, Mask, Snapshot, Store, Term, Ty, Value, World};
 
 /// Z3's budget for each candidate termination measure at a recursive call.
 const PROBE_RLIMIT: u32 = 100_000;
@@ -239,7 +239,13 @@ pub fn check_routine<'p>(
         prover.assume(a);
     }
     let mut warnings = Vec::new();
-    let functions = declare_functions(&world, program, &mut prover, &mut warnings);
+    let functions = declare_functions(
+        &world,
+        program,
+        &routine.method.name.name,
+        &mut prover,
+        &mut warnings,
+    );
     let ctx = Ctx {
         world,
         program,
@@ -277,6 +283,9 @@ pub fn check_routine<'p>(
         error,
     }
 }
+
+/// Numbers the node functions of nested allocations apart (`Verifier::allocate_nested`).
+static NODES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 struct Verifier<'c, 'p> {
     ctx: &'c Ctx<'p>,
@@ -436,7 +445,17 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let mut st = self.fresh_state(store);
         let mut ev = eval(self.ctx, &st, true);
         ev.old_is_now = true;
-        st.mask = assertion::inhale(&mut self.prover, &mut ev, st.mask, &pre, &[])?;
+        let reads_heap = routine.is_pure()
+            && self
+                .ctx
+                .functions
+                .get(&routine.method.name.name)
+                .is_some_and(|f| f.reads_heap);
+        st.mask = if reads_heap {
+            assertion::inhale_unbounded(&mut self.prover, &mut ev, st.mask, &pre)?
+        } else {
+            assertion::inhale(&mut self.prover, &mut ev, st.mask, &pre, &[])?
+        };
         st.old = st.snapshot();
         if self.prover.unreachable() {
             // As VerCors: `requires false` says so on purpose (trusted, listed); any other
@@ -462,7 +481,11 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 });
             }
         }
-        self.check_post_framing(&st)?;
+        if routine.is_pure() {
+            self.check_function_post_framing(&st)?;
+        } else {
+            self.check_post_framing(&st)?;
+        }
         match routine.body() {
             MethodBody::Abstract => {
                 self.trusted.push(Trusted {
@@ -552,6 +575,22 @@ impl<'c, 'p> Verifier<'c, 'p> {
     fn check_post_framing(&mut self, st: &State) -> Result<(), EncodeError> {
         let post = self.post.clone();
         self.check_framing(st, &post)
+    }
+
+    /// A pure function's postcondition is framed by its precondition (it describes the
+    /// result in the state the function is applied in): every read is covered in `st`, the
+    /// state after inhaling the precondition.
+    fn check_function_post_framing(&mut self, st: &State) -> Result<(), EncodeError> {
+        self.prover.push_scope();
+        let mut ev = eval(self.ctx, st, true);
+        ev.result = self
+            .result_ty
+            .as_ref()
+            .map(|t| self.ctx.world.fresh("result", t));
+        let post = self.post.clone();
+        let r = assertion::inhale_unbounded(&mut self.prover, &mut ev, st.mask.clone(), &post);
+        self.prover.pop_scope();
+        r.map(|_| ())
     }
 
     /// `assertions` are self-framing: inhaled into an empty mask and a heap about which nothing
@@ -911,18 +950,27 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 let ghosts = Ghosts { given, yields };
                 self.call(st, receiver.as_deref(), &name.name, args, ghosts, e.span)
             }
-            ExprKind::NewArray { elem, dims } if dims.len() == 1 => {
+            ExprKind::NewArray { elem, dims } if !dims.is_empty() => {
                 let elem = ty_of(elem)?;
                 let mut ev = self.code_eval(&st);
-                let n = ev.int(&dims[0])?;
+                let mut sizes = Vec::new();
+                for d in dims {
+                    sizes.push(ev.int(d)?);
+                }
                 self.flush(&mut ev);
-                self.prover.check(Check {
-                    goal: n.ge(Int::from_i64(0)),
-                    kind: ObligationKind::IndexNegative,
-                    span: dims[0].span,
-                    note: None,
-                });
-                self.allocate(st, elem, n, e.span)
+                for (n, d) in sizes.iter().zip(dims) {
+                    self.prover.check(Check {
+                        goal: n.ge(Int::from_i64(0)),
+                        kind: ObligationKind::IndexNegative,
+                        span: d.span,
+                        note: None,
+                    });
+                }
+                if let [n] = &sizes[..] {
+                    let zero = self.zero_of(&elem);
+                    return self.allocate(st, elem, n.clone(), &|_| zero.clone(), e.span);
+                }
+                self.allocate_nested(st, elem, &sizes, e.span)
             }
             _ => {
                 let mut ev = self.code_eval(&st);
@@ -940,6 +988,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         mut st: State,
         elem: Ty,
         n: Int,
+        init: &dyn Fn(&Int) -> Dynamic,
         span: Span,
     ) -> Result<(State, Value), EncodeError> {
         let w = &self.ctx.world;
@@ -968,19 +1017,13 @@ impl<'c, 'p> Verifier<'c, 'p> {
         });
         self.prover.assume(fact);
         st.mask = new_mask;
-        let zero: Dynamic = match &elem {
-            Ty::Int => Dynamic::from_ast(&Int::from_i64(0)),
-            Ty::Bool => Dynamic::from_ast(&Bool::from_bool(false)),
-            Ty::Perm => Dynamic::from_ast(&real(0)),
-            _ => w.null.clone(),
-        };
         let kind = w.heap_kind(&elem, span)?;
         let k3 = Int::fresh_const("k");
         let cell = st.heap.read(kind, &r, &k3);
         let inside = Bool::and(&[k3.ge(Int::from_i64(0)), k3.lt(&n)]);
         self.prover.assume(super::expr::close(
             std::slice::from_ref(&k3),
-            &inside.implies(cell.eq(&zero)),
+            &inside.implies(cell.eq(init(&k3))),
         ));
         Ok((
             st,
@@ -989,6 +1032,134 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 ty,
             },
         ))
+    }
+
+    /// The default value of a new cell of type `elem`: zero, false, or null.
+    fn zero_of(&self, elem: &Ty) -> Dynamic {
+        match elem {
+            Ty::Int => Dynamic::from_ast(&Int::from_i64(0)),
+            Ty::Bool => Dynamic::from_ast(&Bool::from_bool(false)),
+            Ty::Perm => Dynamic::from_ast(&real(0)),
+            _ => self.ctx.world.null.clone(),
+        }
+    }
+
+    /// `new T[d0][d1]..[dk]`: an array of `d0` cells holding distinct new arrays of `d1`
+    /// cells, and so on; the innermost cells are zero. The arrays of level `l` (1 ≤ l ≤ k) are
+    /// `node_l(i1, .., il)` for indices in range: each non-null, of length `dl`, new (nothing
+    /// was held of it before this level), different from every reference in a local, with
+    /// full permission to its cells. Inverse functions make each level's nodes distinct and
+    /// give the mask without enumeration, so the sizes may be symbolic.
+    fn allocate_nested(
+        &mut self,
+        st: State,
+        inner: Ty,
+        dims: &[Int],
+        span: Span,
+    ) -> Result<(State, Value), EncodeError> {
+        let depth = dims.len();
+        // The element type of the arrays of level l.
+        let elem_at = |l: usize| (l + 1..depth).fold(inner.clone(), |t, _| Ty::Array(Box::new(t)));
+        let w = &self.ctx.world;
+        let id = NODES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let int_sort = z3::Sort::int();
+        let nodes: Vec<z3::FuncDecl> = (1..depth)
+            .map(|l| {
+                let domain: Vec<&z3::Sort> = (0..l).map(|_| &int_sort).collect();
+                z3::FuncDecl::new(format!("node{id}_{l}"), &domain, &w.ref_sort)
+            })
+            .collect();
+        let apply = |f: &z3::FuncDecl, xs: &[Int]| {
+            let args: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
+            f.apply(&args)
+        };
+        let (mut st, outer) = self.allocate(
+            st,
+            elem_at(0),
+            dims[0].clone(),
+            &|k| apply(&nodes[0], std::slice::from_ref(k)),
+            span,
+        )?;
+        let Term::Ref(outer_ref) = &outer.term else {
+            unreachable!("an array is a reference")
+        };
+        for l in 1..depth {
+            let w = &self.ctx.world;
+            let xs: Vec<Int> = (0..l).map(|m| Int::fresh_const(&format!("i{m}"))).collect();
+            let range = Bool::and(
+                &xs.iter()
+                    .zip(dims)
+                    .map(|(x, d)| Bool::and(&[x.ge(Int::from_i64(0)), x.lt(d)]))
+                    .collect::<Vec<_>>(),
+            );
+            let node = apply(&nodes[l - 1], &xs);
+            let k = Int::fresh_const("k");
+            let mut facts = vec![
+                node.eq(&w.null).not(),
+                node.eq(outer_ref).not(),
+                w.len_of(&node).eq(&dims[l]),
+                super::expr::close(
+                    std::slice::from_ref(&k),
+                    &st.mask.amount(&node, &k).eq(real(0)),
+                ),
+            ];
+            for v in st.store.values() {
+                if let Term::Ref(other) = &v.term {
+                    facts.push(node.eq(other).not());
+                }
+            }
+            let inverses: Vec<z3::FuncDecl> = (0..l)
+                .map(|m| {
+                    z3::FuncDecl::new(format!("node{id}_{l}_inv{m}"), &[&w.ref_sort], &int_sort)
+                })
+                .collect();
+            for (inv, x) in inverses.iter().zip(&xs) {
+                facts.push(
+                    inv.apply(&[&node as &dyn Ast])
+                        .as_int()
+                        .expect("an int")
+                        .eq(x),
+                );
+            }
+            // The cells: the next level's nodes, or zero.
+            let kind = w.heap_kind(&elem_at(l), span)?;
+            let cell = st.heap.read(kind, &node, &k);
+            let value = match nodes.get(l) {
+                Some(next) => {
+                    let mut below = xs.clone();
+                    below.push(k.clone());
+                    apply(next, &below)
+                }
+                None => self.zero_of(&inner),
+            };
+            let in_row = Bool::and(&[k.ge(Int::from_i64(0)), k.lt(&dims[l])]);
+            facts.push(super::expr::close(
+                std::slice::from_ref(&k),
+                &in_row.implies(cell.eq(&value)),
+            ));
+            self.prover
+                .assume(super::expr::close(&xs, &range.implies(Bool::and(&facts))));
+            // Full permission to the cells of every node of this level.
+            let mask = st.mask.clone();
+            let (new_mask, fact) = Mask::from_fn(w, |r, c| {
+                let ys: Vec<Int> = inverses
+                    .iter()
+                    .map(|inv| inv.apply(&[r as &dyn Ast]).as_int().expect("an int"))
+                    .collect();
+                let in_range = Bool::and(
+                    &ys.iter()
+                        .zip(dims)
+                        .map(|(y, d)| Bool::and(&[y.ge(Int::from_i64(0)), y.lt(d)]))
+                        .collect::<Vec<_>>(),
+                );
+                let is_node = apply(&nodes[l - 1], &ys).eq(r);
+                let cell_in = Bool::and(&[c.ge(Int::from_i64(0)), c.lt(&dims[l])]);
+                Bool::and(&[in_range, is_node, cell_in]).ite(&real(1), &mask.amount(r, c))
+            });
+            self.prover.assume(fact);
+            st.mask = new_mask;
+        }
+        Ok((st, outer))
     }
 
     fn assign(&mut self, mut st: State, target: &'p Expr, v: Value) -> Result<State, EncodeError> {
@@ -1363,24 +1534,35 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 });
             }
             self.flush(&mut ev);
-            let pre = self.with_everywhere(pre_clauses(&block.contract));
-            let post = self.with_everywhere(post_clauses(&block.contract));
+            // A block's `context_everywhere` is part of its threads' contract and of every
+            // contract inside it (loop invariants, barriers), like a method's.
+            let everywhere = clauses(&block.contract, |k| match k {
+                ClauseKind::ContextEverywhere(e) => Some(e),
+                _ => None,
+            });
+            let mut pre = self.with_everywhere(everywhere.clone());
+            pre.extend(pre_clauses(&block.contract));
+            let mut post = self.with_everywhere(everywhere.clone());
+            post.extend(post_clauses(&block.contract));
             for c in &block.contract.clauses {
                 if !matches!(
                     c.kind,
-                    ClauseKind::Requires(_) | ClauseKind::Ensures(_) | ClauseKind::Context(_)
+                    ClauseKind::Requires(_)
+                        | ClauseKind::Ensures(_)
+                        | ClauseKind::Context(_)
+                        | ClauseKind::ContextEverywhere(_)
                 ) {
                     return Err(unsupported("this clause on a par block", c.span));
                 }
             }
-            blocks.push((block, iters, pre, post));
+            blocks.push((block, iters, pre, post, everywhere));
         }
 
         // The caller: all threads' preconditions out, all postconditions in.
         let before = st.snapshot();
         let parts: Vec<_> = blocks
             .iter()
-            .map(|(_, iters, pre, _)| (pre.clone(), iters.clone()))
+            .map(|(_, iters, pre, _, _)| (pre.clone(), iters.clone()))
             .collect();
         let mut after = self.as_precondition(|v| {
             v.exhale_state(
@@ -1390,14 +1572,14 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 None,
             )
         })?;
-        for (_, iters, _, post) in &blocks {
+        for (_, iters, _, post, _) in &blocks {
             let mut ev = eval(self.ctx, &after, false);
             ev.old = Some(before.clone());
             after.mask = assertion::inhale(&mut self.prover, &mut ev, after.mask, post, iters)?;
         }
         // One arbitrary thread of each block, from an empty heap. (After the caller's side:
         // Z3's incremental search proved the caller's side less reliably after the threads'.)
-        for (block, iters, pre, post) in &blocks {
+        for (block, iters, pre, post, everywhere) in &blocks {
             self.prover.push_scope();
             let mut store = st.store.clone();
             for it in iters {
@@ -1414,7 +1596,10 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 label: block.label.as_ref().map(|l| l.name.clone()),
                 iters: iters.clone(),
             });
+            let outer = self.everywhere.len();
+            self.everywhere.extend(everywhere);
             let flow = self.block(thread, &block.body);
+            self.everywhere.truncate(outer);
             self.pars.pop();
             if let Flow::Normal(end) = flow? {
                 self.exhale_state(
@@ -1587,11 +1772,17 @@ fn assigned_locals(s: &Stmt, out: &mut Vec<String>) {
     }
 }
 
-/// Declares every pure function and assumes its definition where that is sound: the body has
-/// an encoding and every recursive call decreases a non-negative integer parameter.
+/// Declares every pure function and assumes its definition where that is sound (the body has
+/// an encoding and every recursive call decreases a non-negative integer parameter), and its
+/// postcondition unless it is the routine being `checking` (where that would be circular) or
+/// in a cycle of calls through other routines. For a function that reads the heap both are
+/// only marked usable: they are instantiated at each application (`Eval::apply`), because an
+/// axiom quantified over heap arrays leaves Z3's array theory incomplete and every failure
+/// in the method would come back unknown.
 fn declare_functions(
     world: &World,
     program: &ProgramInfo<'_>,
+    checking: &str,
     prover: &mut SolverProver,
     warnings: &mut Vec<Warning>,
 ) -> Functions {
@@ -1604,12 +1795,28 @@ fn declare_functions(
             .map(|p| ty_of(&p.ty).map(|t| (p.name.name.clone(), t)))
             .collect();
         let ret = f.method.return_type.as_ref().map(ty_of);
-        let (Ok(params), Some(Ok(ret))) = (params, ret) else {
+        let (Ok(mut params), Some(Ok(ret))) = (params, ret) else {
             continue;
         };
-        let sorts: Vec<z3::Sort> = params
+        let reads_heap = !expr::function_pre(f).into_iter().all(assertion::is_pure);
+        // Only a function that reads the heap can depend on `this` (through its fields); the
+        // others keep their signature, and with it Z3's search on the proofs that use them.
+        if let (true, true, Some(class)) = (reads_heap, f.has_this(), f.class) {
+            params.insert(0, ("this".to_string(), Ty::Object(class.to_string())));
+        }
+        let heap_sorts = if reads_heap {
+            Heap::fresh(world).terms()
+        } else {
+            Vec::new()
+        };
+        let sorts: Vec<z3::Sort> = heap_sorts
             .iter()
-            .map(|(_, t)| world.fresh("s", t).term.as_dynamic().get_sort())
+            .map(|h| h.get_sort())
+            .chain(
+                params
+                    .iter()
+                    .map(|(_, t)| world.fresh("s", t).term.as_dynamic().get_sort()),
+            )
             .collect();
         let sort_refs: Vec<&z3::Sort> = sorts.iter().collect();
         let ret_sort = world.fresh("s", &ret).term.as_dynamic().get_sort();
@@ -1621,6 +1828,10 @@ fn declare_functions(
                 limited: z3::FuncDecl::new(format!("fn_{name}_limited"), &sort_refs, &ret_sort),
                 params,
                 ret,
+                reads_heap,
+                terminates: false,
+                defined: false,
+                post_usable: false,
             },
         );
     }
@@ -1644,9 +1855,18 @@ fn declare_functions(
         };
         match definition(world, program, &functions, decl, f, body) {
             Ok((axioms, terminates)) => {
-                prover.assume(axioms.0);
+                let at_applications = decl.reads_heap;
+                if let Some(decl) = functions.get_mut(name) {
+                    decl.terminates = terminates;
+                    decl.defined = terminates;
+                }
+                if !at_applications {
+                    prover.assume(axioms.0);
+                }
                 if terminates {
-                    prover.assume(axioms.1);
+                    if !at_applications {
+                        prover.assume(axioms.1);
+                    }
                 } else {
                     warnings.push(Warning {
                         message: format!(
@@ -1658,6 +1878,41 @@ fn declare_functions(
             }
             Err(e) => warnings.push(Warning {
                 message: format!("the definition of `{name}` is not used: {e}"),
+                span: f.span,
+            }),
+        }
+    }
+    for f in program.functions() {
+        let name = &f.method.name.name;
+        let Some(decl) = functions.get(name) else {
+            continue;
+        };
+        if name == checking {
+            continue;
+        }
+        if program.cyclic.contains(name) {
+            if !f.post().is_empty() {
+                warnings.push(Warning {
+                    message: format!(
+                        "the postcondition of `{name}` is not used: it is mutually recursive \
+                         with another routine, and such recursion is not proved to terminate"
+                    ),
+                    span: f.span,
+                });
+            }
+            continue;
+        }
+        if decl.reads_heap {
+            if let Some(decl) = functions.get_mut(name) {
+                decl.post_usable = true;
+            }
+            continue;
+        }
+        match post_axiom(world, program, &functions, decl, f) {
+            Ok(Some(axiom)) => prover.assume(axiom),
+            Ok(None) => {}
+            Err(e) => warnings.push(Warning {
+                message: format!("the postcondition of `{name}` is not used: {e}"),
                 span: f.span,
             }),
         }
@@ -1676,24 +1931,16 @@ fn definition(
     body: &Expr,
 ) -> Result<(Axioms, bool), EncodeError> {
     let name = &f.method.name.name;
-    let mut store = Store::new();
-    let mut xs = Vec::new();
-    for (p, t) in &decl.params {
-        let v = world.fresh(p, t);
-        xs.push(v.term.as_dynamic());
-        store.insert(p.clone(), v);
-    }
+    let (heap, store, xs) = bound_arguments(world, decl);
     let decls = Decls {
         world,
         program: Some(program),
         functions: Some(functions),
     };
     let mut ev = Eval::new(decls, store.clone());
+    ev.heap = heap;
     ev.defining = Some(name.clone());
-    let mut pre = Vec::new();
-    for p in f.pre() {
-        pre.push(ev.bool(p)?);
-    }
+    let pre = expr::function_hypothesis(&mut ev, f)?;
     ev.recursive_calls.clear();
     let value = ev.value(body)?;
     let calls = std::mem::take(&mut ev.recursive_calls);
@@ -1702,7 +1949,6 @@ fn definition(
     let limited = decl.limited.apply(&args);
     let pattern = z3::Pattern::new(&[&full as &dyn Ast]);
     let ax1 = z3::ast::forall_const(&args, &[&pattern], &full.eq(&limited));
-    let pre = Bool::and(&pre);
     let ax2 = z3::ast::forall_const(
         &args,
         &[&pattern],
@@ -1710,4 +1956,45 @@ fn definition(
     );
     let terminates = calls.is_empty() || recursion::terminates(&decl.params, &store, &pre, &calls);
     Ok(((ax1, ax2), terminates))
+}
+
+/// Fresh constants for a pure function's arguments, to quantify its axioms over: the heap's
+/// arrays when it reads the heap, then its parameters (by name in the store). Returns the
+/// heap, the store, and all the constants in argument order.
+fn bound_arguments(world: &World, decl: &FunctionDecl) -> (Option<Heap>, Store, Vec<Dynamic>) {
+    let heap = decl.reads_heap.then(|| Heap::fresh(world));
+    let mut xs = heap.as_ref().map(Heap::terms).unwrap_or_default();
+    let mut store = Store::new();
+    for (p, t) in &decl.params {
+        let v = world.fresh(p, t);
+        xs.push(v.term.as_dynamic());
+        store.insert(p.clone(), v);
+    }
+    (heap, store, xs)
+}
+
+/// `∀ args. pre ⇒ post[\result := f(args)]`, triggered by `f(args)` (see
+/// [`expr::function_fact`] for why the permissions in `pre` may be dropped).
+fn post_axiom(
+    world: &World,
+    program: &ProgramInfo<'_>,
+    functions: &Functions,
+    decl: &FunctionDecl,
+    f: &Routine<'_>,
+) -> Result<Option<Bool>, EncodeError> {
+    let (heap, store, xs) = bound_arguments(world, decl);
+    let decls = Decls {
+        world,
+        program: Some(program),
+        functions: Some(functions),
+    };
+    let args: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
+    let full = decl.full.apply(&args);
+    let app = value_of(&decl.ret, full.clone());
+    let vals: Vec<Value> = decl.params.iter().map(|(p, _)| store[p].clone()).collect();
+    let Some(fact) = expr::function_fact(decls, heap, f, &decl.params, &vals, &app)? else {
+        return Ok(None);
+    };
+    let pattern = z3::Pattern::new(&[&full as &dyn Ast]);
+    Ok(Some(z3::ast::forall_const(&args, &[&pattern], &fact)))
 }

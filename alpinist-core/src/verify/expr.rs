@@ -29,10 +29,12 @@ use crate::syntax::{
     TypeKind, UnaryOp,
 };
 
+use super::assertion;
+use super::inline;
 use super::int32;
 use super::obligation::{Check, ObligationKind};
 use super::one_point;
-use super::program::{ty_of, ProgramInfo};
+use super::program::{ty_of, ProgramInfo, Routine};
 use super::state::{
     real, seq_extract, value_of, Heap, Mask, Snapshot, Store, Term, Ty, Value, World,
 };
@@ -198,6 +200,18 @@ pub struct FunctionDecl {
     pub limited: FuncDecl,
     pub params: Vec<(String, Ty)>,
     pub ret: Ty,
+    /// Its precondition holds permissions: the function takes the heap's arrays
+    /// ([`Heap::terms`]) before its parameters, so its value follows the heap.
+    pub reads_heap: bool,
+    /// Its recursion is proved to terminate: a recursive call may use the postcondition
+    /// (induction on the decreasing measure).
+    pub terminates: bool,
+    /// `reads_heap`: its definition may be unfolded at each application (it has a body that
+    /// encodes, and terminates).
+    pub defined: bool,
+    /// `reads_heap`: its postcondition may be assumed at each application (it is not the
+    /// function being checked, nor in a cycle of calls).
+    pub post_usable: bool,
 }
 
 pub type Functions = BTreeMap<String, FunctionDecl>;
@@ -240,6 +254,14 @@ pub struct Eval<'a> {
     pub recursive_calls: Vec<(Bool, Vec<Value>)>,
     /// `--int32` in executable code: the exempt operations; `None` outside (`int32.rs`).
     pub int32: Option<&'a BTreeSet<Span>>,
+    /// A pure function's precondition as the hypothesis of its axioms: `Perm` and `Value`
+    /// are `true` (see [`function_fact`]).
+    pub permissions_as_true: bool,
+    /// Facts the terms built so far come with (a recursive call's postcondition, a heap
+    /// function's axioms at its application), handed out by [`Eval::take_axioms`].
+    facts: Vec<Bool>,
+    /// Heap functions whose definitions are being unfolded, innermost last (each once).
+    instantiating: Vec<String>,
     /// Pure functions whose bodies are being checked at a call (`--int32`), innermost last.
     inlining: Vec<String>,
 }
@@ -264,6 +286,9 @@ impl<'a> Eval<'a> {
             recursive_calls: Vec::new(),
             int32: None,
             inlining: Vec::new(),
+            permissions_as_true: false,
+            facts: Vec::new(),
+            instantiating: Vec::new(),
         }
     }
 
@@ -282,11 +307,13 @@ impl<'a> Eval<'a> {
     /// quantify over arrays, which leaves Z3's array theory incomplete (failures would come
     /// back unknown) in every query.
     pub fn take_axioms(&mut self) -> Vec<Bool> {
-        if std::mem::take(&mut self.uses_sum) {
+        let mut axioms = if std::mem::take(&mut self.uses_sum) {
             self.decls.world.sum_axioms()
         } else {
             Vec::new()
-        }
+        };
+        axioms.append(&mut self.facts);
+        axioms
     }
 
     pub fn bind(&mut self, name: &str, v: Value) {
@@ -523,13 +550,13 @@ impl<'a> Eval<'a> {
                 given,
                 yields,
             } => {
-                if receiver.is_some() || !given.is_empty() || !yields.is_empty() {
+                if !given.is_empty() || !yields.is_empty() {
                     return Err(unsupported(
-                        "calls with a receiver or ghost arguments inside expressions",
+                        "calls with ghost arguments inside expressions",
                         span,
                     ));
                 }
-                self.apply(&name.name, args, span)?
+                self.apply(receiver.as_deref(), &name.name, args, span)?
             }
             ExprKind::Builtin {
                 op: Builtin::Array,
@@ -540,6 +567,10 @@ impl<'a> Eval<'a> {
                 let w = self.decls.world;
                 Value::bool(Bool::and(&[r.eq(&w.null).not(), w.len_of(&r).eq(&n)]))
             }
+            ExprKind::Builtin {
+                op: Builtin::Perm | Builtin::Value,
+                ..
+            } if self.permissions_as_true => Value::bool(Bool::from_bool(true)),
             ExprKind::Builtin { op, .. } => {
                 return Err(unsupported(
                     format!("`{}` in a pure position", op.spelling()),
@@ -620,7 +651,7 @@ impl<'a> Eval<'a> {
             ExprKind::New { .. } | ExprKind::NewArray { .. } => {
                 return Err(unsupported("allocation inside an expression", span))
             }
-            ExprKind::Unfolding { .. } => return Err(unsupported("`unfolding`", span)),
+            ExprKind::Unfolding { pred, body } => self.unfolding(pred, body, span)?,
         })
     }
 
@@ -1177,13 +1208,20 @@ impl<'a> Eval<'a> {
         r
     }
 
-    fn apply(&mut self, name: &str, args: &[Expr], span: Span) -> Result<Value, EncodeError> {
+    fn apply(
+        &mut self,
+        receiver: Option<&Expr>,
+        name: &str,
+        args: &[Expr],
+        span: Span,
+    ) -> Result<Value, EncodeError> {
         let Some(functions) = self.decls.functions else {
             return Err(unsupported("calls in a pure context", span));
         };
         if !functions.contains_key(name)
             && matches!(name, "head" | "tail" | "isEmpty")
             && args.len() == 1
+            && receiver.is_none()
         {
             let (seq, ty) = self.seq(&args[0])?;
             return self.seq_member(&seq, &ty, name, span);
@@ -1194,7 +1232,39 @@ impl<'a> Eval<'a> {
                 span,
             ));
         };
-        let mut vals = Vec::with_capacity(args.len());
+        let mut dyns: Vec<Dynamic> = Vec::new();
+        if f.reads_heap {
+            let Some(heap) = &self.heap else {
+                return Err(unsupported(
+                    format!("a call of `{name}`, which reads the heap, where there is no heap"),
+                    span,
+                ));
+            };
+            dyns = heap.terms();
+        }
+        let mut vals = Vec::with_capacity(args.len() + 1);
+        let receiver = match receiver {
+            Some(r) => {
+                let (t, ty) = self.reference(r)?;
+                let null = self.decls.world.null.clone();
+                self.require(t.eq(&null).not(), ObligationKind::NullDereference, r.span);
+                Some(Value {
+                    term: Term::Ref(t),
+                    ty,
+                })
+            }
+            None => None,
+        };
+        if f.params.first().is_some_and(|p| p.0 == "this") {
+            // An instance function that reads the heap: `this` is its first argument, the
+            // receiver's value or, without one, the caller's own `this`. (One that reads no
+            // heap cannot depend on its receiver.)
+            let this = match receiver {
+                Some(v) => v,
+                None => self.name("this", span)?,
+            };
+            vals.push(this);
+        }
         for a in args {
             vals.push(self.value(a)?);
         }
@@ -1207,9 +1277,34 @@ impl<'a> Eval<'a> {
             self.int32_body(name, &vals, span)?;
         }
         let decl = if own { &f.limited } else { &f.full };
-        let dyns: Vec<Dynamic> = vals.iter().map(|v| v.term.as_dynamic()).collect();
+        dyns.extend(vals.iter().map(|v| v.term.as_dynamic()));
         let refs: Vec<&dyn Ast> = dyns.iter().map(|d| d as &dyn Ast).collect();
-        Ok(value_of(&f.ret, decl.apply(&refs)))
+        let app = value_of(&f.ret, decl.apply(&refs));
+        if f.reads_heap && !own {
+            let limited = value_of(&f.ret, f.limited.apply(&refs));
+            self.instantiate(name, f, &vals, &app, &limited)?;
+        }
+        if own && f.terminates {
+            // Induction on the measure the termination proof found decreasing: the recursive
+            // call satisfies the postcondition being proved. (Elsewhere the postcondition is
+            // an axiom; inside its own proof it would be circular.)
+            let routine = self.decls.program.and_then(|p| p.routine(name)).copied();
+            if let Some(routine) = routine {
+                let fact = function_fact(
+                    self.decls,
+                    self.heap.clone(),
+                    &routine,
+                    &f.params,
+                    &vals,
+                    &app,
+                )?;
+                if let Some(fact) = fact {
+                    let closed = self.close(&fact);
+                    self.facts.push(closed);
+                }
+            }
+        }
+        Ok(app)
     }
 
     fn function_precondition(
@@ -1226,20 +1321,278 @@ impl<'a> Eval<'a> {
         };
         let functions = self.decls.functions.expect("checked by the caller");
         let f = &functions[name];
-        let store: Store = f
-            .params
-            .iter()
-            .zip(args)
-            .map(|(p, v)| (p.0.clone(), v.clone()))
-            .collect();
-        let mut inner = Eval::new(self.decls, store);
+        let mut inner = Eval::new(self.decls, bind_params(&f.params, args));
         inner.defining = self.defining.clone();
-        for pre in routine.pre() {
-            let c = inner.bool(pre)?;
-            self.require(c, ObligationKind::FunctionPreconditionFailed, span);
+        let pre = function_pre(&routine);
+        if !f.reads_heap {
+            for pre in pre {
+                let c = inner.bool(pre)?;
+                self.require(c, ObligationKind::FunctionPreconditionFailed, span);
+            }
+            return Ok(());
+        }
+        // The caller must hold the permissions, without giving them up: an exhale from a copy
+        // of its mask, whose goals become this application's. Its assumptions are dropped
+        // (they describe the mask after the exhale, which is thrown away), which can only
+        // make later goals of the same exhale harder.
+        let (Some(heap), Some(mask)) = (self.heap.clone(), self.mask.clone()) else {
+            return Err(unsupported(
+                format!("a call of `{name}`, which needs permissions, where none are held"),
+                span,
+            ));
+        };
+        inner.heap = Some(heap);
+        inner.mask = Some(mask.clone());
+        inner.old_is_now = true;
+        inner.definedness = true;
+        let mut goals = Collected::default();
+        assertion::exhale(
+            &mut goals,
+            &mut inner,
+            mask,
+            &pre,
+            &[],
+            ObligationKind::FunctionPreconditionFailed,
+        )?;
+        for c in goals.checks {
+            let note = (c.kind != ObligationKind::FunctionPreconditionFailed)
+                .then(|| format!("in the precondition of `{name}`: {}", c.kind.describe()));
+            self.require_noted(
+                c.goal,
+                ObligationKind::FunctionPreconditionFailed,
+                span,
+                note,
+            );
         }
         Ok(())
     }
+}
+
+impl Eval<'_> {
+    /// `unfolding P(args) in e`. Without a mask (a function's axiom) the heap is explicit and
+    /// `e` is just evaluated. Otherwise P(args) must be held (checked, not taken) and `e` is
+    /// evaluated with P's body inhaled into a copy of the mask, whose facts are assumed: they
+    /// held when P was folded, and nothing can write what a folded P holds. The bound on each
+    /// location's permission is not assumed (as in a pure function's own check: see
+    /// `assertion::inhale_unbounded`).
+    fn unfolding(&mut self, pred: &Expr, body: &Expr, span: Span) -> Result<Value, EncodeError> {
+        let Some(mask) = self.mask.clone() else {
+            return self.value(body);
+        };
+        let program = self
+            .decls
+            .program
+            .ok_or_else(|| unsupported("`unfolding`", span))?;
+        let Some((name, args)) = inline::plain_call(pred) else {
+            return Err(unsupported(
+                "`unfolding` of something other than a predicate",
+                pred.span,
+            ));
+        };
+        let Some((params, Some(pbody))) = inline::abstract_predicate(program, name) else {
+            return Err(unsupported(
+                "`unfolding` of this (only predicates with a body can be unfolded)",
+                pred.span,
+            ));
+        };
+        if params.len() != args.len() {
+            return Err(unsupported(
+                "a predicate applied to the wrong number of arguments",
+                pred.span,
+            ));
+        }
+        if !self.bound.is_empty() {
+            // The inverse functions of a quantified body would be shared by every value of
+            // the binders, without an injectivity proof across them.
+            return Err(unsupported("`unfolding` inside a quantifier", span));
+        }
+        let instance = inline::instantiate(params, pbody, args, pred.span);
+        let mut store = self.store.clone();
+        store.extend(self.scopes.iter().cloned());
+        let decls = self.decls;
+        let (heap, old, definedness) = (self.heap.clone(), self.old.clone(), self.definedness);
+        let defining = self.defining.clone();
+        let fresh = || {
+            let mut inner = Eval::new(decls, store.clone());
+            inner.heap = heap.clone();
+            inner.mask = Some(mask.clone());
+            inner.old = old.clone();
+            inner.definedness = definedness;
+            inner.defining = defining.clone();
+            inner
+        };
+        if self.definedness {
+            let mut held = Collected::default();
+            let mut inner = fresh();
+            assertion::exhale(
+                &mut held,
+                &mut inner,
+                mask.clone(),
+                &[pred],
+                &[],
+                ObligationKind::UnfoldFailed,
+            )?;
+            for c in held.checks {
+                self.require_noted(c.goal, ObligationKind::UnfoldFailed, pred.span, None);
+            }
+        }
+        let mut opened = Collected::default();
+        let mut inner = fresh();
+        let inside = assertion::inhale_unbounded(&mut opened, &mut inner, mask, &[&instance])?;
+        for c in opened.checks {
+            self.require_noted(c.goal, c.kind, c.span, c.note);
+        }
+        for f in opened.facts.into_iter().chain(inner.take_axioms()) {
+            let closed = self.close(&f);
+            self.facts.push(closed);
+        }
+        let saved = self.mask.replace(inside);
+        let v = self.value(body);
+        self.mask = saved;
+        v
+    }
+
+    /// The axioms of a function that reads the heap, for this application `app` (and its
+    /// `limited` twin) of `name` to `args` in this heap: the two are equal; the definition,
+    /// when usable (recursive calls inside it use the twin, so it unfolds once here); the
+    /// postcondition, when usable. Closed over this point's binders and guards.
+    fn instantiate(
+        &mut self,
+        name: &str,
+        f: &FunctionDecl,
+        args: &[Value],
+        app: &Value,
+        limited: &Value,
+    ) -> Result<(), EncodeError> {
+        let Some(routine) = self.decls.program.and_then(|p| p.routine(name)).copied() else {
+            return Ok(());
+        };
+        if self.instantiating.iter().any(|g| g == name) {
+            return Ok(());
+        }
+        let mut facts = vec![app.term.as_dynamic().eq(limited.term.as_dynamic())];
+        if let (true, MethodBody::Expr(body)) = (f.defined, routine.body()) {
+            let mut inner = Eval::new(self.decls, bind_params(&f.params, args));
+            inner.heap = self.heap.clone();
+            inner.defining = Some(name.to_string());
+            inner.instantiating = self.instantiating.clone();
+            inner.instantiating.push(name.to_string());
+            let pre = function_hypothesis(&mut inner, &routine)?;
+            let v = inner.value(body)?;
+            facts.push(pre.implies(app.term.as_dynamic().eq(v.term.as_dynamic())));
+            facts.extend(inner.take_axioms());
+        }
+        if f.post_usable {
+            let post = function_fact(
+                self.decls,
+                self.heap.clone(),
+                &routine,
+                &f.params,
+                args,
+                app,
+            )?;
+            if let Some(post) = post {
+                facts.push(post);
+            }
+        }
+        let fact = self.close(&Bool::and(&facts));
+        self.facts.push(fact);
+        Ok(())
+    }
+}
+
+/// A prover that keeps what it is given, for an evaluation to pass on: goals (to prove in its
+/// own state) and facts (which [`Eval::function_precondition`] drops).
+#[derive(Default)]
+struct Collected {
+    checks: Vec<Check>,
+    facts: Vec<Bool>,
+}
+
+impl assertion::Prover for Collected {
+    fn check(&mut self, check: Check) {
+        self.checks.push(check);
+    }
+
+    fn assume(&mut self, fact: Bool) {
+        self.facts.push(fact);
+    }
+}
+
+/// A function's parameters bound to the values of an application.
+fn bind_params(params: &[(String, Ty)], args: &[Value]) -> Store {
+    params
+        .iter()
+        .zip(args)
+        .map(|(p, v)| (p.0.clone(), v.clone()))
+        .collect()
+}
+
+/// A pure function's precondition: its `requires`/`context` clauses after its
+/// `context_everywhere` ones.
+pub fn function_pre<'p>(routine: &Routine<'p>) -> Vec<&'p Expr> {
+    let mut pre = routine.everywhere();
+    pre.extend(routine.pre());
+    pre
+}
+
+/// `pre ⇒ post[\result := app]` for the pure function `routine` applied to `args` in `heap`,
+/// with `Perm` and `Value` in `pre` read as `true`; `None` when it has no postcondition (or is
+/// inline, whose contract is not used).
+///
+/// Sound as an axiom because a function's own check inhales its precondition without the
+/// at-most-one bound on permissions (`assertion::inhale_unbounded`): its postcondition is
+/// proved from the pure part of the precondition alone, never from the non-aliasing that
+/// holding two full permissions would imply.
+pub fn function_fact(
+    decls: Decls<'_>,
+    heap: Option<Heap>,
+    routine: &Routine<'_>,
+    params: &[(String, Ty)],
+    args: &[Value],
+    app: &Value,
+) -> Result<Option<Bool>, EncodeError> {
+    let mut post = routine.everywhere();
+    post.extend(routine.post());
+    if post.is_empty()
+        || routine
+            .method
+            .modifiers
+            .contains(&crate::syntax::Modifier::Inline)
+    {
+        return Ok(None);
+    }
+    let mut ev = Eval::new(decls, bind_params(params, args));
+    ev.heap = heap;
+    ev.result = Some(app.clone());
+    let pre = function_hypothesis(&mut ev, routine)?;
+    let mut facts = Vec::new();
+    for e in post {
+        facts.push(ev.bool(e)?);
+    }
+    Ok(Some(pre.implies(Bool::and(&facts))))
+}
+
+/// The hypothesis of a pure function's axioms, in `ev` (whose store binds its parameters):
+/// its precondition with `Perm` and `Value` read as `true`, and `this != null` for an
+/// instance function (its own check assumes that too).
+pub fn function_hypothesis(ev: &mut Eval<'_>, routine: &Routine<'_>) -> Result<Bool, EncodeError> {
+    let mut pre = Vec::new();
+    if let Some(Term::Ref(this)) = ev.store.get("this").map(|v| v.term.clone()) {
+        pre.push(this.eq(&ev.decls.world.null).not());
+    }
+    let saved = std::mem::replace(&mut ev.permissions_as_true, true);
+    for e in function_pre(routine) {
+        match ev.bool(e) {
+            Ok(b) => pre.push(b),
+            Err(err) => {
+                ev.permissions_as_true = saved;
+                return Err(err);
+            }
+        }
+    }
+    ev.permissions_as_true = saved;
+    Ok(Bool::and(&pre))
 }
 
 impl Eval<'_> {
@@ -1265,14 +1618,8 @@ impl Eval<'_> {
                 span,
             ));
         }
-        let store: Store = routine
-            .method
-            .params
-            .iter()
-            .zip(args)
-            .map(|(p, v)| (p.name.name.clone(), v.clone()))
-            .collect();
-        let mut inner = Eval::new(self.decls, store);
+        let params = &self.decls.functions.expect("checked by the caller")[name].params;
+        let mut inner = Eval::new(self.decls, bind_params(params, args));
         inner.heap = self.heap.clone();
         inner.mask = self.mask.clone();
         inner.definedness = true;

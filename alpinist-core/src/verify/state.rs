@@ -178,6 +178,16 @@ impl Heap {
         }
     }
 
+    /// The arrays of the world's heap kinds, in kind order: what a pure function that reads
+    /// the heap takes as its first arguments.
+    pub fn terms(&self) -> Vec<Dynamic> {
+        self.arrays
+            .iter()
+            .flatten()
+            .map(|a| Dynamic::from_ast(a))
+            .collect()
+    }
+
     pub fn array(&self, kind: HeapKind) -> &Array {
         self.arrays[kind as usize]
             .as_ref()
