@@ -211,3 +211,20 @@ fn the_size_generic_scans_verify_at_n_16_and_32() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+#[test]
+fn a_function_whose_definition_is_not_used_says_so_once_in_its_own_report() {
+    let out = run(&[
+        "verify",
+        "--json",
+        "tests/data/verify/function_post_nonterminating.pvl",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    let text = doc.to_string();
+    assert_eq!(
+        text.matches("the definition of `loop` is not used").count(),
+        1,
+        "{text}"
+    );
+}

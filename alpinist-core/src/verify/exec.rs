@@ -23,8 +23,8 @@ use z3::ast::{Ast, Bool, Dynamic, Int};
 use z3::{SatResult, Solver};
 
 use crate::syntax::{
-    Barrier, Block, ClauseKind, Contract, Expr, ExprKind, MethodBody, ParGroup, Span, Stmt,
-    StmtKind,
+    Barrier, Block, ClauseKind, Contract, Expr, ExprKind, MethodBody, ParBlock, ParGroupStyle,
+    Span, Stmt, StmtKind,
 };
 
 use super::assertion::{self, Prover, RegionIter};
@@ -779,7 +779,18 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 self.exhale_post(st, result)?;
                 Ok(Flow::Returned)
             }
-            StmtKind::Par(group) => self.par(st, group),
+            StmtKind::Par(group) if group.style == ParGroupStyle::Sequential => {
+                // One block after another, like consecutive par statements.
+                let mut st = st;
+                for block in &group.blocks {
+                    match self.par(st, std::slice::from_ref(block))? {
+                        Flow::Normal(next) => st = next,
+                        Flow::Returned => return Ok(Flow::Returned),
+                    }
+                }
+                Ok(Flow::Normal(st))
+            }
+            StmtKind::Par(group) => self.par(st, &group.blocks),
             StmtKind::Barrier(b) => self.barrier(st, b, s.span),
             StmtKind::Assert(e) => {
                 // An asserted permission is checked, not taken away.
@@ -1513,9 +1524,10 @@ impl<'c, 'p> Verifier<'c, 'p> {
         }
     }
 
-    fn par(&mut self, st: State, group: &'p ParGroup) -> Result<Flow, EncodeError> {
+    /// Blocks launched together (`par A .. and B ..`, `parallel { }`, or one block).
+    fn par(&mut self, st: State, group: &'p [ParBlock]) -> Result<Flow, EncodeError> {
         let mut blocks = Vec::new();
-        for block in &group.blocks {
+        for block in group {
             let mut ev = self.code_eval(&st);
             let mut iters = Vec::new();
             for it in &block.iters {
@@ -1784,8 +1796,9 @@ fn declare_functions(
     program: &ProgramInfo<'_>,
     checking: &str,
     prover: &mut SolverProver,
-    warnings: &mut Vec<Warning>,
+    report: &mut Vec<Warning>,
 ) -> Functions {
+    let mut warnings = Vec::new();
     let mut functions = Functions::new();
     for f in program.functions() {
         let params: Result<Vec<(String, Ty)>, _> = f
@@ -1917,6 +1930,9 @@ fn declare_functions(
             }),
         }
     }
+    // A function's warnings belong in its own report, not in every routine's.
+    let own = program.routine(checking).map(|r| r.span);
+    report.extend(warnings.into_iter().filter(|w| Some(w.span) == own));
     functions
 }
 

@@ -1333,8 +1333,8 @@ impl<'a> Eval<'a> {
         }
         // The caller must hold the permissions, without giving them up: an exhale from a copy
         // of its mask, whose goals become this application's. Its assumptions are dropped
-        // (they describe the mask after the exhale, which is thrown away), which can only
-        // make later goals of the same exhale harder.
+        // (they describe the mask after the exhale, which is thrown away); each later goal
+        // of the same exhale keeps them as hypotheses.
         let (Some(heap), Some(mask)) = (self.heap.clone(), self.mask.clone()) else {
             return Err(unsupported(
                 format!("a call of `{name}`, which needs permissions, where none are held"),
@@ -1502,7 +1502,10 @@ impl Eval<'_> {
 }
 
 /// A prover that keeps what it is given, for an evaluation to pass on: goals (to prove in its
-/// own state) and facts (which [`Eval::function_precondition`] drops).
+/// own state) and facts. Each goal carries the facts given before it as hypotheses, so a goal
+/// can use them (a wildcard amount below what is held, an inverse function) even where the
+/// facts themselves are not assumed ([`Eval::function_precondition`] drops them: they describe
+/// a mask that is thrown away). A hypothesis only weakens its own goal: sound either way.
 #[derive(Default)]
 struct Collected {
     checks: Vec<Check>,
@@ -1510,7 +1513,10 @@ struct Collected {
 }
 
 impl assertion::Prover for Collected {
-    fn check(&mut self, check: Check) {
+    fn check(&mut self, mut check: Check) {
+        if !self.facts.is_empty() {
+            check.goal = Bool::and(&self.facts).implies(&check.goal);
+        }
         self.checks.push(check);
     }
 
