@@ -318,14 +318,14 @@ impl<'w, 'a> Walker<'w, 'a> {
                 op: Builtin::Matrix,
                 args,
             } if args.len() == 3 => self.matrix(e, &args[0], &args[1], &args[2]),
-            _ => match inline::plain_call(e) {
-                Some((name, args)) => {
-                    let at = self.predicate_instance(name, args, e.span)?;
+            _ => match inline::predicate_call(e) {
+                Some((receiver, name, args)) => {
+                    let at = self.predicate_instance(receiver, name, args, e.span)?;
                     self.acc(e, e, None, Some(at))
                 }
                 None => Err(unsupported(
-                    "this form of resource assertion (predicates applied to a receiver, `Value` and \
-                     permissions under `||` or `\\exists` are not encoded yet)",
+                    "this form of resource assertion (`Value` and permissions under `||` or \
+                     `\\exists` are not encoded yet)",
                     e.span,
                 )),
             },
@@ -457,11 +457,12 @@ impl<'w, 'a> Walker<'w, 'a> {
         }
     }
 
-    /// The location of the predicate instance `name(args)` (an abstract predicate: inline
-    /// ones were expanded), with `this` first for a predicate of a class. See
-    /// `World::predicate_location`.
+    /// The location of the predicate instance `receiver.name(args)` (an abstract predicate:
+    /// inline ones were expanded), with `this` (the receiver, or the current `this`) first for
+    /// a predicate of a class. See `World::predicate_location`.
     fn predicate_instance(
         &mut self,
+        receiver: Option<&Expr>,
         name: &str,
         args: &[Expr],
         span: crate::syntax::Span,
@@ -483,8 +484,29 @@ impl<'w, 'a> Walker<'w, 'a> {
             .and_then(|p| p.routine(name))
             .is_some_and(|r| r.has_this());
         let mut values = Vec::new();
-        if has_this {
-            values.push(self.eval.value(&syn::this(span))?.term.as_dynamic());
+        match (has_this, receiver) {
+            (true, Some(r)) => {
+                let (this, _) = self.eval.reference(r)?;
+                if self.eval.definedness {
+                    let null = &self.eval.decls.world.null;
+                    let goal = self.eval.close(&this.eq(null).not());
+                    self.eval.checks.push(Check {
+                        goal,
+                        kind: ObligationKind::NullDereference,
+                        span: r.span,
+                        note: None,
+                    });
+                }
+                values.push(this);
+            }
+            (true, None) => values.push(self.eval.value(&syn::this(span))?.term.as_dynamic()),
+            (false, Some(r)) => {
+                return Err(unsupported(
+                    format!("a receiver for `{name}`, which is not a predicate of a class"),
+                    r.span,
+                ))
+            }
+            (false, None) => {}
         }
         for a in args {
             values.push(self.eval.value(a)?.term.as_dynamic());

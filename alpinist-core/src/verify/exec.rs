@@ -912,26 +912,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
     /// the other way round. The heap under the body is forgotten where the exhale leaves no
     /// permission (as after every exhale), so values are not carried through a fold.
     fn fold(&mut self, st: State, e: &'p Expr, fold: bool) -> Result<State, EncodeError> {
-        let Some((name, args)) = super::inline::plain_call(e) else {
-            return Err(unsupported(
-                "folding something other than a predicate",
-                e.span,
-            ));
-        };
-        let Some((params, Some(body))) = super::inline::abstract_predicate(self.ctx.program, name)
-        else {
-            return Err(unsupported(
-                "folding this (only predicates with a body can be folded or unfolded)",
-                e.span,
-            ));
-        };
-        if params.len() != args.len() {
-            return Err(unsupported(
-                "a predicate applied to the wrong number of arguments",
-                e.span,
-            ));
-        }
-        let body = super::inline::instantiate(params, body, args, e.span);
+        let what = if fold { "fold" } else { "unfold" };
+        let body = super::inline::applied_body(e, self.ctx.program, what)?;
         if fold {
             let parts = [(vec![&body], Vec::new())];
             let st = self.exhale_state(st, &parts, ObligationKind::FoldFailed, None)?;

@@ -1227,8 +1227,20 @@ impl<'a> Eval<'a> {
             return self.seq_member(&seq, &ty, name, span);
         }
         let Some(f) = functions.get(name) else {
+            let predicate = self
+                .decls
+                .program
+                .is_some_and(|p| inline::abstract_predicate(p, name).is_some());
             return Err(unsupported(
-                format!("a call of `{name}` inside an expression (only pure functions can be)"),
+                if predicate {
+                    format!(
+                        "the predicate instance `{name}(..)` in a pure function's contract or \
+                         inside an expression (a function over a folded predicate would need \
+                         the predicate's snapshot)"
+                    )
+                } else {
+                    format!("a call of `{name}` inside an expression (only pure functions can be)")
+                },
                 span,
             ));
         };
@@ -1383,30 +1395,12 @@ impl Eval<'_> {
             .decls
             .program
             .ok_or_else(|| unsupported("`unfolding`", span))?;
-        let Some((name, args)) = inline::plain_call(pred) else {
-            return Err(unsupported(
-                "`unfolding` of something other than a predicate",
-                pred.span,
-            ));
-        };
-        let Some((params, Some(pbody))) = inline::abstract_predicate(program, name) else {
-            return Err(unsupported(
-                "`unfolding` of this (only predicates with a body can be unfolded)",
-                pred.span,
-            ));
-        };
-        if params.len() != args.len() {
-            return Err(unsupported(
-                "a predicate applied to the wrong number of arguments",
-                pred.span,
-            ));
-        }
         if !self.bound.is_empty() {
             // The inverse functions of a quantified body would be shared by every value of
             // the binders, without an injectivity proof across them.
             return Err(unsupported("`unfolding` inside a quantifier", span));
         }
-        let instance = inline::instantiate(params, pbody, args, pred.span);
+        let instance = inline::applied_body(pred, program, "unfolding")?;
         let mut store = self.store.clone();
         store.extend(self.scopes.iter().cloned());
         let decls = self.decls;

@@ -59,6 +59,104 @@ pub fn inline_predicate<'p>(
     }
 }
 
+/// The body of the abstract predicate that `e` applies (`receiver.name(args)` or
+/// `name(args)`) with the arguments for the parameters, for `what` (`fold`, `unfolding`, ..)
+/// to work on; "unsupported" when `e` is no such application.
+pub fn applied_body(
+    e: &Expr,
+    program: &ProgramInfo<'_>,
+    what: &str,
+) -> Result<Expr, super::expr::EncodeError> {
+    use super::expr::unsupported;
+    let Some((receiver, name, args)) = predicate_call(e) else {
+        return Err(unsupported(
+            format!("`{what}` of something other than a predicate"),
+            e.span,
+        ));
+    };
+    let Some((params, Some(body))) = abstract_predicate(program, name) else {
+        return Err(unsupported(
+            format!("`{what}` of this (only predicates with a body can be folded or unfolded)"),
+            e.span,
+        ));
+    };
+    if params.len() != args.len() {
+        return Err(unsupported(
+            "a predicate applied to the wrong number of arguments",
+            e.span,
+        ));
+    }
+    let body = match (receiver, program.routine(name).and_then(|r| r.class)) {
+        (Some(r), Some(class)) => &with_receiver(body, program, class, params, r),
+        (Some(r), None) => {
+            return Err(unsupported(
+                format!("a receiver for `{name}`, which is not a predicate of a class"),
+                r.span,
+            ))
+        }
+        (None, _) => body,
+    };
+    Ok(instantiate(params, body, args, e.span))
+}
+
+/// `receiver.name(args)` (or `name(args)`) when `e` is a call without ghost arguments.
+pub fn predicate_call(e: &Expr) -> Option<(Option<&Expr>, &str, &[Expr])> {
+    match &e.kind {
+        ExprKind::Call {
+            receiver,
+            name,
+            args,
+            given,
+            yields,
+        } if given.is_empty() && yields.is_empty() => Some((receiver.as_deref(), &name.name, args)),
+        _ => None,
+    }
+}
+
+/// The body of a predicate of `class` (over `params`) as applied to `receiver`: `this` is
+/// the receiver and a bare field name is the receiver's field (unless a parameter or binder
+/// shadows it). Binders of the body that the receiver's names would be captured by are
+/// renamed first.
+pub fn with_receiver(
+    body: &Expr,
+    program: &ProgramInfo<'_>,
+    class: &str,
+    params: &[Param],
+    receiver: &Expr,
+) -> Expr {
+    let mut b = body.clone();
+    let mut names = BTreeSet::new();
+    receiver.names(&mut names);
+    rename_binders(&mut b, &names);
+    let mut fields = BTreeSet::new();
+    b.names(&mut fields);
+    fields
+        .retain(|f| program.field(class, f).is_some() && !params.iter().any(|p| p.name.name == *f));
+    for f in &fields {
+        let access = Expr {
+            kind: ExprKind::Field {
+                base: Box::new(receiver.clone()),
+                name: crate::syntax::Ident {
+                    name: f.clone(),
+                    span: receiver.span,
+                },
+            },
+            span: receiver.span,
+        };
+        b = b.substitute(f, &access);
+    }
+    replace_this(&mut b, receiver);
+    b
+}
+
+fn replace_this(e: &mut Expr, receiver: &Expr) {
+    if matches!(e.kind, ExprKind::This) {
+        *e = receiver.clone();
+        return;
+    }
+    e.for_each_child_mut(&mut |c| replace_this(c, receiver));
+}
+
 /// `name(args)` when `e` is a call with no receiver and no ghost arguments.
 pub fn plain_call(e: &Expr) -> Option<(&str, &[Expr])> {
     match &e.kind {
