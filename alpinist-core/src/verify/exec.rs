@@ -1793,7 +1793,13 @@ fn declare_functions(
         let (Ok(mut params), Some(Ok(ret))) = (params, ret) else {
             continue;
         };
-        let reads_heap = !expr::function_pre(f).into_iter().all(assertion::is_pure);
+        let reads_heap =
+            !expr::function_pre(f)
+                .into_iter()
+                .all(|e| match super::inline::expand(e, program) {
+                    Some(expanded) => assertion::is_pure(&expanded),
+                    None => assertion::is_pure(e),
+                });
         // Only a function that reads the heap can depend on `this` (through its fields); the
         // others keep their signature, and with it Z3's search on the proofs that use them.
         if let (true, true, Some(class)) = (reads_heap, f.has_this(), f.class) {

@@ -1583,7 +1583,10 @@ pub fn function_hypothesis(ev: &mut Eval<'_>, routine: &Routine<'_>) -> Result<B
     }
     let saved = std::mem::replace(&mut ev.permissions_as_true, true);
     for e in function_pre(routine) {
-        match ev.bool(e) {
+        // An inline predicate is its body: its permissions are `true` here, its pure parts
+        // part of the hypothesis.
+        let expanded = ev.decls.program.and_then(|p| inline::expand(e, p));
+        match ev.bool(expanded.as_ref().unwrap_or(e)) {
             Ok(b) => pre.push(b),
             Err(err) => {
                 ev.permissions_as_true = saved;

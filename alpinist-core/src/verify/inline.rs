@@ -159,15 +159,9 @@ fn replace_this(e: &mut Expr, receiver: &Expr) {
 
 /// `name(args)` when `e` is a call with no receiver and no ghost arguments.
 pub fn plain_call(e: &Expr) -> Option<(&str, &[Expr])> {
-    match &e.kind {
-        ExprKind::Call {
-            receiver: None,
-            name,
-            args,
-            given,
-            yields,
-        } if given.is_empty() && yields.is_empty() => Some((&name.name, args)),
-        _ => None,
+    match predicate_call(e)? {
+        (None, name, args) => Some((name, args)),
+        (Some(_), _, _) => None,
     }
 }
 
