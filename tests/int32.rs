@@ -54,6 +54,7 @@ fn bounded_programs_and_the_scan_examples_pass_the_32_bit_check() {
     for scan in [
         "blelloch",
         "brent_kung",
+        "chunked",
         "kogge_stone",
         "kogge_stone_16",
         "sklansky",
