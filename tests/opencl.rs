@@ -115,12 +115,12 @@ fn the_four_classic_scans_pass_the_interval_test_at_several_sizes() {
         "2..2048",
         &[2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048],
     );
-    // Eight cells per work-item, N / 8 work-items (N >= 8).
+    // 64 cells per work-item, N / 64 work-items (N >= 64).
     assert_interval_pass(
         "examples/prefix-sum/chunked.pvl",
         "inclusive",
-        "8..4096",
-        &[8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096],
+        "64..8192",
+        &[64, 128, 256, 512, 1024, 2048, 4096, 8192],
     );
     // Beyond one work-group: reduce-then-scan with the generated kernel scanning each block.
     // (pocl allows 4096 work-items per group: Kogge-Stone is multi-group from 8192, the N / 2
@@ -133,12 +133,12 @@ fn the_four_classic_scans_pass_the_interval_test_at_several_sizes() {
     ] {
         assert_interval_pass(file, kind, "32768..65536", &[32768, 65536]);
     }
-    // Blocks of 32768 (4096 work-items of 8 cells): two and four groups.
+    // Blocks of 262144 (4096 work-items of 64 cells): two groups.
     assert_interval_pass(
         "examples/prefix-sum/chunked.pvl",
         "inclusive",
-        "65536..131072",
-        &[65536, 131072],
+        "524288..524288",
+        &[524288],
     );
     assert_interval_pass(
         "examples/prefix-sum/kogge_stone.pvl",
