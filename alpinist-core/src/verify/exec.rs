@@ -1831,7 +1831,6 @@ fn declare_functions(
                 ret,
                 reads_heap,
                 terminates: false,
-                defined: false,
                 post_usable: false,
             },
         );
@@ -1859,7 +1858,6 @@ fn declare_functions(
                 let at_applications = decl.reads_heap;
                 if let Some(decl) = functions.get_mut(name) {
                     decl.terminates = terminates;
-                    decl.defined = terminates;
                 }
                 if !at_applications {
                     prover.assume(axioms.0);

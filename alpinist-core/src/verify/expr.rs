@@ -203,12 +203,10 @@ pub struct FunctionDecl {
     /// Its precondition holds permissions: the function takes the heap's arrays
     /// ([`Heap::terms`]) before its parameters, so its value follows the heap.
     pub reads_heap: bool,
-    /// Its recursion is proved to terminate: a recursive call may use the postcondition
-    /// (induction on the decreasing measure).
+    /// It has a body that encodes and its recursion is proved to terminate: its definition
+    /// may be used (unfolded at each application when `reads_heap`), and a recursive call
+    /// may use the postcondition (induction on the decreasing measure).
     pub terminates: bool,
-    /// `reads_heap`: its definition may be unfolded at each application (it has a body that
-    /// encodes, and terminates).
-    pub defined: bool,
     /// `reads_heap`: its postcondition may be assumed at each application (it is not the
     /// function being checked, nor in a cycle of calls).
     pub post_usable: bool,
@@ -1301,19 +1299,15 @@ impl<'a> Eval<'a> {
             // call satisfies the postcondition being proved. (Elsewhere the postcondition is
             // an axiom; inside its own proof it would be circular.)
             let routine = self.decls.program.and_then(|p| p.routine(name)).copied();
-            if let Some(routine) = routine {
-                let fact = function_fact(
-                    self.decls,
-                    self.heap.clone(),
-                    &routine,
-                    &f.params,
-                    &vals,
-                    &app,
-                )?;
-                if let Some(fact) = fact {
-                    let closed = self.close(&fact);
-                    self.facts.push(closed);
+            let fact = match routine {
+                Some(r) => {
+                    function_fact(self.decls, self.heap.clone(), &r, &f.params, &vals, &app)?
                 }
+                None => None,
+            };
+            if let Some(fact) = fact {
+                let closed = self.close(&fact);
+                self.facts.push(closed);
             }
         }
         Ok(app)
@@ -1465,7 +1459,7 @@ impl Eval<'_> {
             return Ok(());
         }
         let mut facts = vec![app.term.as_dynamic().eq(limited.term.as_dynamic())];
-        if let (true, MethodBody::Expr(body)) = (f.defined, routine.body()) {
+        if let (true, MethodBody::Expr(body)) = (f.terminates, routine.body()) {
             let mut inner = Eval::new(self.decls, bind_params(&f.params, args));
             inner.heap = self.heap.clone();
             inner.defining = Some(name.to_string());
@@ -1582,19 +1576,17 @@ pub fn function_hypothesis(ev: &mut Eval<'_>, routine: &Routine<'_>) -> Result<B
         pre.push(this.eq(&ev.decls.world.null).not());
     }
     let saved = std::mem::replace(&mut ev.permissions_as_true, true);
-    for e in function_pre(routine) {
-        // An inline predicate is its body: its permissions are `true` here, its pure parts
-        // part of the hypothesis.
-        let expanded = ev.decls.program.and_then(|p| inline::expand(e, p));
-        match ev.bool(expanded.as_ref().unwrap_or(e)) {
-            Ok(b) => pre.push(b),
-            Err(err) => {
-                ev.permissions_as_true = saved;
-                return Err(err);
-            }
-        }
-    }
+    // An inline predicate is its body: its permissions are `true` here, its pure parts part
+    // of the hypothesis.
+    let clauses: Result<Vec<Bool>, EncodeError> = function_pre(routine)
+        .into_iter()
+        .map(|e| {
+            let expanded = ev.decls.program.and_then(|p| inline::expand(e, p));
+            ev.bool(expanded.as_ref().unwrap_or(e))
+        })
+        .collect();
     ev.permissions_as_true = saved;
+    pre.extend(clauses?);
     Ok(Bool::and(&pre))
 }
 

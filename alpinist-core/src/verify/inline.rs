@@ -133,17 +133,7 @@ pub fn with_receiver(
     fields
         .retain(|f| program.field(class, f).is_some() && !params.iter().any(|p| p.name.name == *f));
     for f in &fields {
-        let access = Expr {
-            kind: ExprKind::Field {
-                base: Box::new(receiver.clone()),
-                name: crate::syntax::Ident {
-                    name: f.clone(),
-                    span: receiver.span,
-                },
-            },
-            span: receiver.span,
-        };
-        b = b.substitute(f, &access);
+        b = b.substitute(f, &super::syn::field(receiver.clone(), f, receiver.span));
     }
     replace_this(&mut b, receiver);
     b

@@ -100,6 +100,20 @@ pub fn forall(kind: QuantifierKind, binders: &[&str], cond: Expr, body: Expr, sp
     )
 }
 
+/// `base.name`.
+pub fn field(base: Expr, name: &str, span: Span) -> Expr {
+    expr(
+        ExprKind::Field {
+            base: Box::new(base),
+            name: crate::syntax::Ident {
+                name: name.to_string(),
+                span,
+            },
+        },
+        span,
+    )
+}
+
 pub fn this(span: Span) -> Expr {
     expr(ExprKind::This, span)
 }
