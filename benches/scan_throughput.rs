@@ -1,6 +1,7 @@
 //! Reduce-then-scan throughput against a device-to-device copy (issue 5):
 //! `cargo bench --features opencl --bench scan_throughput -- [--min-log2 A] [--max-log2 B]
-//! [--reps R] [--items L] [--chunk C] [--platform NAME] [--kernel FILE --kind KIND]`.
+//! [--reps R] [--items L] [--chunk C] [--platform NAME] [--kernel FILE --kind KIND]
+//! [--max-block B]`.
 //!
 //! For every n = 2^A … 2^B (default 2^20 … 2^24; `ALPINIST_SCAN_MAX_LOG2` also sets B, 2^28 is
 //! a 1 GiB buffer — never run in CI) on every device of the selected platform, in one run:
@@ -14,7 +15,9 @@
 //!
 //! With `--kernel FILE` it also times the *verified* path — the same reduce and totals scan,
 //! then the kernel generated from FILE on every block (`Harness::scan_once`, as `scan-test`
-//! runs it) — at the sizes its precondition allows, and checks its output the same way.
+//! runs it, with the same plan: blocks of at most B elements, by default the device's
+//! `Harness::max_block`) — at the sizes its precondition allows, checks its output the same
+//! way, and prints its best time as a percentage of the same n's copy.
 //!
 //! Exit 0; 1 if a scan's output differs from the host scan; 2 for bad arguments; 4 without an
 //! OpenCL platform (it says so; it never panics for want of one) or on an OpenCL error.
@@ -35,6 +38,8 @@ struct Args {
     platform: Option<String>,
     kernel: Option<String>,
     kind: ScanKind,
+    /// The verified path's block limit; `None`: the device's default.
+    max_block: Option<u32>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -51,6 +56,7 @@ fn parse_args() -> Result<Args, String> {
         platform: None,
         kernel: None,
         kind: ScanKind::Inclusive,
+        max_block: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -70,6 +76,9 @@ fn parse_args() -> Result<Args, String> {
             "--chunk" => args.shape.1 = Some(number(value()?)? as u32),
             "--platform" => args.platform = Some(value()?),
             "--kernel" => args.kernel = Some(value()?),
+            "--max-block" => {
+                args.max_block = Some(number(value()?)?.min(u64::from(u32::MAX)) as u32)
+            }
             "--kind" => {
                 args.kind = match value()?.as_str() {
                     "inclusive" => ScanKind::Inclusive,
@@ -131,13 +140,8 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// A kernel generated from a PVL file, with the program its size precondition is read from.
-struct Loaded {
-    program: alpinist::syntax::Program,
-    kernel: codegen::Kernel,
-}
-
-fn load_kernel(file: &str) -> Result<Loaded, String> {
+/// The kernel generated from a PVL file.
+fn load_kernel(file: &str) -> Result<codegen::Kernel, String> {
     let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
     let parsed = alpinist::syntax::parse(&text).map_err(|errors| {
         errors
@@ -146,20 +150,19 @@ fn load_kernel(file: &str) -> Result<Loaded, String> {
             .collect::<Vec<_>>()
             .join("; ")
     })?;
-    let kernel = codegen::generate(&parsed.program).map_err(|e| e.to_string())?;
-    Ok(Loaded {
-        program: parsed.program,
-        kernel,
-    })
+    codegen::generate(&parsed.program).map_err(|e| e.to_string())
 }
 
 fn run_device(
     device: &platform::DeviceInfo,
     args: &Args,
-    kernel: Option<&Loaded>,
+    kernel: Option<&codegen::Kernel>,
 ) -> Result<bool, Box<dyn std::error::Error>> {
     let mut correct = true;
-    let harness = Harness::new(device)?;
+    let mut harness = Harness::new(device)?;
+    harness.set_max_block(args.max_block);
+    // The faster copy of each n, the verified path's baseline too.
+    let mut copies = Vec::new();
     println!(
         "{} / {}: fast path (hand-written block scan, not the verified kernel), \
          best of {} reps, GB/s = 2n·4 bytes / time, work-groups of {} work-item(s) × {} elements",
@@ -196,6 +199,7 @@ fn run_device(
         };
         let m = harness.measure_throughput(&plan, args.reps)?;
         correct &= m.mismatches == 0;
+        copies.push((n, m.copy_ns()));
         let ms = |ns: u64| ns as f64 / 1e6;
         println!(
             "{:>7} {:>7} {:>6.2} GB/s {:>6.2} GB/s {:>6.2} ms {:>6.2} ms {:>5.2} GB/s {:>6.1}% {:>6} {:>22}",
@@ -221,55 +225,65 @@ fn run_device(
         );
     }
     if let Some(kernel) = kernel {
-        correct &= verified_path(&harness, kernel, args)?;
+        correct &= verified_path(&harness, kernel, args, &copies)?;
     }
     Ok(correct)
 }
 
-/// The verified path: `scan_once` with the generated kernel, summed kernel times, best of reps.
+/// The verified path: `scan_once` with the generated kernel, summed kernel times, best of reps,
+/// against the copy of the same n (`copies`: n and the faster copy's time).
 /// Returns whether every output was right.
 fn verified_path(
     harness: &Harness,
-    loaded: &Loaded,
+    kernel: &codegen::Kernel,
     args: &Args,
+    copies: &[(u32, u64)],
 ) -> Result<bool, Box<dyn std::error::Error>> {
-    let kernel = &loaded.kernel;
     let mut correct = true;
     println!(
         "verified path (kernel `{}` generated from the PVL, source {:016x}), sum of the \
-         launches' device times, best of {} reps; upload before each rep (not timed)",
+         launches' device times, best of {} reps; upload before each rep (not timed); \
+         blocks of at most {} elements",
         kernel.method,
         kernel.source_hash(),
-        args.reps
+        args.reps,
+        harness.max_block()
     );
     let program = harness.compile(kernel, Monoid::IntAdd)?;
     for log2 in args.min_log2..=args.max_log2 {
         let n = 1u32 << log2;
         // The proof covers the sizes the precondition allows: measure only those.
-        if let Err(e) = codegen::check_size(&loaded.program, kernel, i64::from(n)) {
+        if let Err(e) = kernel.check_size(i64::from(n)) {
             println!("{:>10} not measured: {e}", format!("2^{log2}"));
             continue;
         }
-        let plan = harness.plan(kernel, n, 4)?;
+        let plan = harness.plan(kernel, n)?;
         let input = random_words(n as usize, SEED ^ u64::from(n));
-        let mut best = u64::MAX;
+        let mut times = Vec::new();
         let mut got = vec![0u32; n as usize];
         for _ in 0..args.reps.max(1) {
             let (output, ns) =
                 harness.scan_once(&program, kernel, &plan, args.kind, &input, 0xDEAD_BEEF)?;
-            best = best.min(ns);
+            times.push(ns);
             output.read(&mut got).enq()?;
         }
         let want = host_scan(&input, args.kind, u32::wrapping_add);
         let bad = got.iter().zip(&want).filter(|(a, b)| a != b).count();
         correct &= bad == 0;
+        times.sort_unstable();
+        let (best, median) = (times[0], times[times.len() / 2]);
+        let copy_ns = copies.iter().find(|(m, _)| *m == n).map_or(0, |c| c.1);
         println!(
-            "{:>10} {:>7} groups of {:>5}: scan {:>8.2} ms {:>6.2} GB/s  check {}",
+            "{:>10} {:>7} groups of {:>5} ({:>4} work-items): best {:>8.2} ms {:>6.2} GB/s \
+             {:>6.1}% of copy, median {:>8.2} ms  check {}",
             format!("2^{log2}"),
             plan.groups,
             plan.block,
+            plan.work_items,
             best as f64 / 1e6,
             2.0 * f64::from(n) * 4.0 / best.max(1) as f64,
+            100.0 * copy_ns as f64 / best.max(1) as f64,
+            median as f64 / 1e6,
             if bad == 0 {
                 "ok".to_string()
             } else {

@@ -57,6 +57,7 @@ fn bounded_programs_and_the_scan_examples_pass_the_32_bit_check() {
         "chunked",
         "kogge_stone",
         "kogge_stone_16",
+        "sequential",
         "sklansky",
     ] {
         files.push(format!("examples/prefix-sum/{scan}.pvl"));

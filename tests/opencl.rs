@@ -122,6 +122,13 @@ fn the_four_classic_scans_pass_the_interval_test_at_several_sizes() {
         "64..8192",
         &[64, 128, 256, 512, 1024, 2048, 4096, 8192],
     );
+    // One work-item scanning the whole block (N >= 1).
+    assert_interval_pass(
+        "examples/prefix-sum/sequential.pvl",
+        "inclusive",
+        "1..4096",
+        &[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096],
+    );
     // Beyond one work-group: reduce-then-scan with the generated kernel scanning each block.
     // (pocl allows 4096 work-items per group: Kogge-Stone is multi-group from 8192, the N / 2
     // thread scans from 16384.)
@@ -133,12 +140,19 @@ fn the_four_classic_scans_pass_the_interval_test_at_several_sizes() {
     ] {
         assert_interval_pass(file, kind, "32768..65536", &[32768, 65536]);
     }
-    // Blocks of 262144 (4096 work-items of 64 cells): two groups.
+    // Beyond the block limit (65536 elements on a CPU device): blocks of 65536 (1024
+    // work-items of 64 cells, or one work-item) — eight groups, and two and four.
     assert_interval_pass(
         "examples/prefix-sum/chunked.pvl",
         "inclusive",
         "524288..524288",
         &[524288],
+    );
+    assert_interval_pass(
+        "examples/prefix-sum/sequential.pvl",
+        "inclusive",
+        "131072..262144",
+        &[131072, 262144],
     );
     assert_interval_pass(
         "examples/prefix-sum/kogge_stone.pvl",
@@ -158,6 +172,52 @@ fn the_four_classic_scans_pass_the_interval_test_at_several_sizes() {
         "inclusive",
         "16..16",
         &[16],
+    );
+}
+
+/// The (groups, block) of `scan-test --json` at one n with extra arguments; asserts a pass.
+fn passing_plan(file: &str, n: &str, extra: &[&str]) -> (u64, u64) {
+    let mut args = vec!["--n", n];
+    args.extend_from_slice(extra);
+    let (code, document) = scan_test(file, "inclusive", &args);
+    assert_eq!(code, Some(0), "{file} {args:?}: {document:#}");
+    let r = &results(&document)[0];
+    assert_eq!(r["interval"]["passed"], true, "{file}: {r:#}");
+    (r["groups"].as_u64().unwrap(), r["block"].as_u64().unwrap())
+}
+
+/// `--max-block` splits n into blocks of at most B, but only into blocks the kernel's
+/// precondition admits: reduce-then-scan runs the kernel at N := block, and a block the proof
+/// does not cover would pair the verdict with a run it does not cover.
+#[test]
+fn reduce_then_scan_blocks_are_within_the_limit_and_the_precondition() {
+    if !platform_available() {
+        return;
+    }
+    let kogge_stone = "examples/prefix-sum/kogge_stone.pvl";
+    assert_eq!(passing_plan(kogge_stone, "1024", &[]), (1, 1024));
+    assert_eq!(
+        passing_plan(kogge_stone, "1024", &["--max-block", "256"]),
+        (4, 256)
+    );
+    // A non-power-of-two n is never split: the limit is a preference.
+    assert_eq!(
+        passing_plan(
+            "examples/prefix-sum/sequential.pvl",
+            "96",
+            &["--max-block", "32"]
+        ),
+        (1, 96)
+    );
+    let from_1024 = "tests/data/scan_plan/sequential_from_1024.pvl";
+    assert_eq!(
+        passing_plan(from_1024, "4096", &["--max-block", "1024"]),
+        (4, 1024)
+    );
+    // Blocks of 256 are what the limit asks for, but the proof covers only N >= 1024.
+    assert_eq!(
+        passing_plan(from_1024, "4096", &["--max-block", "256"]),
+        (1, 4096)
     );
 }
 
@@ -254,34 +314,37 @@ fn broken_scans_are_caught_and_the_report_says_by_what() {
         "only {by_interval} broken scans for the interval test"
     );
     for b in &broken {
+        let sizes: Vec<&str> = b.sizes.iter().flat_map(|n| ["--n", n.as_str()]).collect();
         match b.expect.as_str() {
             "interval-fail" => {
-                for n in &b.sizes {
-                    let (code, document) = scan_test(&b.file, &b.kind, &["--n", n]);
-                    assert_eq!(code, Some(1), "{} at n = {n}: {document:#}", b.file);
-                    assert_eq!(document["verdict"], "fail", "{}", b.file);
-                    let r = &results(&document)[0];
-                    assert_eq!(r["interval"]["passed"], false, "{} at n = {n}", b.file);
+                // One run for all sizes: the checker's half does not depend on n.
+                let (code, document) = scan_test(&b.file, &b.kind, &sizes);
+                assert_eq!(code, Some(1), "{}: {document:#}", b.file);
+                assert_eq!(document["verdict"], "fail", "{}", b.file);
+                assert_eq!(results(&document).len(), b.sizes.len(), "{}", b.file);
+                for r in results(&document) {
+                    assert_eq!(r["interval"]["passed"], false, "{}: {r:#}", b.file);
                     assert!(r["interval"]["bad_cells"].as_u64() > Some(0));
                 }
             }
             "race" => {
                 // A data race is the checker's to catch: the interval test alone is not
                 // required to see it, the checker must, and the verdict is never a pass.
-                for n in &b.sizes {
-                    let (code, document) = scan_test(&b.file, &b.kind, &["--n", n]);
-                    assert_ne!(code, Some(0), "{} at n = {n}", b.file);
-                    assert_ne!(document["verdict"], "pass", "{}", b.file);
-                    let status = &document["race_freedom"]["status"];
-                    assert!(
-                        status == "not_proved" || status == "refuted",
-                        "{} at n = {n}: the checker must reject the race: {status}",
-                        b.file
-                    );
+                let (code, document) = scan_test(&b.file, &b.kind, &sizes);
+                assert_ne!(code, Some(0), "{}", b.file);
+                assert_ne!(document["verdict"], "pass", "{}", b.file);
+                let status = &document["race_freedom"]["status"];
+                assert!(
+                    status == "not_proved" || status == "refuted",
+                    "{}: the checker must reject the race: {status}",
+                    b.file
+                );
+                for r in results(&document) {
                     eprintln!(
-                        "{} at n = {n}: interval test {}, race found by the checker",
+                        "{} at n = {}: interval test {}, race found by the checker",
                         b.file,
-                        if results(&document)[0]["interval"]["passed"] == true {
+                        r["n"],
+                        if r["interval"]["passed"] == true {
                             "passed"
                         } else {
                             "failed"
@@ -298,11 +361,13 @@ fn broken_scans_are_caught_and_the_report_says_by_what() {
                 } else {
                     "E0624"
                 };
-                for n in &b.sizes {
-                    let (exit, document) = scan_test(&b.file, &b.kind, &["--n", n]);
-                    assert_eq!(exit, Some(1), "{} at n = {n}: {document:#}", b.file);
+                {
+                    let (exit, document) = scan_test(&b.file, &b.kind, &sizes);
+                    assert_eq!(exit, Some(1), "{}: {document:#}", b.file);
                     assert_eq!(document["verdict"], "refused", "{}", b.file);
-                    assert_eq!(results(&document)[0]["interval"]["passed"], true);
+                    for r in results(&document) {
+                        assert_eq!(r["interval"]["passed"], true, "{}: {r:#}", b.file);
+                    }
                     let race = &document["race_freedom"];
                     assert_eq!(race["status"], "refuted", "{}", b.file);
                     let reason = race["reason"].as_str().unwrap_or_default();

@@ -117,12 +117,21 @@ pub struct Kernel {
     /// The spans of the `+` emitted as `OP(a, b)`: element combinations, which run in the
     /// monoid's type and are exempt from `verify --int32` (`verify::Int32::exempt`).
     pub element_ops: BTreeSet<Span>,
+    /// What the method's precondition says about N: the harness runs the kernel only at
+    /// sizes it admits, since the proof covers no other.
+    pub precondition: SizePrecondition,
 }
 
 /// The name of the generated kernel function.
 pub const KERNEL_NAME: &str = "alp_scan";
 
 impl Kernel {
+    /// Does the method's precondition admit N := n? Conjuncts about data (heap values,
+    /// permissions, quantifiers) are not decided by a size and are not checked.
+    pub fn check_size(&self, n: i64) -> Result<(), SizeRefused> {
+        self.precondition.check(n)
+    }
+
     /// FNV-1a (64 bits) of [`Kernel::source`]: the integer run and the interval run use the
     /// source with this hash.
     pub fn source_hash(&self) -> u64 {
@@ -225,7 +234,9 @@ pub fn generate(program: &Program) -> Result<Kernel, CodegenError> {
             })
         }
     };
-    Generator::new(method, functions).kernel()
+    let mut kernel = Generator::new(method, functions).kernel()?;
+    kernel.precondition = size::precondition(program, &kernel);
+    Ok(kernel)
 }
 
 fn collect<'a>(
@@ -484,6 +495,8 @@ impl<'a> Generator<'a> {
             size_param,
             threads: (iter.lo.clone(), iter.hi.clone()),
             element_ops: self.element_ops,
+            // Filled in by `generate`, which has the program the pure functions come from.
+            precondition: SizePrecondition::default(),
         })
     }
 
@@ -1069,7 +1082,7 @@ fn assignments_of<'s>(stmt: &'s Stmt, out: &mut Vec<(&'s str, &'s Expr)>) {
 }
 
 mod size;
-pub use size::{check_size, SizeRefused};
+pub use size::{SizePrecondition, SizeRefused};
 
 #[cfg(test)]
 mod tests;

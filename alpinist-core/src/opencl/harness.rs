@@ -8,10 +8,13 @@
 //! - [`Harness::voigtlaender`] and [`Harness::random`] — the baselines, batched (one work-group
 //!   per run).
 //!
-//! Launch shape ([`Plan`]): one work-group of `hi − lo` work-items per run (the par range at
-//! N := n); beyond the device's work-group limit, a power-of-two n runs as reduce-then-scan over
-//! blocks of the largest power of two that fits (see [`SCHEME`]); other sizes are
-//! [`HarnessError::TooLarge`]. The baselines stay single-work-group.
+//! Launch shape ([`Plan`], [`Harness::plan`]): one work-group of `hi − lo` work-items per run
+//! (the par range at N := n); beyond the device's work-group limit or the harness's block
+//! limit ([`Harness::max_block`]), a power-of-two n runs as reduce-then-scan over blocks of the
+//! largest power of two that fits, is within the limit and is admitted by the kernel's
+//! precondition (the kernel runs at N := block, so the proof must cover the block too; see
+//! [`SCHEME`]); other sizes are [`HarnessError::TooLarge`]. The baselines stay
+//! single-work-group.
 
 use std::time::Instant;
 
@@ -190,7 +193,18 @@ pub struct Harness {
     pub device: DeviceInfo,
     pub(super) context: Context,
     pub(super) queue: Queue,
+    /// The largest block reduce-then-scan uses, in elements: n above it is split where it can
+    /// be ([`Harness::plan`]). A preference, not a limit on n.
+    max_block: u32,
 }
+
+/// The default block limit on a CPU device: 65536 elements (256 KiB of `uint`, about an L2
+/// cache; the fast path's CPU block). Without a limit a kernel that fits one work-group at
+/// any n (`examples/prefix-sum/sequential.pvl`, one work-item) would run a whole scan on one
+/// core. Measured with that kernel at 2^28 (`scan_throughput` bench, `--max-block`): blocks
+/// of 4096 … 2^20 elements took 71–81 ms, within the noise of each other. On other devices
+/// blocks are as large as the kernel allows.
+pub const CPU_BLOCK: u32 = 65536;
 
 /// The fixed kernels of reduce-then-scan, generic in `ELEM`/`IDENTITY`/`OP` like the generated
 /// kernel (so the interval test covers the whole composition). Each phase is work-group
@@ -295,7 +309,18 @@ impl Harness {
             device: device.clone(),
             context,
             queue,
+            max_block: if device.cpu { CPU_BLOCK } else { u32::MAX },
         })
+    }
+
+    /// The largest block reduce-then-scan uses ([`CPU_BLOCK`] on a CPU, unbounded elsewhere).
+    pub fn max_block(&self) -> u32 {
+        self.max_block
+    }
+
+    /// Sets [`Harness::max_block`]; `None` restores the device's default.
+    pub fn set_max_block(&mut self, max_block: Option<u32>) {
+        self.max_block = max_block.unwrap_or(if self.device.cpu { CPU_BLOCK } else { u32::MAX });
     }
 
     /// Compiles the kernel's source behind the monoid's prelude.
@@ -461,35 +486,41 @@ impl Harness {
     }
 
     /// How one scan of n elements runs: one work-group, or reduce-then-scan over `groups`
-    /// blocks of `block` elements when n exceeds what one work-group can do.
-    pub fn plan(&self, kernel: &Kernel, n: u32, elem_bytes: u64) -> Result<Plan, HarnessError> {
+    /// blocks of `block` elements when n is a power of two and either exceeds what one
+    /// work-group can do or exceeds [`Harness::max_block`]. Every block is a size the
+    /// kernel's precondition admits. The shape is computed for 8-byte elements (interval
+    /// words, the widest of any run), so every run of one n — interval, swapped, integer —
+    /// has the same plan and the interval test covers the shape the integer run uses.
+    pub fn plan(&self, kernel: &Kernel, n: u32) -> Result<Plan, HarnessError> {
+        let elem_bytes = std::mem::size_of::<Word>() as u64;
         let single = match self.shape(kernel, n, elem_bytes) {
-            Ok(work_items) => {
-                return Ok(Plan {
-                    block: n,
-                    groups: 1,
-                    work_items,
-                })
-            }
-            Err(e @ (HarnessError::TooLarge { .. } | HarnessError::LocalMemory { .. })) => e,
+            Ok(work_items) => Ok(Plan {
+                block: n,
+                groups: 1,
+                work_items,
+            }),
+            Err(e @ (HarnessError::TooLarge { .. } | HarnessError::LocalMemory { .. })) => Err(e),
             Err(e) => return Err(e),
         };
-        // Multi-work-group: powers of two only, blocks of the largest power of two that fits.
-        if !n.is_power_of_two() {
-            return Err(single);
+        if (single.is_ok() && n <= self.max_block) || !n.is_power_of_two() {
+            return single;
         }
-        let mut block = n / 2;
+        // Powers of two only, the largest block that fits, within the limit and admitted.
+        let limit = (n / 2).min(self.max_block).max(1);
+        let mut block = 1 << (u32::BITS - 1 - limit.leading_zeros());
         while block >= 2 {
-            if let Ok(work_items) = self.shape(kernel, block, elem_bytes) {
-                return Ok(Plan {
-                    block,
-                    groups: (n / block) as usize,
-                    work_items,
-                });
+            if kernel.check_size(i64::from(block)).is_ok() {
+                if let Ok(work_items) = self.shape(kernel, block, elem_bytes) {
+                    return Ok(Plan {
+                        block,
+                        groups: (n / block) as usize,
+                        work_items,
+                    });
+                }
             }
             block /= 2;
         }
-        Err(single)
+        single
     }
 
     /// One scan of `input` (n elements) by the plan: the generated kernel alone, or
@@ -585,7 +616,7 @@ impl Harness {
         totals: &Buffer<T>,
         plan: &Plan,
     ) -> Result<u64, HarnessError> {
-        let items = group_items(&self.device, SCHEME_ITEMS).min(plan.block as usize);
+        let items = self.reduce_items(plan.block);
         let chunk = plan.block / items as u32;
         let (reduce, scan_totals) =
             self.scheme_kernels(program, input, totals, (plan.groups, items, chunk))?;
@@ -593,6 +624,18 @@ impl Harness {
         // `groups` work-groups reads its own block of items · chunk = block cells of `input`
         // (groups · block = n) and writes one total; alp_scan_totals touches `groups` totals.
         Ok(unsafe { timed(&reduce)? + timed(&scan_totals)? })
+    }
+
+    /// Work-items per group of `alp_reduce` over blocks of `block` elements: on a CPU one,
+    /// whose sequential loop over the block is what pocl runs fastest (as the fast path's
+    /// reduce does), else [`SCHEME_ITEMS`]. With groups of 256, `sequential.pvl` on blocks of
+    /// 4096 took 163 ms at 2^28 where one work-item took 69 ms (scan_throughput bench).
+    fn reduce_items(&self, block: u32) -> usize {
+        if self.device.cpu {
+            1
+        } else {
+            group_items(&self.device, SCHEME_ITEMS).min(block as usize)
+        }
     }
 
     /// The interval test of one n with a compiled interval program (normal or swapped).
@@ -604,7 +647,7 @@ impl Harness {
         kind: ScanKind,
     ) -> Result<(IntervalOutcome, u64), HarnessError> {
         let input: Vec<Word> = (0..n).map(interval::input).collect();
-        let plan = self.plan(kernel, n, 8)?;
+        let plan = self.plan(kernel, n)?;
         let (output, kernel_ns) =
             self.scan_once(program, kernel, &plan, kind, &input, interval::TOP)?;
         Ok((self.check_interval(program, &output, n, kind)?, kernel_ns))
@@ -672,7 +715,7 @@ impl Harness {
         n: u32,
         kind: ScanKind,
     ) -> Result<ScanReport, HarnessError> {
-        let plan = self.plan(kernel, n, 8)?;
+        let plan = self.plan(kernel, n)?;
 
         let started = Instant::now();
         let program = self.compile(kernel, Monoid::Interval)?;

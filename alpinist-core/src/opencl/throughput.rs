@@ -20,7 +20,7 @@ use ocl::{Buffer, Event, Kernel as OclKernel, OclPrm, Program};
 
 use super::harness::{
     group_items, host_scan, random_words, timed, Harness, HarnessError, IntOutcome,
-    IntervalOutcome, Monoid, ScanKind, SCHEME, SEED,
+    IntervalOutcome, Monoid, ScanKind, CPU_BLOCK, SCHEME, SEED,
 };
 use super::interval::{self, Word};
 
@@ -86,7 +86,7 @@ pub const GPU_SHAPE: (usize, u32) = (256, 16);
 /// work-items × 256 elements took 6–11 ms for the block phase, 1 × 4096 1.2–1.7 ms), so on a
 /// CPU each block is one work-item's sequential scan and the local-memory steps are skipped;
 /// long blocks keep the number of work-groups, each with its scheduling cost, small.
-pub const CPU_SHAPE: (usize, u32) = (1, 65536);
+pub const CPU_SHAPE: (usize, u32) = (1, CPU_BLOCK);
 
 /// The launch shape of the fast path: `groups` blocks of `items · chunk` elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -40,14 +40,28 @@ enum Val {
     Bool(bool),
 }
 
+/// What a kernel's precondition says about its size, owned by the [`Kernel`] so that the
+/// harness can check every size it launches the kernel at — n itself and, for
+/// reduce-then-scan, the block — without the program.
+#[derive(Clone, Debug, Default)]
+pub struct SizePrecondition {
+    /// The top-level conjuncts of the `requires`, `context` and `context_everywhere` clauses.
+    conjuncts: Vec<Expr>,
+    /// The program's pure functions, by name.
+    functions: HashMap<String, Method>,
+    /// The array parameters (non-null, n cells each).
+    arrays: Vec<String>,
+    size_param: String,
+}
+
 struct Host<'p> {
-    functions: HashMap<&'p str, &'p Method>,
-    arrays: Vec<&'p str>,
+    functions: &'p HashMap<String, Method>,
+    arrays: &'p [String],
     n: i128,
 }
 
-/// Checks every conjunct of the kernel method's precondition that the size decides at N := n.
-pub fn check_size(program: &Program, kernel: &Kernel, n: i64) -> Result<(), SizeRefused> {
+/// The size precondition of `kernel`, the kernel generated from `program`.
+pub(super) fn precondition(program: &Program, kernel: &Kernel) -> SizePrecondition {
     let mut functions = HashMap::new();
     let mut contract = None;
     for item in &program.items {
@@ -58,7 +72,7 @@ pub fn check_size(program: &Program, kernel: &Kernel, n: i64) -> Result<(), Size
         for m in members {
             if let MemberKind::Method(method) = &m.kind {
                 if matches!(method.body, MethodBody::Expr(_)) {
-                    functions.insert(method.name.name.as_str(), method);
+                    functions.insert(method.name.name.clone(), method.clone());
                 }
                 if method.name.name == kernel.method && matches!(method.body, MethodBody::Block(_))
                 {
@@ -71,15 +85,10 @@ pub fn check_size(program: &Program, kernel: &Kernel, n: i64) -> Result<(), Size
         .args
         .iter()
         .filter_map(|a| match a {
-            KernelArg::Global { name } => Some(name.as_str()),
+            KernelArg::Global { name } => Some(name.clone()),
             _ => None,
         })
         .collect();
-    let host = Host {
-        functions,
-        arrays,
-        n: i128::from(n),
-    };
     let mut conjuncts = Vec::new();
     for clause in contract.into_iter().flat_map(|c| &c.clauses) {
         if let ClauseKind::Requires(e) | ClauseKind::Context(e) | ClauseKind::ContextEverywhere(e) =
@@ -88,22 +97,39 @@ pub fn check_size(program: &Program, kernel: &Kernel, n: i64) -> Result<(), Size
             e.flatten_and(&mut conjuncts);
         }
     }
-    let env = HashMap::from([(kernel.size_param.clone(), Val::Int(i128::from(n)))]);
-    for c in conjuncts {
-        if host.eval(c, &env, 0) == Some(Val::Bool(false)) {
-            return Err(SizeRefused {
-                n,
-                conjunct: crate::syntax::print_expr(c),
-                span: c.span,
-            });
-        }
+    SizePrecondition {
+        conjuncts: conjuncts.into_iter().cloned().collect(),
+        functions,
+        arrays,
+        size_param: kernel.size_param.clone(),
     }
-    Ok(())
+}
+
+impl SizePrecondition {
+    /// Checks every conjunct that the size decides at N := n.
+    pub fn check(&self, n: i64) -> Result<(), SizeRefused> {
+        let host = Host {
+            functions: &self.functions,
+            arrays: &self.arrays,
+            n: i128::from(n),
+        };
+        let env = HashMap::from([(self.size_param.clone(), Val::Int(i128::from(n)))]);
+        for c in &self.conjuncts {
+            if host.eval(c, &env, 0) == Some(Val::Bool(false)) {
+                return Err(SizeRefused {
+                    n,
+                    conjunct: crate::syntax::print_expr(c),
+                    span: c.span,
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Host<'_> {
     fn is_array(&self, e: &Expr) -> bool {
-        matches!(&e.kind, ExprKind::Name(id) if self.arrays.contains(&id.name.as_str()))
+        matches!(&e.kind, ExprKind::Name(id) if self.arrays.contains(&id.name))
     }
 
     /// The value of `e`, or `None` where it is not decided by the size alone.
@@ -199,7 +225,7 @@ impl Host<'_> {
                 given,
                 ..
             } if given.is_empty() && depth < MAX_DEPTH => {
-                let function = self.functions.get(name.name.as_str())?;
+                let function = self.functions.get(&name.name)?;
                 let MethodBody::Expr(body) = &function.body else {
                     return None;
                 };

@@ -231,10 +231,10 @@ fn sizes_are_checked_against_the_precondition() {
         .program;
     let kernel = generate(&program).unwrap();
     for n in [2, 4, 1024, 1 << 28] {
-        assert_eq!(check_size(&program, &kernel, n), Ok(()), "n = {n}");
+        assert_eq!(kernel.check_size(n), Ok(()), "n = {n}");
     }
     for (n, conjunct) in [(1, "N >= 2"), (6, "isPow2(N)"), (1 << 29, "N <= 268435456")] {
-        let e = check_size(&program, &kernel, n).unwrap_err();
+        let e = kernel.check_size(n).unwrap_err();
         assert_eq!(e.conjunct, conjunct, "n = {n}");
     }
 }
