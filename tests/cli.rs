@@ -134,3 +134,64 @@ fn scan_test_without_the_feature_says_how_to_enable_it() {
     assert_eq!(output.status.code(), Some(4));
     assert!(stderr(&output).contains("--features opencl"));
 }
+
+/// `emit-opencl` prints what `scan-test` compiles, with or without the `opencl` feature: the
+/// header names the hash `scan-test` reports (the generated kernel's), then the prelude, then
+/// the kernel.
+#[test]
+fn emit_opencl_prints_the_program_scan_test_compiles() {
+    for scan in [
+        "blelloch",
+        "brent_kung",
+        "chunked",
+        "kogge_stone",
+        "kogge_stone_16",
+        "sequential",
+        "sklansky",
+    ] {
+        let file = format!("examples/prefix-sum/{scan}.pvl");
+        let path = &file;
+        let output = run(&["emit-opencl", &file]);
+        assert_eq!(output.status.code(), Some(0), "{file}: {}", stderr(&output));
+        let text = stdout(&output);
+        let parsed = syntax::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let kernel = alpinist::opencl::codegen::generate(&parsed.program).unwrap();
+        let hash = format!("Kernel source hash {:016x}", kernel.source_hash());
+        assert!(text.contains(&hash), "{file}: no `{hash}`\n{text}");
+        assert!(text.contains("#define OP(a, b) ((a) + (b))"), "{file}");
+        assert!(text.ends_with(&kernel.source), "{file}");
+    }
+    let output = run(&["emit-opencl", "examples/prefix-sum/chunked.pvl"]);
+    insta::with_settings!({
+        snapshot_path => "snapshots/opencl",
+        prepend_module_to_snapshot => false,
+    }, {
+        insta::assert_snapshot!("emit_opencl__chunked", stdout(&output));
+    });
+    let interval = run(&[
+        "emit-opencl",
+        "examples/prefix-sum/sequential.pvl",
+        "--monoid",
+        "interval",
+    ]);
+    assert_eq!(interval.status.code(), Some(0));
+    assert!(stdout(&interval).contains("alp_interval_op"));
+}
+
+#[test]
+fn emit_opencl_refuses_what_code_generation_refuses_with_its_position() {
+    let file = "tests/data/scan/refused_element_doubling.pvl";
+    let output = run(&["emit-opencl", file]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stdout(&output).is_empty(), "{}", stdout(&output));
+    let err = stderr(&output);
+    assert!(err.contains("E0802"), "{err}");
+    assert!(err.contains(&format!("{file}:")), "{err}");
+    let not_a_kernel = run(&["emit-opencl", "examples/basic/sum_loop.pvl"]);
+    assert_eq!(
+        not_a_kernel.status.code(),
+        Some(2),
+        "{}",
+        stderr(&not_a_kernel)
+    );
+}

@@ -140,20 +140,21 @@ fn the_four_classic_scans_pass_the_interval_test_at_several_sizes() {
     ] {
         assert_interval_pass(file, kind, "32768..65536", &[32768, 65536]);
     }
-    // Beyond the block limit (65536 elements on a CPU device): blocks of 65536 (1024
-    // work-items of 64 cells, or one work-item) — eight groups, and two and four.
-    assert_interval_pass(
+    // Beyond a block limit (design.md: multi-group scans in tests only up to 2^16): blocks of
+    // 16384 elements (256 work-items of 64 cells, or one work-item) and of 4096.
+    for file in [
         "examples/prefix-sum/chunked.pvl",
-        "inclusive",
-        "524288..524288",
-        &[524288],
-    );
-    assert_interval_pass(
         "examples/prefix-sum/sequential.pvl",
-        "inclusive",
-        "131072..262144",
-        &[131072, 262144],
-    );
+    ] {
+        assert_eq!(
+            passing_plan(file, "65536", &["--max-block", "16384"]),
+            (4, 16384)
+        );
+        assert_eq!(
+            passing_plan(file, "65536", &["--max-block", "4096"]),
+            (16, 4096)
+        );
+    }
     assert_interval_pass(
         "examples/prefix-sum/kogge_stone.pvl",
         "inclusive",
@@ -263,12 +264,14 @@ fn a_scan_run_with_the_wrong_kind_fails() {
     assert_eq!(results(&document)[0]["interval"]["first_bad"]["index"], 0);
 }
 
-/// The header of a broken scan: what must catch it, its kind, the sizes to run.
+/// The header of a broken scan: what must catch it, its kind, the sizes to run, and the block
+/// limit (`//:: max-block B`, to run sizes ≤ 2^16 across several work-groups).
 struct Broken {
     file: String,
     expect: String,
     kind: String,
     sizes: Vec<String>,
+    max_block: Option<String>,
 }
 
 fn broken_scans() -> Vec<Broken> {
@@ -293,6 +296,7 @@ fn broken_scans() -> Vec<Broken> {
                     .split_whitespace()
                     .map(str::to_string)
                     .collect(),
+                max_block: header("max-block"),
                 file,
             }
         })
@@ -314,7 +318,10 @@ fn broken_scans_are_caught_and_the_report_says_by_what() {
         "only {by_interval} broken scans for the interval test"
     );
     for b in &broken {
-        let sizes: Vec<&str> = b.sizes.iter().flat_map(|n| ["--n", n.as_str()]).collect();
+        let mut sizes: Vec<&str> = b.sizes.iter().flat_map(|n| ["--n", n.as_str()]).collect();
+        if let Some(max_block) = &b.max_block {
+            sizes.extend(["--max-block", max_block.as_str()]);
+        }
         match b.expect.as_str() {
             "interval-fail" => {
                 // One run for all sizes: the checker's half does not depend on n.
@@ -322,6 +329,15 @@ fn broken_scans_are_caught_and_the_report_says_by_what() {
                 assert_eq!(code, Some(1), "{}: {document:#}", b.file);
                 assert_eq!(document["verdict"], "fail", "{}", b.file);
                 assert_eq!(results(&document).len(), b.sizes.len(), "{}", b.file);
+                if b.max_block.is_some() {
+                    assert!(
+                        results(&document)
+                            .iter()
+                            .any(|r| r["groups"].as_u64() > Some(1)),
+                        "{}: `//:: max-block` but no run across work-groups",
+                        b.file
+                    );
+                }
                 for r in results(&document) {
                     assert_eq!(r["interval"]["passed"], false, "{}: {r:#}", b.file);
                     assert!(r["interval"]["bad_cells"].as_u64() > Some(0));

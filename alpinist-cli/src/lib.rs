@@ -96,6 +96,8 @@ enum Command {
     },
     /// Confirm a prefix-sum kernel with the interval-of-summations test on OpenCL devices.
     ScanTest(commands::opencl::ScanTestArgs),
+    /// Print the OpenCL C generated from a scan kernel (no OpenCL needed).
+    EmitOpencl(commands::opencl::EmitOpenclArgs),
     /// List OpenCL platforms and devices.
     Devices,
 }
@@ -168,6 +170,7 @@ pub fn main() -> ExitCode {
         ),
         Command::Report { .. } => commands::not_implemented("report"),
         Command::ScanTest(args) => commands::opencl::scan_test(&args),
+        Command::EmitOpencl(args) => commands::opencl::emit_opencl(&args),
         Command::Devices => commands::opencl::devices(),
     };
     ExitCode::from(outcome as u8)

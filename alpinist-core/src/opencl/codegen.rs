@@ -101,6 +101,19 @@ pub enum KernelArg {
     Local { name: String, size: Expr },
 }
 
+impl KernelArg {
+    /// The parameter as the kernel function declares it. A global array is the whole
+    /// batch's buffer (`alp_` + its name); the kernel body sees its work-group's slice under
+    /// the PVL name.
+    pub fn declaration(&self) -> String {
+        match self {
+            KernelArg::Global { name } => format!("__global ELEM* alp_{name}"),
+            KernelArg::Size { name } => format!("int {name}"),
+            KernelArg::Local { name, .. } => format!("__local ELEM* {name}"),
+        }
+    }
+}
+
 /// A generated kernel and what the host needs to launch it.
 #[derive(Clone, Debug)]
 pub struct Kernel {
@@ -457,17 +470,16 @@ impl<'a> Generator<'a> {
         let mut params = Vec::new();
         let mut prologue = String::new();
         for arg in &args {
+            params.push(arg.declaration());
             match arg {
                 KernelArg::Global { name } => {
-                    params.push(format!("__global ELEM* alp_{name}"));
                     writeln!(
                         prologue,
                         "  __global ELEM* {name} = alp_{name} + (size_t)get_group_id(0) * (size_t){size_param};"
                     )
                     .unwrap();
                 }
-                KernelArg::Size { name } => params.push(format!("int {name}")),
-                KernelArg::Local { name, .. } => params.push(format!("__local ELEM* {name}")),
+                KernelArg::Size { .. } | KernelArg::Local { .. } => {}
             }
         }
 

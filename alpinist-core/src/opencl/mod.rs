@@ -6,6 +6,8 @@
 //!
 //! - [`interval`] — the interval monoid packed in 64 bits (host implementation and the OpenCL
 //!   prelude that mirrors it).
+//! - [`monoid`] — the monoids a generated source is compiled with (its preludes) and their
+//!   host operators.
 //! - [`platform`] — platforms and devices, listed without panicking when there are none.
 //! - [`codegen`] — IR kernel → OpenCL C with `ELEM`, `IDENTITY`, `OP(a, b)` as macros; refuses
 //!   kernels that touch element values other than through the operator and the identity.
@@ -30,6 +32,7 @@ pub mod codegen;
 #[cfg(feature = "opencl")]
 pub mod harness;
 pub mod interval;
+pub mod monoid;
 #[cfg(feature = "opencl")]
 pub mod platform;
 #[cfg(feature = "opencl")]
