@@ -100,11 +100,91 @@ fn usage_errors_exit_2() {
     assert_eq!(run(&["--help"]).status.code(), Some(0));
 }
 
+/// `report` reads what `optimise --json` wrote — an applied optimisation, a refusal — in every
+/// format, and names the JSON files that are not such documents instead of dropping them.
 #[test]
-fn subcommands_not_landed_yet_say_so_with_exit_2() {
-    let output = run(&["report", "examples"]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("not implemented yet"));
+fn report_summarises_optimise_documents_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("runs");
+    std::fs::create_dir(&nested).unwrap();
+    for (name, args) in [
+        (
+            "applied",
+            vec!["optimise", "--json", "examples/loop_unroll/countdown.pvl"],
+        ),
+        (
+            "refused",
+            vec![
+                "optimise",
+                "--json",
+                "--unroll",
+                "3",
+                "tests/data/unroll/bound_too_small.pvl",
+            ],
+        ),
+    ] {
+        let output = run(&args);
+        std::fs::write(nested.join(format!("{name}.json")), &output.stdout).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("other.json"),
+        r#"{"schema_version": 1, "files": []}"#,
+    )
+    .unwrap();
+    let path = dir.path().to_str().unwrap();
+
+    let md = run(&["report", path]);
+    assert_eq!(md.status.code(), Some(0), "{}", stderr(&md));
+    let text = stdout(&md);
+    assert!(
+        text.starts_with("2 document(s): 1 applied, 1 refused"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| examples/loop_unroll/countdown.pvl | unrolled the loop over `j` by 2"),
+        "{text}"
+    );
+    assert!(text.contains("| applied, reverified |"), "{text}");
+    assert!(text.contains("refused (E0905)"), "{text}");
+    let warning = stderr(&md);
+    assert!(
+        warning.contains("skipped") && warning.contains("other.json"),
+        "{warning}"
+    );
+
+    let json = run(&["report", path, "--format", "json"]);
+    assert_eq!(json.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["summary"]["documents"], 2);
+    assert_eq!(doc["documents"][0]["status"], "applied");
+    assert!(doc["documents"][0]["after_over_before"].as_f64() > Some(0.0));
+    assert_eq!(doc["documents"][1]["code"], "E0905");
+
+    let csv = run(&["report", path, "--format", "csv"]);
+    assert_eq!(csv.status.code(), Some(0));
+    let lines: Vec<String> = stdout(&csv).lines().map(str::to_string).collect();
+    assert!(lines[0].starts_with("file,applied,status,"), "{lines:?}");
+    assert_eq!(lines.len(), 3, "header, one method each: {lines:?}");
+
+    let svg = run(&["report", path, "--format", "svg"]);
+    assert_eq!(svg.status.code(), Some(0));
+    let svg = stdout(&svg);
+    assert!(
+        svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+        "{svg}"
+    );
+}
+
+#[test]
+fn report_without_documents_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = run(&["report", dir.path().to_str().unwrap()]);
+    assert_eq!(empty.status.code(), Some(2));
+    assert!(stderr(&empty).contains("no `alpinist optimise --json` documents"));
+    let missing = run(&["report", "no/such/dir"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("no/such/dir"));
 }
 
 #[test]

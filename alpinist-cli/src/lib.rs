@@ -87,12 +87,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Summarise verification-time reports.
+    /// Summarise `alpinist optimise --json` documents: verification time before and after.
     Report {
-        #[arg(required = true)]
+        /// Directories (searched recursively for `*.json`) or files.
+        #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
         #[arg(long, value_enum, default_value = "md")]
-        format: ReportFormat,
+        format: commands::report::Format,
     },
     /// Confirm a prefix-sum kernel with the interval-of-summations test on OpenCL devices.
     ScanTest(commands::opencl::ScanTestArgs),
@@ -100,14 +101,6 @@ enum Command {
     EmitOpencl(commands::opencl::EmitOpenclArgs),
     /// List OpenCL platforms and devices.
     Devices,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ReportFormat {
-    Md,
-    Json,
-    Csv,
-    Svg,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -168,7 +161,7 @@ pub fn main() -> ExitCode {
                 json,
             },
         ),
-        Command::Report { .. } => commands::not_implemented("report"),
+        Command::Report { dirs, format } => commands::report::run(&dirs, format),
         Command::ScanTest(args) => commands::opencl::scan_test(&args),
         Command::EmitOpencl(args) => commands::opencl::emit_opencl(&args),
         Command::Devices => commands::opencl::devices(),

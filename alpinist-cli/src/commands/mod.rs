@@ -4,6 +4,7 @@ pub mod check;
 pub mod fmt;
 pub mod opencl;
 pub mod optimise;
+pub mod report;
 pub mod verify;
 
 use std::path::Path;
@@ -57,10 +58,4 @@ pub fn front_end(path: &Path) -> Result<(Source, Parsed, Checked), Exit> {
             Err(Exit::BadInput)
         }
     }
-}
-
-/// The one placeholder design.md allows, until the subcommand's issue lands.
-pub fn not_implemented(subcommand: &str) -> Exit {
-    emit_plain(format_args!("not implemented yet: `alpinist {subcommand}`"));
-    Exit::BadInput
 }
