@@ -162,6 +162,15 @@ pub struct Harness {
 /// blocks are as large as the kernel allows.
 pub const CPU_BLOCK: u32 = 65536;
 
+/// [`CPU_BLOCK`] on a CPU device, no limit elsewhere.
+fn default_max_block(device: &DeviceInfo) -> u32 {
+    if device.cpu {
+        CPU_BLOCK
+    } else {
+        u32::MAX
+    }
+}
+
 /// The fixed kernels of reduce-then-scan, generic in `ELEM`/`IDENTITY`/`OP` like the generated
 /// kernel (so the interval test covers the whole composition). Each phase is work-group
 /// parallel and the seeding is fused into the input of the block scan, so the scheme moves
@@ -265,7 +274,7 @@ impl Harness {
             device: device.clone(),
             context,
             queue,
-            max_block: if device.cpu { CPU_BLOCK } else { u32::MAX },
+            max_block: default_max_block(device),
         })
     }
 
@@ -276,7 +285,7 @@ impl Harness {
 
     /// Sets [`Harness::max_block`]; `None` restores the device's default.
     pub fn set_max_block(&mut self, max_block: Option<u32>) {
-        self.max_block = max_block.unwrap_or(if self.device.cpu { CPU_BLOCK } else { u32::MAX });
+        self.max_block = max_block.unwrap_or(default_max_block(&self.device));
     }
 
     /// Compiles the kernel's source behind the monoid's prelude.
