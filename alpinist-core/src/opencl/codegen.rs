@@ -36,7 +36,7 @@
 //! do not for negative operands. `scan-test` proves the kernel's integer arithmetic free of
 //! overflow and of negative `/` `%` operands with `verify --int32`, exempting exactly the
 //! element combinations this generator emits as `OP` ([`Kernel::element_ops`]); it tests only
-//! sizes the kernel's precondition allows ([`check_size`]).
+//! sizes the kernel's precondition allows ([`Kernel::check_size`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;

@@ -1,7 +1,7 @@
 //! Front end: PVL text ⇄ IR.
 //!
 //! Entry points: [`parse`] (text → [`Parsed`]: IR + trivia + warnings, or syntax errors) and
-//! [`print`] (IR + trivia → text in the house style).
+//! [`print()`] (IR + trivia → text in the house style).
 //!
 //! Architecture invariants:
 //! - Parsing never panics, whatever the bytes; every failure is a [`SyntaxError`] with a span.
