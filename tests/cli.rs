@@ -5,7 +5,7 @@ use std::process::Stdio;
 
 use alpinist::syntax;
 
-use crate::common::{alpinist, pvl_files, relative, run, stderr, stdout};
+use crate::common::{alpinist, pvl_files, relative, run, stderr, stdout, SCAN_KERNELS};
 
 #[test]
 fn fmt_prints_every_example_as_the_library_does() {
@@ -220,21 +220,12 @@ fn scan_test_without_the_feature_says_how_to_enable_it() {
 /// the kernel.
 #[test]
 fn emit_opencl_prints_the_program_scan_test_compiles() {
-    for scan in [
-        "blelloch",
-        "brent_kung",
-        "chunked",
-        "kogge_stone",
-        "kogge_stone_16",
-        "sequential",
-        "sklansky",
-    ] {
+    for scan in SCAN_KERNELS {
         let file = format!("examples/prefix-sum/{scan}.pvl");
-        let path = &file;
         let output = run(&["emit-opencl", &file]);
         assert_eq!(output.status.code(), Some(0), "{file}: {}", stderr(&output));
         let text = stdout(&output);
-        let parsed = syntax::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let parsed = syntax::parse(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let kernel = alpinist::opencl::codegen::generate(&parsed.program).unwrap();
         let hash = format!("Kernel source hash {:016x}", kernel.source_hash());
         assert!(text.contains(&hash), "{file}: no `{hash}`\n{text}");

@@ -4,7 +4,7 @@
 //! without it (so the 32-bit check is what catches it); every file of `tests/data/int32_ok/`
 //! and every prefix-sum example verifies under `--int32`.
 
-use crate::common::{expectation, pvl_files, relative, run, stderr};
+use crate::common::{expectation, pvl_files, relative, run, stderr, SCAN_KERNELS};
 use crate::verify::{unverified, verify_json, verify_json_with};
 
 #[test]
@@ -51,15 +51,7 @@ fn bounded_programs_and_the_scan_examples_pass_the_32_bit_check() {
         .map(|p| relative(p))
         .collect();
     assert!(!files.is_empty(), "tests/data/int32_ok/ went missing");
-    for scan in [
-        "blelloch",
-        "brent_kung",
-        "chunked",
-        "kogge_stone",
-        "kogge_stone_16",
-        "sequential",
-        "sklansky",
-    ] {
+    for scan in SCAN_KERNELS {
         files.push(format!("examples/prefix-sum/{scan}.pvl"));
     }
     let mut problems = Vec::new();

@@ -51,6 +51,18 @@ pub fn snapshot_name(path: &Path, below: &str) -> String {
         .replace('/', "__")
 }
 
+/// The example scan kernels code generation accepts (`examples/prefix-sum/NAME.pvl`): the ones
+/// `scan-test` and `emit-opencl` take and `verify --int32` must pass.
+pub const SCAN_KERNELS: [&str; 7] = [
+    "blelloch",
+    "brent_kung",
+    "chunked",
+    "kogge_stone",
+    "kogge_stone_16",
+    "sequential",
+    "sklansky",
+];
+
 /// The `alpinist` binary, run from the repository root without colours.
 pub fn alpinist() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_alpinist"));

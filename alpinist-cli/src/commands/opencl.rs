@@ -11,14 +11,15 @@
 //! tested; 4 for environment errors (no platform, a compile error in generated code, a
 //! self-check that could not see the swapped scan fail).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use alpinist_core::opencl::codegen::{self, Kernel, KernelArg};
 use alpinist_core::opencl::monoid::Monoid;
-use alpinist_core::syntax::print_expr;
+use alpinist_core::syntax::{print_expr, Parsed};
 
 use crate::diagnostics::emit;
 use crate::exit::Exit;
+use crate::input::Source;
 use crate::{Baseline, ScanKind};
 
 /// The arguments of `alpinist emit-opencl`.
@@ -44,16 +45,9 @@ pub enum EmitMonoid {
 /// `scan-test` reports). Exit 0, or 2 when the file is not a scan kernel code generation
 /// accepts (with the diagnostic).
 pub fn emit_opencl(args: &EmitOpenclArgs) -> Exit {
-    let (source, parsed, _checked) = match super::front_end(&args.file) {
-        Ok(x) => x,
+    let kernel = match scan_kernel(&args.file) {
+        Ok((_, _, kernel)) => kernel,
         Err(exit) => return exit,
-    };
-    let kernel = match codegen::generate(&parsed.program) {
-        Ok(kernel) => kernel,
-        Err(e) => {
-            emit(&source, e);
-            return Exit::BadInput;
-        }
     };
     let monoid = match args.monoid {
         EmitMonoid::IntAdd => Monoid::IntAdd,
@@ -68,8 +62,21 @@ pub fn emit_opencl(args: &EmitOpenclArgs) -> Exit {
     Exit::Success
 }
 
+/// The front end, then code generation, on FILE: the source, the parsed program and its scan
+/// kernel; a refusal is reported with its diagnostic (exit 2).
+fn scan_kernel(file: &Path) -> Result<(Source, Parsed, Kernel), Exit> {
+    let (source, parsed, _checked) = super::front_end(file)?;
+    match codegen::generate(&parsed.program) {
+        Ok(kernel) => Ok((source, parsed, kernel)),
+        Err(e) => {
+            emit(&source, e);
+            Err(Exit::BadInput)
+        }
+    }
+}
+
 /// The header of `emit-opencl`: provenance, the hash, and the launch convention.
-fn launch_comment(file: &std::path::Path, kernel: &Kernel, monoid: EmitMonoid) -> String {
+fn launch_comment(file: &Path, kernel: &Kernel, monoid: EmitMonoid) -> String {
     let size = &kernel.size_param;
     let args: Vec<String> = kernel
         .args
@@ -219,7 +226,7 @@ fn parse_range(text: &str) -> Result<Vec<u32>, String> {
 
 #[cfg(feature = "opencl")]
 mod enabled {
-    use alpinist_core::opencl::codegen::{self, Kernel};
+    use alpinist_core::opencl::codegen::Kernel;
     use alpinist_core::opencl::harness::{
         BaselineReport, Harness, HarnessError, ScanKind as Kind, ScanReport,
     };
@@ -229,7 +236,7 @@ mod enabled {
     use serde_json::{json, Value};
 
     use super::{parse_range, ScanTestArgs};
-    use crate::diagnostics::{emit, emit_plain};
+    use crate::diagnostics::emit_plain;
     use crate::exit::Exit;
     use crate::input::Source;
     use crate::{Baseline, ScanKind};
@@ -276,16 +283,9 @@ mod enabled {
     }
 
     pub fn scan_test(args: &ScanTestArgs) -> Exit {
-        let (source, parsed, _checked) = match super::super::front_end(&args.file) {
+        let (source, parsed, kernel) = match super::scan_kernel(&args.file) {
             Ok(x) => x,
             Err(exit) => return exit,
-        };
-        let kernel = match codegen::generate(&parsed.program) {
-            Ok(kernel) => kernel,
-            Err(e) => {
-                emit(&source, e);
-                return Exit::BadInput;
-            }
         };
         let sizes = match (args.n.as_slice(), &args.n_range) {
             ([_, ..], _) => args.n.clone(),

@@ -42,8 +42,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use crate::syntax::{
-    BinaryOp, Block, ExprKind, Item, Member, MemberKind, Method, MethodBody, Modifier, Program,
-    Span, Stmt, StmtKind, TypeKind, UnaryOp,
+    BinaryOp, Block, Contract, ExprKind, Item, Member, MemberKind, Method, MethodBody, Modifier,
+    Program, Span, Stmt, StmtKind, TypeKind, UnaryOp,
 };
 use crate::syntax::{Expr, ParBlock};
 
@@ -232,7 +232,7 @@ pub fn generate(program: &Program) -> Result<Kernel, CodegenError> {
             Item::Member(member) => collect(member, &mut kernels, &mut functions),
         }
     }
-    let method = match kernels.as_slice() {
+    let member = match kernels.as_slice() {
         [one] => *one,
         [] => {
             return Err(CodegenError::NotAScanKernel {
@@ -243,25 +243,31 @@ pub fn generate(program: &Program) -> Result<Kernel, CodegenError> {
         [_, second, ..] => {
             return Err(CodegenError::NotAScanKernel {
                 reason: "more than one method contains a par block".into(),
-                span: second.name.span,
+                span: kernel_method(second).name.span,
             })
         }
     };
-    let mut kernel = Generator::new(method, functions).kernel()?;
-    kernel.precondition = size::precondition(program, &kernel);
-    Ok(kernel)
+    Generator::new(member, functions).kernel()
+}
+
+/// The method of a member `collect` took as a kernel.
+fn kernel_method(member: &Member) -> &Method {
+    match &member.kind {
+        MemberKind::Method(method) => method,
+        _ => unreachable!("`collect` takes only methods as kernels"),
+    }
 }
 
 fn collect<'a>(
     member: &'a Member,
-    kernels: &mut Vec<&'a Method>,
+    kernels: &mut Vec<&'a Member>,
     functions: &mut HashMap<String, &'a Method>,
 ) {
     let MemberKind::Method(method) = &member.kind else {
         return;
     };
     match &method.body {
-        MethodBody::Block(block) if block_has_par(block) => kernels.push(method),
+        MethodBody::Block(block) if block_has_par(block) => kernels.push(member),
         MethodBody::Expr(_) if method.modifiers.contains(&Modifier::Pure) => {
             functions.insert(method.name.name.clone(), method);
         }
@@ -313,6 +319,8 @@ enum Scalar {
 
 struct Generator<'a> {
     method: &'a Method,
+    /// The kernel method's contract: its size conjuncts become [`Kernel::precondition`].
+    contract: &'a Contract,
     functions: HashMap<String, &'a Method>,
     /// Kernel arrays (global and local): their cells are elements.
     arrays: HashSet<String>,
@@ -327,9 +335,10 @@ struct Generator<'a> {
 }
 
 impl<'a> Generator<'a> {
-    fn new(method: &'a Method, functions: HashMap<String, &'a Method>) -> Self {
+    fn new(member: &'a Member, functions: HashMap<String, &'a Method>) -> Self {
         Generator {
-            method,
+            method: kernel_method(member),
+            contract: &member.contract,
             functions,
             arrays: HashSet::new(),
             scalars: HashMap::new(),
@@ -500,6 +509,7 @@ impl<'a> Generator<'a> {
         source.push_str(&prologue);
         source.push_str(&body);
         source.push_str("}\n");
+        let precondition = size::precondition(self.contract, &self.functions, &args, &size_param);
         Ok(Kernel {
             method: method.name.name.clone(),
             source,
@@ -507,8 +517,7 @@ impl<'a> Generator<'a> {
             size_param,
             threads: (iter.lo.clone(), iter.hi.clone()),
             element_ops: self.element_ops,
-            // Filled in by `generate`, which has the program the pure functions come from.
-            precondition: SizePrecondition::default(),
+            precondition,
         })
     }
 

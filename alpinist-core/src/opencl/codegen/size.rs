@@ -13,11 +13,10 @@
 use std::collections::HashMap;
 
 use crate::syntax::{
-    BinaryOp, Builtin, ClauseKind, Expr, ExprKind, Item, MemberKind, Method, MethodBody, Program,
-    Span, UnaryOp,
+    BinaryOp, Builtin, ClauseKind, Contract, Expr, ExprKind, Method, MethodBody, Span, UnaryOp,
 };
 
-use super::{Kernel, KernelArg};
+use super::KernelArg;
 
 /// A size the kernel's precondition excludes.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -40,10 +39,10 @@ enum Val {
     Bool(bool),
 }
 
-/// What a kernel's precondition says about its size, owned by the [`Kernel`] so that the
+/// What a kernel's precondition says about its size, owned by the [`super::Kernel`] so that the
 /// harness can check every size it launches the kernel at — n itself and, for
 /// reduce-then-scan, the block — without the program.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SizePrecondition {
     /// The top-level conjuncts of the `requires`, `context` and `context_everywhere` clauses.
     conjuncts: Vec<Expr>,
@@ -60,37 +59,16 @@ struct Host<'p> {
     n: i128,
 }
 
-/// The size precondition of `kernel`, the kernel generated from `program`.
-pub(super) fn precondition(program: &Program, kernel: &Kernel) -> SizePrecondition {
-    let mut functions = HashMap::new();
-    let mut contract = None;
-    for item in &program.items {
-        let members: Vec<_> = match item {
-            Item::Class(c) => c.members.iter().collect(),
-            Item::Member(m) => vec![m],
-        };
-        for m in members {
-            if let MemberKind::Method(method) = &m.kind {
-                if matches!(method.body, MethodBody::Expr(_)) {
-                    functions.insert(method.name.name.clone(), method.clone());
-                }
-                if method.name.name == kernel.method && matches!(method.body, MethodBody::Block(_))
-                {
-                    contract = Some(&m.contract);
-                }
-            }
-        }
-    }
-    let arrays = kernel
-        .args
-        .iter()
-        .filter_map(|a| match a {
-            KernelArg::Global { name } => Some(name.clone()),
-            _ => None,
-        })
-        .collect();
+/// The size precondition of a kernel: the conjuncts of its method's `contract`, with the
+/// program's pure `functions` they may call, its arguments and its size parameter.
+pub(super) fn precondition(
+    contract: &Contract,
+    functions: &HashMap<String, &Method>,
+    args: &[KernelArg],
+    size_param: &str,
+) -> SizePrecondition {
     let mut conjuncts = Vec::new();
-    for clause in contract.into_iter().flat_map(|c| &c.clauses) {
+    for clause in &contract.clauses {
         if let ClauseKind::Requires(e) | ClauseKind::Context(e) | ClauseKind::ContextEverywhere(e) =
             &clause.kind
         {
@@ -99,9 +77,18 @@ pub(super) fn precondition(program: &Program, kernel: &Kernel) -> SizePreconditi
     }
     SizePrecondition {
         conjuncts: conjuncts.into_iter().cloned().collect(),
-        functions,
-        arrays,
-        size_param: kernel.size_param.clone(),
+        functions: functions
+            .iter()
+            .map(|(name, method)| (name.clone(), (*method).clone()))
+            .collect(),
+        arrays: args
+            .iter()
+            .filter_map(|a| match a {
+                KernelArg::Global { name } => Some(name.clone()),
+                _ => None,
+            })
+            .collect(),
+        size_param: size_param.to_string(),
     }
 }
 
