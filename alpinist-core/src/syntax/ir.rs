@@ -709,7 +709,9 @@ impl Expr {
         fn go(e: &mut Expr, var: &str, by: &Expr) {
             match &mut e.kind {
                 ExprKind::Name(id) if id.name == var => *e = by.clone(),
-                ExprKind::Let { name, value, body, .. } => {
+                ExprKind::Let {
+                    name, value, body, ..
+                } => {
                     go(value, var, by);
                     if name.name != var {
                         go(body, var, by);
@@ -811,7 +813,9 @@ impl LetScope {
                     into.insert(id.name.clone());
                 }
             },
-            ExprKind::Let { name, value, body, .. } => {
+            ExprKind::Let {
+                name, value, body, ..
+            } => {
                 let depth = self.len();
                 self.push_let(&name.name, value);
                 // The value's names count even where the body ignores the binding.
@@ -980,5 +984,73 @@ mod decimal {
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BigUint, D::Error> {
         let text = String::deserialize(deserializer)?;
         text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `requires` expression of the one method in `class C { requires E; void m(); }`.
+    fn requires(e: &str) -> Expr {
+        let source = format!("class C {{ requires {e}; void m(); }}");
+        let parsed = crate::syntax::parse(&source).expect("parses");
+        let mut found = None;
+        for item in &parsed.program.items {
+            if let Item::Class(c) = item {
+                for m in &c.members {
+                    for clause in &m.contract.clauses {
+                        if let ClauseKind::Requires(x) = &clause.kind {
+                            found = Some(x.clone());
+                        }
+                    }
+                }
+            }
+        }
+        found.expect("a requires clause")
+    }
+
+    fn names(e: &Expr) -> Vec<String> {
+        let mut out = std::collections::BTreeSet::new();
+        e.names(&mut out);
+        out.into_iter().collect()
+    }
+
+    #[test]
+    fn free_names_leave_out_what_binders_bind() {
+        assert_eq!(
+            names(&requires("(\\let int k = tid; a[k] == 0)")),
+            ["a", "tid"]
+        );
+        assert_eq!(names(&requires("(\\let int tid = 0; a[tid] == 0)")), ["a"]);
+        assert_eq!(
+            names(&requires("(\\forall int i = 0 .. n; a[i] == i)")),
+            ["a", "n"]
+        );
+        // A `\let`'s value is outside its own scope.
+        assert_eq!(names(&requires("(\\let int x = x + 1; x > 0)")), ["x"]);
+    }
+
+    #[test]
+    fn a_let_scope_resolves_names_to_what_the_values_depend_on() {
+        let mut scope = LetScope::default();
+        scope.push_binder("j");
+        scope.push_let("k", &Expr::name("tid", Span::default()));
+        let atom = Expr::name("k", Span::default());
+        assert!(scope.mentions(&atom, "tid"));
+        assert!(!scope.mentions(&atom, "k"));
+        assert!(scope.binds_let("k") && !scope.binds_let("j"));
+        // Shadowing: `\let tid = 0` hides the thread id.
+        scope.push_let("tid", &Expr::name("zero", Span::default()));
+        assert!(!scope.mentions(&Expr::name("tid", Span::default()), "tid"));
+        scope.truncate(1);
+        assert!(scope.mentions(&Expr::name("j", Span::default()), "j"));
+    }
+
+    #[test]
+    fn substitution_reaches_a_lets_value_but_not_its_scope() {
+        let e = requires("(\\let int x = x + 1; x > 0)");
+        let by = Expr::name("y", Span::default());
+        assert_eq!(names(&e.substitute("x", &by)), ["y"]);
     }
 }

@@ -676,7 +676,10 @@ impl<'w, 'a> Walker<'w, 'a> {
         // A binder its guard defines (a tile's thread `t` in `i / T == t`) is substituted
         // away; not one the location mentions, whose shape is analysed by name below.
         let (r, i) = if one_point::has_candidate(&binders, &guards) {
-            let movable: Vec<bool> = binder_names.iter().map(|x| !self.scope.mentions(loc, x)).collect();
+            let movable: Vec<bool> = binder_names
+                .iter()
+                .map(|x| !self.scope.mentions(loc, x))
+                .collect();
             let mut uses = vec![r, Dynamic::from_ast(&i)];
             if let Amount::Exact(p) = &amount {
                 uses.push(Dynamic::from_ast(p));
@@ -1014,26 +1017,28 @@ pub fn linear_coefficient(e: &Expr, x: &str, scope: &LetScope) -> Option<i64> {
             op: crate::syntax::UnaryOp::Neg,
             operand,
         } => linear_coefficient(operand, x, scope)?.checked_neg(),
-        ExprKind::Binary { op, lhs, rhs } => match op {
-            BinaryOp::Add => linear_coefficient(lhs, x, scope)?
-                .checked_add(linear_coefficient(rhs, x, scope)?),
-            BinaryOp::Sub => linear_coefficient(lhs, x, scope)?
-                .checked_sub(linear_coefficient(rhs, x, scope)?),
-            BinaryOp::Mul => {
-                let constant = |e: &Expr| match &e.kind {
-                    ExprKind::IntLit(n) => i64::try_from(n).ok(),
-                    _ => None,
-                };
-                if let Some(c) = constant(lhs) {
-                    c.checked_mul(linear_coefficient(rhs, x, scope)?)
-                } else if let Some(c) = constant(rhs) {
-                    c.checked_mul(linear_coefficient(lhs, x, scope)?)
-                } else {
-                    None
+        ExprKind::Binary { op, lhs, rhs } => {
+            match op {
+                BinaryOp::Add => linear_coefficient(lhs, x, scope)?
+                    .checked_add(linear_coefficient(rhs, x, scope)?),
+                BinaryOp::Sub => linear_coefficient(lhs, x, scope)?
+                    .checked_sub(linear_coefficient(rhs, x, scope)?),
+                BinaryOp::Mul => {
+                    let constant = |e: &Expr| match &e.kind {
+                        ExprKind::IntLit(n) => i64::try_from(n).ok(),
+                        _ => None,
+                    };
+                    if let Some(c) = constant(lhs) {
+                        c.checked_mul(linear_coefficient(rhs, x, scope)?)
+                    } else if let Some(c) = constant(rhs) {
+                        c.checked_mul(linear_coefficient(lhs, x, scope)?)
+                    } else {
+                        None
+                    }
                 }
+                _ => None,
             }
-            _ => None,
-        },
+        }
         _ => None,
     }
 }

@@ -28,8 +28,8 @@ use crate::syntax::{
 };
 
 use super::assertion::{self, Prover, RegionIter};
-use super::fraction;
 use super::expr::{self, unsupported, Decls, EncodeError, Eval, FunctionDecl, Functions};
+use super::fraction;
 use super::int32::{self, Plan};
 use super::obligation::{Check, Obligation, ObligationKind, Status, Trusted, Warning};
 use super::program::{clauses, post_clauses, pre_clauses, ty_of, ProgramInfo, Routine};
@@ -1700,7 +1700,13 @@ impl<'c, 'p> Verifier<'c, 'p> {
 
 impl Verifier<'_, '_> {
     /// `v`, assigned to the local `name` of type `kind` by `source`, lies in that type's range.
-    fn fraction_assigned(&mut self, kind: &crate::syntax::TypeKind, name: &str, v: &Value, source: &Expr) {
+    fn fraction_assigned(
+        &mut self,
+        kind: &crate::syntax::TypeKind,
+        name: &str,
+        v: &Value,
+        source: &Expr,
+    ) {
         if let Some(range) = fraction::range(kind, v) {
             self.prover.check(Check {
                 goal: range,
