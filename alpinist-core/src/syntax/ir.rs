@@ -657,20 +657,19 @@ impl Expr {
         self.for_each_child(&mut |c| c.visit(f));
     }
 
-    /// The names occurring in `self` (an over-approximation of its free variables).
+    /// The free names of `self`: a name bound by a quantifier or `\let` inside `self` counts
+    /// only outside its binder's scope (a `\let`'s value and a binder's range are outside it,
+    /// later binders' ranges inside). A `\let x = v; b` therefore has the free names of `v`
+    /// and those of `b` but `x`: the names the whole expression depends on.
     pub fn names(&self, into: &mut std::collections::BTreeSet<String>) {
-        self.visit(&mut |x| {
-            if let ExprKind::Name(id) = &x.kind {
-                into.insert(id.name.clone());
-            }
-        });
+        LetScope::default().names(self, into);
     }
 
-    /// Whether the name `name` occurs in `self`.
+    /// Whether the name `name` occurs free in `self` (see [`Expr::names`]).
     pub fn mentions(&self, name: &str) -> bool {
-        let mut found = false;
-        self.visit(&mut |x| found |= matches!(&x.kind, ExprKind::Name(id) if id.name == name));
-        found
+        let mut names = std::collections::BTreeSet::new();
+        self.names(&mut names);
+        names.contains(name)
     }
 
     /// Appends the top-level `&&`/`**` conjuncts of `self` to `out`, left to right.
@@ -701,27 +700,150 @@ impl Expr {
         for_each_child!(self, f, iter_mut, mut)
     }
 
-    /// `self` with every free occurrence of the name `var` replaced by `by` (a quantifier or
-    /// `\let` that rebinds `var` is left alone entirely, its range and value included: the
-    /// transformations refuse such input before substituting).
+    /// `self` with every free occurrence of the name `var` replaced by `by`. Inside the scope of
+    /// a quantifier or `\let` that rebinds `var` nothing is replaced; a `\let`'s value and
+    /// the ranges of binders before the rebinding one are outside that scope and are. Not
+    /// capture-avoiding: a binder of `self` that `by` mentions captures it (the
+    /// transformations refuse such input; `verify::inline` renames such binders first).
     pub fn substitute(&self, var: &str, by: &Expr) -> Expr {
         fn go(e: &mut Expr, var: &str, by: &Expr) {
-            let rebinds = match &e.kind {
-                ExprKind::Name(id) if id.name == var => {
-                    *e = by.clone();
-                    return;
+            match &mut e.kind {
+                ExprKind::Name(id) if id.name == var => *e = by.clone(),
+                ExprKind::Let {
+                    name, value, body, ..
+                } => {
+                    go(value, var, by);
+                    if name.name != var {
+                        go(body, var, by);
+                    }
                 }
-                ExprKind::Quantifier(q) => q.binders.iter().any(|b| b.name.name == var),
-                ExprKind::Let { name, .. } => name.name == var,
-                _ => false,
-            };
-            if !rebinds {
-                e.for_each_child_mut(&mut |c| go(c, var, by));
+                ExprKind::Quantifier(q) => {
+                    for b in &mut q.binders {
+                        if let Some((lo, hi)) = &mut b.range {
+                            go(lo, var, by);
+                            go(hi, var, by);
+                        }
+                        if b.name.name == var {
+                            return;
+                        }
+                    }
+                    if let Some(c) = &mut q.cond {
+                        go(c, var, by);
+                    }
+                    go(&mut q.body, var, by);
+                }
+                _ => e.for_each_child_mut(&mut |c| go(c, var, by)),
             }
         }
         let mut out = self.clone();
         go(&mut out, var, by);
         out
+    }
+}
+
+/// The names in scope at a point inside an expression that a walker has descended to, for
+/// deciding what a subexpression *depends on*: a name bound by an enclosing `\let x = v`
+/// depends on what `v` depends on (resolved when the `\let` is entered), a name bound by an
+/// enclosing quantifier on itself, any other name on itself. So `\let k = tid; Perm(a[k], p)`
+/// mentions `tid` at the atom, and `\let tid = 0; Perm(a[tid], p)` does not. Whatever
+/// decides by name whether an expression depends on a thread id or a binder asks a scope
+/// (an empty one for a whole expression: [`Expr::names`]).
+#[derive(Clone, Debug, Default)]
+pub struct LetScope {
+    /// Innermost last: a `\let` with the names its value depends on, or a quantifier binder
+    /// (`None`).
+    entries: Vec<(String, Option<std::collections::BTreeSet<String>>)>,
+}
+
+impl LetScope {
+    /// Enters `\let name = value` (the value resolved in the scope as it is before).
+    pub fn push_let(&mut self, name: &str, value: &Expr) {
+        let mut depends = std::collections::BTreeSet::new();
+        self.names(value, &mut depends);
+        self.entries.push((name.to_string(), Some(depends)));
+    }
+
+    /// Enters the scope of a quantifier binder `name`.
+    pub fn push_binder(&mut self, name: &str) {
+        self.entries.push((name.to_string(), None));
+    }
+
+    /// The depth, for [`LetScope::truncate`].
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Leaves every scope entered since [`LetScope::len`] was `depth`.
+    pub fn truncate(&mut self, depth: usize) {
+        self.entries.truncate(depth);
+    }
+
+    /// Adds to `into` the names `e`, at this point, depends on: its free names, each one an
+    /// enclosing `\let` binds replaced by what that `\let`'s value depends on.
+    pub fn names(&self, e: &Expr, into: &mut std::collections::BTreeSet<String>) {
+        let mut inner = self.clone();
+        inner.collect(e, into);
+    }
+
+    /// Whether the innermost binding of `name` here is a `\let` (so the name stands for its
+    /// value, not for an iterator or binder of that name).
+    pub fn binds_let(&self, name: &str) -> bool {
+        matches!(
+            self.entries.iter().rev().find(|(n, _)| n == name),
+            Some((_, Some(_)))
+        )
+    }
+
+    /// Whether `e`, at this point, depends on `name` (see [`LetScope::names`]).
+    pub fn mentions(&self, e: &Expr, name: &str) -> bool {
+        let mut names = std::collections::BTreeSet::new();
+        self.names(e, &mut names);
+        names.contains(name)
+    }
+
+    fn collect(&mut self, e: &Expr, into: &mut std::collections::BTreeSet<String>) {
+        match &e.kind {
+            ExprKind::Name(id) => match self.entries.iter().rev().find(|(n, _)| *n == id.name) {
+                Some((_, Some(depends))) => into.extend(depends.iter().cloned()),
+                Some((_, None)) | None => {
+                    into.insert(id.name.clone());
+                }
+            },
+            ExprKind::Let {
+                name, value, body, ..
+            } => {
+                let depth = self.len();
+                self.push_let(&name.name, value);
+                // The value's names count even where the body ignores the binding.
+                if let Some((_, Some(depends))) = self.entries.last() {
+                    into.extend(depends.iter().cloned());
+                }
+                self.collect(body, into);
+                self.truncate(depth);
+            }
+            ExprKind::Quantifier(q) => {
+                let depth = self.len();
+                for b in &q.binders {
+                    if let Some((lo, hi)) = &b.range {
+                        self.collect(lo, into);
+                        self.collect(hi, into);
+                    }
+                    // Bound inside `e`: not a name `e` depends on.
+                    self.entries
+                        .push((b.name.name.clone(), Some(Default::default())));
+                }
+                if let Some(c) = &q.cond {
+                    self.collect(c, into);
+                }
+                self.collect(&q.body, into);
+                self.truncate(depth);
+            }
+            _ => e.for_each_child(&mut |c| self.collect(c, into)),
+        }
     }
 }
 
@@ -862,5 +984,73 @@ mod decimal {
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BigUint, D::Error> {
         let text = String::deserialize(deserializer)?;
         text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `requires` expression of the one method in `class C { requires E; void m(); }`.
+    fn requires(e: &str) -> Expr {
+        let source = format!("class C {{ requires {e}; void m(); }}");
+        let parsed = crate::syntax::parse(&source).expect("parses");
+        let mut found = None;
+        for item in &parsed.program.items {
+            if let Item::Class(c) = item {
+                for m in &c.members {
+                    for clause in &m.contract.clauses {
+                        if let ClauseKind::Requires(x) = &clause.kind {
+                            found = Some(x.clone());
+                        }
+                    }
+                }
+            }
+        }
+        found.expect("a requires clause")
+    }
+
+    fn names(e: &Expr) -> Vec<String> {
+        let mut out = std::collections::BTreeSet::new();
+        e.names(&mut out);
+        out.into_iter().collect()
+    }
+
+    #[test]
+    fn free_names_leave_out_what_binders_bind() {
+        assert_eq!(
+            names(&requires("(\\let int k = tid; a[k] == 0)")),
+            ["a", "tid"]
+        );
+        assert_eq!(names(&requires("(\\let int tid = 0; a[tid] == 0)")), ["a"]);
+        assert_eq!(
+            names(&requires("(\\forall int i = 0 .. n; a[i] == i)")),
+            ["a", "n"]
+        );
+        // A `\let`'s value is outside its own scope.
+        assert_eq!(names(&requires("(\\let int x = x + 1; x > 0)")), ["x"]);
+    }
+
+    #[test]
+    fn a_let_scope_resolves_names_to_what_the_values_depend_on() {
+        let mut scope = LetScope::default();
+        scope.push_binder("j");
+        scope.push_let("k", &Expr::name("tid", Span::default()));
+        let atom = Expr::name("k", Span::default());
+        assert!(scope.mentions(&atom, "tid"));
+        assert!(!scope.mentions(&atom, "k"));
+        assert!(scope.binds_let("k") && !scope.binds_let("j"));
+        // Shadowing: `\let tid = 0` hides the thread id.
+        scope.push_let("tid", &Expr::name("zero", Span::default()));
+        assert!(!scope.mentions(&Expr::name("tid", Span::default()), "tid"));
+        scope.truncate(1);
+        assert!(scope.mentions(&Expr::name("j", Span::default()), "j"));
+    }
+
+    #[test]
+    fn substitution_reaches_a_lets_value_but_not_its_scope() {
+        let e = requires("(\\let int x = x + 1; x > 0)");
+        let by = Expr::name("y", Span::default());
+        assert_eq!(names(&e.substitute("x", &by)), ["y"]);
     }
 }

@@ -24,7 +24,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use z3::ast::{Ast, Bool, Dynamic, Int, Real};
 use z3::{FuncDecl, Sort as Z3Sort};
 
-use crate::syntax::{BinaryOp, Builtin, Expr, ExprKind, PermLit, QuantifierKind, TypeKind};
+use crate::syntax::{
+    BinaryOp, Builtin, Expr, ExprKind, LetScope, PermLit, QuantifierKind, TypeKind,
+};
 
 use super::expr::{close, unsupported, EncodeError, Eval};
 use super::inline;
@@ -168,6 +170,10 @@ struct Walker<'w, 'a> {
     /// Names of the `\forall*` binders above the current atom, outermost first (the binders
     /// of `eval` after the region's).
     binder_names: Vec<String>,
+    /// The `\let`s and binders above the current atom: every decision of whether a part of
+    /// the assertion depends on an iterator or a binder asks it, so a `\let k = tid` cannot
+    /// hide the thread id and a `\let tid = 0` does not fake it.
+    scope: LetScope,
     mark: (usize, usize, usize),
     /// Inhale assumes at most one permission per location ([`inhale_unbounded`] does not).
     bounded: bool,
@@ -207,6 +213,7 @@ impl<'w, 'a> Walker<'w, 'a> {
             region: iters,
             guard_names: Vec::new(),
             binder_names: Vec::new(),
+            scope: LetScope::default(),
             mark,
             bounded: true,
         }
@@ -277,11 +284,16 @@ impl<'w, 'a> Walker<'w, 'a> {
                 if matches!(q.kind, QuantifierKind::ForallStar | QuantifierKind::Forall) =>
             {
                 let mark = self.eval.mark();
-                let depth = (self.guard_names.len(), self.binder_names.len());
+                let depth = (
+                    self.guard_names.len(),
+                    self.binder_names.len(),
+                    self.scope.len(),
+                );
                 let r = self.quantified(q);
                 self.eval.restore(mark);
                 self.guard_names.truncate(depth.0);
                 self.binder_names.truncate(depth.1);
+                self.scope.truncate(depth.2);
                 r
             }
             ExprKind::Let {
@@ -289,12 +301,15 @@ impl<'w, 'a> Walker<'w, 'a> {
                 name,
                 value,
                 body,
-            } if matches!(ty.kind, TypeKind::Int | TypeKind::Bool) => {
-                let v = self.eval.value(value)?;
+            } => {
+                let v = self.eval.let_value(ty, name, value)?;
                 self.flush();
                 let mark = self.eval.mark();
+                let depth = self.scope.len();
                 self.eval.bind(&name.name, v);
+                self.scope.push_let(&name.name, value);
                 let r = self.walk(body);
+                self.scope.truncate(depth);
                 self.eval.restore(mark);
                 r
             }
@@ -401,7 +416,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                 // some thread exists. Stated so, it needs no outer quantifier (one Z3 could
                 // never instantiate: its variables would be in no pattern).
                 let mut names = BTreeSet::new();
-                e.names(&mut names);
+                self.scope.names(e, &mut names);
                 let n = self.region.len();
                 let flat = outer_bound.len() == n
                     && self.eval.guards().len() == n
@@ -508,8 +523,12 @@ impl<'w, 'a> Walker<'w, 'a> {
             }
             (false, None) => {}
         }
-        for a in args {
-            values.push(self.eval.value(a)?.term.as_dynamic());
+        // A fraction parameter's range is the predicate body's to assume (its own check does).
+        for (p, a) in params.iter().zip(args) {
+            let v = super::fraction::convert(&p.ty.kind, self.eval.value(a)?);
+            self.eval
+                .require_fraction(&p.ty.kind, &p.name.name, &v, a.span);
+            values.push(v.term.as_dynamic());
         }
         self.flush();
         let (r, i, facts) = self.eval.decls.world.predicate_location(name, &values);
@@ -526,7 +545,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         f: impl FnOnce(&mut Self) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
         let mut ns = BTreeSet::new();
-        source.names(&mut ns);
+        self.scope.names(source, &mut ns);
         self.eval.push_guard(c);
         self.guard_names.push(ns);
         let r = f(self);
@@ -546,8 +565,8 @@ impl<'w, 'a> Walker<'w, 'a> {
             }
             let range = match &b.range {
                 Some((lo, hi)) => {
-                    lo.names(&mut ns);
-                    hi.names(&mut ns);
+                    self.scope.names(lo, &mut ns);
+                    self.scope.names(hi, &mut ns);
                     let r = (self.eval.int(lo)?, self.eval.int(hi)?);
                     Some(r)
                 }
@@ -556,12 +575,13 @@ impl<'w, 'a> Walker<'w, 'a> {
             self.flush();
             let x = self.eval.bind_quantified(&b.name.name);
             self.binder_names.push(b.name.name.clone());
+            self.scope.push_binder(&b.name.name);
             if let Some((lo, hi)) = range {
                 self.eval.push_guard(Bool::and(&[lo.le(&x), x.lt(&hi)]));
             }
         }
         if let Some(c) = &q.cond {
-            c.names(&mut ns);
+            self.scope.names(c, &mut ns);
             let c = self.eval.bool(c)?;
             self.flush();
             self.eval.push_guard(c);
@@ -630,7 +650,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         // Binders and guards of this atom: the region iterators it mentions, then the
         // walker's own.
         let mut mentioned = BTreeSet::new();
-        atom.names(&mut mentioned);
+        self.scope.names(atom, &mut mentioned);
         for ns in &self.guard_names {
             mentioned.extend(ns.iter().cloned());
         }
@@ -656,7 +676,10 @@ impl<'w, 'a> Walker<'w, 'a> {
         // A binder its guard defines (a tile's thread `t` in `i / T == t`) is substituted
         // away; not one the location mentions, whose shape is analysed by name below.
         let (r, i) = if one_point::has_candidate(&binders, &guards) {
-            let movable: Vec<bool> = binder_names.iter().map(|x| !mentions(loc, x)).collect();
+            let movable: Vec<bool> = binder_names
+                .iter()
+                .map(|x| !self.scope.mentions(loc, x))
+                .collect();
             let mut uses = vec![r, Dynamic::from_ast(&i)];
             if let Amount::Exact(p) = &amount {
                 uses.push(Dynamic::from_ast(p));
@@ -730,11 +753,13 @@ impl<'w, 'a> Walker<'w, 'a> {
         let linear = match &loc.kind {
             ExprKind::Index { base, index } => {
                 binder_names.iter().enumerate().find_map(|(k, x)| {
-                    let others_in_index = binder_names.iter().any(|y| y != x && mentions(index, y));
-                    if mentions(base, x) || others_in_index {
+                    let others_in_index = binder_names
+                        .iter()
+                        .any(|y| y != x && self.scope.mentions(index, y));
+                    if self.scope.mentions(base, x) || others_in_index {
                         return None;
                     }
-                    linear_coefficient(index, x)
+                    linear_coefficient(index, x, &self.scope)
                         .filter(|c| *c != 0)
                         .map(|c| (k, c))
                 })
@@ -746,9 +771,12 @@ impl<'w, 'a> Walker<'w, 'a> {
         // (which needs `0 <= col < c`) is still proved.
         let row_major = match (&loc.kind, &binder_names[..]) {
             (ExprKind::Index { base, index }, [x, y])
-                if !mentions(base, x) && !mentions(base, y) =>
+                if !self.scope.mentions(base, x) && !self.scope.mentions(base, y) =>
             {
-                match (linear_coefficient(index, x), linear_coefficient(index, y)) {
+                match (
+                    linear_coefficient(index, x, &self.scope),
+                    linear_coefficient(index, y, &self.scope),
+                ) {
                     (Some(c), Some(1)) if c > 1 => Some((0, 1, c)),
                     (Some(1), Some(c)) if c > 1 => Some((1, 0, c)),
                     _ => None,
@@ -766,7 +794,9 @@ impl<'w, 'a> Walker<'w, 'a> {
                     index: row,
                 } => match &row.kind {
                     ExprKind::Name(id)
-                        if !mentions(outer, &id.name) && !mentions(col, &id.name) =>
+                        if !self.scope.binds_let(&id.name)
+                            && !self.scope.mentions(outer, &id.name)
+                            && !self.scope.mentions(col, &id.name) =>
                     {
                         binder_names
                             .iter()
@@ -974,41 +1004,41 @@ impl<'w, 'a> Walker<'w, 'a> {
     }
 }
 
-fn mentions(e: &Expr, name: &str) -> bool {
-    let mut ns = BTreeSet::new();
-    e.names(&mut ns);
-    ns.contains(name)
-}
-
-/// The coefficient `a` when `e` is `a * x + (terms without x)` for a constant `a`, else `None`.
-pub fn linear_coefficient(e: &Expr, x: &str) -> Option<i64> {
-    if !mentions(e, x) {
+/// The coefficient `a` when `e` is `a * x + (terms without x)` for a constant `a`, else `None`;
+/// what `e` depends on is decided in `scope` (a `\let`-bound name is never taken for `x`).
+pub fn linear_coefficient(e: &Expr, x: &str, scope: &LetScope) -> Option<i64> {
+    if !scope.mentions(e, x) {
         return Some(0);
     }
     match &e.kind {
-        ExprKind::Name(id) if id.name == x => Some(1),
+        // `x` itself, unless a `\let` rebinds the name (then it depends on `x` some other way).
+        ExprKind::Name(id) if id.name == x => (!scope.binds_let(x)).then_some(1),
         ExprKind::Unary {
             op: crate::syntax::UnaryOp::Neg,
             operand,
-        } => linear_coefficient(operand, x)?.checked_neg(),
-        ExprKind::Binary { op, lhs, rhs } => match op {
-            BinaryOp::Add => linear_coefficient(lhs, x)?.checked_add(linear_coefficient(rhs, x)?),
-            BinaryOp::Sub => linear_coefficient(lhs, x)?.checked_sub(linear_coefficient(rhs, x)?),
-            BinaryOp::Mul => {
-                let constant = |e: &Expr| match &e.kind {
-                    ExprKind::IntLit(n) => i64::try_from(n).ok(),
-                    _ => None,
-                };
-                if let Some(c) = constant(lhs) {
-                    c.checked_mul(linear_coefficient(rhs, x)?)
-                } else if let Some(c) = constant(rhs) {
-                    c.checked_mul(linear_coefficient(lhs, x)?)
-                } else {
-                    None
+        } => linear_coefficient(operand, x, scope)?.checked_neg(),
+        ExprKind::Binary { op, lhs, rhs } => {
+            match op {
+                BinaryOp::Add => linear_coefficient(lhs, x, scope)?
+                    .checked_add(linear_coefficient(rhs, x, scope)?),
+                BinaryOp::Sub => linear_coefficient(lhs, x, scope)?
+                    .checked_sub(linear_coefficient(rhs, x, scope)?),
+                BinaryOp::Mul => {
+                    let constant = |e: &Expr| match &e.kind {
+                        ExprKind::IntLit(n) => i64::try_from(n).ok(),
+                        _ => None,
+                    };
+                    if let Some(c) = constant(lhs) {
+                        c.checked_mul(linear_coefficient(rhs, x, scope)?)
+                    } else if let Some(c) = constant(rhs) {
+                        c.checked_mul(linear_coefficient(lhs, x, scope)?)
+                    } else {
+                        None
+                    }
                 }
+                _ => None,
             }
-            _ => None,
-        },
+        }
         _ => None,
     }
 }

@@ -29,6 +29,7 @@ use crate::syntax::{
 
 use super::assertion::{self, Prover, RegionIter};
 use super::expr::{self, unsupported, Decls, EncodeError, Eval, FunctionDecl, Functions};
+use super::fraction;
 use super::int32::{self, Plan};
 use super::obligation::{Check, Obligation, ObligationKind, Status, Trusted, Warning};
 use super::program::{clauses, post_clauses, pre_clauses, ty_of, ProgramInfo, Routine};
@@ -266,6 +267,7 @@ pub fn check_routine<'p>(
         in_precondition: false,
         invariants: Vec::new(),
         code: false,
+        fraction_locals: std::collections::BTreeMap::new(),
     };
     let error = if !routine.is_pure() && program.cyclic.contains(&routine.method.name.name) {
         Some(unsupported(
@@ -306,6 +308,9 @@ struct Verifier<'c, 'p> {
     invariants: Vec<(String, &'p Expr, Store)>,
     /// `--int32` applies here: an executable routine, outside ghost code (`int32.rs`).
     code: bool,
+    /// The locals and parameters declared `frac` or `zfrac` (by name, the latest
+    /// declaration): what is assigned to them must lie in the type's range.
+    fraction_locals: std::collections::BTreeMap<String, crate::syntax::TypeKind>,
 }
 
 fn eval<'c>(ctx: &'c Ctx<'_>, st: &State, definedness: bool) -> Eval<'c> {
@@ -380,8 +385,12 @@ impl<'c, 'p> Verifier<'c, 'p> {
         for p in &routine.method.params {
             let ty = ty_of(&p.ty)?;
             let v = self.ctx.world.fresh(&p.name.name, &ty);
-            if let Some(fact) = fraction_range(&p.ty, &v) {
+            if let Some(fact) = fraction::range(&p.ty.kind, &v) {
                 self.prover.assume(fact);
+            }
+            if fraction::has_range(&p.ty.kind) {
+                self.fraction_locals
+                    .insert(p.name.name.clone(), p.ty.kind.clone());
             }
             store.insert(p.name.name.clone(), v);
         }
@@ -390,7 +399,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 ClauseKind::Given(p) | ClauseKind::Yields(p) => {
                     let ty = ty_of(&p.ty)?;
                     let v = self.ctx.world.fresh(&p.name.name, &ty);
-                    if let Some(fact) = fraction_range(&p.ty, &v) {
+                    if let Some(fact) = fraction::range(&p.ty.kind, &v) {
                         self.prover.assume(fact);
                     }
                     store.insert(p.name.name.clone(), v);
@@ -695,23 +704,39 @@ impl<'c, 'p> Verifier<'c, 'p> {
     fn stmt(&mut self, mut st: State, s: &'p Stmt) -> Result<Flow, EncodeError> {
         self.set_vars(&st.store);
         match &s.kind {
-            StmtKind::LocalDecl { ty, vars } => {
-                let ty = ty_of(ty)?;
+            StmtKind::LocalDecl { ty: declared, vars } => {
+                let ty = ty_of(declared)?;
                 for v in vars {
                     let value = match &v.init {
                         Some(init) => {
                             let (next, value) = self.rhs(st, init)?;
                             st = next;
+                            let value = coerce(value, &ty, init.span)?;
+                            self.fraction_assigned(&declared.kind, &v.name.name, &value, init);
                             value
                         }
                         None => self.ctx.world.fresh(&v.name.name, &ty),
                     };
+                    if fraction::has_range(&declared.kind) {
+                        self.fraction_locals
+                            .insert(v.name.name.clone(), declared.kind.clone());
+                    } else {
+                        self.fraction_locals.remove(&v.name.name);
+                    }
                     st.store.insert(v.name.name.clone(), value);
                 }
                 Ok(Flow::Normal(st))
             }
             StmtKind::Assign { target, value } => {
                 let (st, v) = self.rhs(st, value)?;
+                if let ExprKind::Name(id) = &target.kind {
+                    if let Some(kind) = self.fraction_locals.get(&id.name).cloned() {
+                        if st.store.contains_key(&id.name) {
+                            let v = fraction::convert(&kind, v.clone());
+                            self.fraction_assigned(&kind, &id.name, &v, value);
+                        }
+                    }
+                }
                 Ok(Flow::Normal(self.assign(st, target, v)?))
             }
             StmtKind::Increment(target) | StmtKind::Decrement(target) => {
@@ -1247,28 +1272,40 @@ impl<'c, 'p> Verifier<'c, 'p> {
         for (p, a) in callee.method.params.iter().zip(args) {
             let ty = ty_of(&p.ty)?;
             let v = coerce(ev.value(a)?, &ty, a.span)?;
-            if let Some(range) = fraction_range(&p.ty, &v) {
-                ev.checks.push(Check {
-                    goal: range,
-                    kind: ObligationKind::PreconditionFailed,
-                    span: a.span,
-                    note: None,
-                });
-            }
+            fraction_argument(&mut ev, p, &v, a.span);
             store.insert(p.name.name.clone(), v);
         }
-        // Ghost arguments are specification: no 32-bit obligations.
+        // Ghost arguments are specification: no 32-bit obligations. They are parameters too:
+        // of their declared type, with its range to prove.
         ev.int32 = None;
         for g in given {
-            store.insert(g.name.name.clone(), ev.value(&g.value)?);
+            let declared = callee.contract.clauses.iter().find_map(|c| match &c.kind {
+                ClauseKind::Given(p) if p.name.name == g.name.name => Some(p),
+                _ => None,
+            });
+            let v = ev.value(&g.value)?;
+            let v = match declared {
+                Some(p) => {
+                    let v = coerce(v, &ty_of(&p.ty)?, g.value.span)?;
+                    fraction_argument(&mut ev, p, &v, g.value.span);
+                    v
+                }
+                None => v,
+            };
+            store.insert(g.name.name.clone(), v);
         }
         self.flush(&mut ev);
         for c in &callee.contract.clauses {
             match &c.kind {
-                // A ghost argument not passed: any value.
+                // A ghost argument not passed: any value of its type (the callee assumes the
+                // range of a fraction type; any value in it is one the caller could pass).
                 ClauseKind::Given(p) if !store.contains_key(&p.name.name) => {
                     let ty = ty_of(&p.ty)?;
-                    store.insert(p.name.name.clone(), self.ctx.world.fresh(&p.name.name, &ty));
+                    let v = self.ctx.world.fresh(&p.name.name, &ty);
+                    if let Some(fact) = fraction::range(&p.ty.kind, &v) {
+                        self.prover.assume(fact);
+                    }
+                    store.insert(p.name.name.clone(), v);
                 }
                 // A ghost result: whatever the postcondition says about it.
                 ClauseKind::Yields(p) => {
@@ -1661,15 +1698,36 @@ impl<'c, 'p> Verifier<'c, 'p> {
     }
 }
 
-/// What the type `frac` (0 < v ≤ 1) or `zfrac` (0 ≤ v ≤ 1) says about a value of it.
-fn fraction_range(ty: &crate::syntax::Type, v: &Value) -> Option<Bool> {
-    let Term::Real(x) = &v.term else {
-        return None;
-    };
-    match ty.kind {
-        crate::syntax::TypeKind::Frac => Some(Bool::and(&[x.gt(real(0)), x.le(real(1))])),
-        crate::syntax::TypeKind::ZFrac => Some(Bool::and(&[x.ge(real(0)), x.le(real(1))])),
-        _ => None,
+impl Verifier<'_, '_> {
+    /// `v`, assigned to the local `name` of type `kind` by `source`, lies in that type's range.
+    fn fraction_assigned(
+        &mut self,
+        kind: &crate::syntax::TypeKind,
+        name: &str,
+        v: &Value,
+        source: &Expr,
+    ) {
+        if let Some(range) = fraction::range(kind, v) {
+            self.prover.check(Check {
+                goal: range,
+                kind: ObligationKind::FractionOutOfRange,
+                span: source.span,
+                note: fraction::note(kind, name),
+            });
+        }
+    }
+}
+
+/// The range of the fraction parameter `p`, bound to `v` at a call: part of the callee's
+/// precondition (it assumes the range), so a `precondition_failed` obligation at `span`.
+fn fraction_argument(ev: &mut Eval<'_>, p: &crate::syntax::Param, v: &Value, span: Span) {
+    if let Some(range) = fraction::range(&p.ty.kind, v) {
+        ev.checks.push(Check {
+            goal: range,
+            kind: ObligationKind::PreconditionFailed,
+            span,
+            note: fraction::note(&p.ty.kind, &p.name.name),
+        });
     }
 }
 

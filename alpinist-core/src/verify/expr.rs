@@ -30,6 +30,7 @@ use crate::syntax::{
 };
 
 use super::assertion;
+use super::fraction;
 use super::inline;
 use super::int32;
 use super::obligation::{Check, ObligationKind};
@@ -393,6 +394,36 @@ impl<'a> Eval<'a> {
         }
     }
 
+    /// The value a `\let T name = value` binds: of type `T` (an int converted to a fraction),
+    /// with the range of a fraction type as an obligation (the body may rely on it).
+    pub fn let_value(
+        &mut self,
+        ty: &crate::syntax::Type,
+        name: &crate::syntax::Ident,
+        value: &Expr,
+    ) -> Result<Value, EncodeError> {
+        if !matches!(ty.kind, TypeKind::Int | TypeKind::Bool) && !fraction::is_fraction(&ty.kind) {
+            return Err(unsupported("a `\\let` of this type", ty.span));
+        }
+        let v = self.value(value)?;
+        let v = fraction::convert(&ty.kind, v);
+        self.require_fraction(&ty.kind, &name.name, &v, value.span);
+        Ok(v)
+    }
+
+    /// `v`, bound to the name `name` of type `ty`, lies in that type's range (when it is a
+    /// fraction type): a `fraction_out_of_range` obligation, like any definedness check.
+    pub fn require_fraction(&mut self, ty: &TypeKind, name: &str, v: &Value, span: Span) {
+        if let Some(range) = fraction::range(ty, v) {
+            self.require_noted(
+                range,
+                ObligationKind::FractionOutOfRange,
+                span,
+                fraction::note(ty, name),
+            );
+        }
+    }
+
     // ----- typed entry points -----
 
     pub fn bool(&mut self, e: &Expr) -> Result<Bool, EncodeError> {
@@ -505,10 +536,7 @@ impl<'a> Eval<'a> {
                 value,
                 body,
             } => {
-                if !matches!(ty.kind, TypeKind::Int | TypeKind::Bool) {
-                    return Err(unsupported("a `\\let` of this type", ty.span));
-                }
-                let v = self.value(value)?;
+                let v = self.let_value(ty, name, value)?;
                 // A `\let` is pure: binding the name to the value's term is exact.
                 self.scopes.push((name.name.clone(), v));
                 let r = self.value(body);
@@ -1275,8 +1303,32 @@ impl<'a> Eval<'a> {
             };
             vals.push(this);
         }
-        for a in args {
-            vals.push(self.value(a)?);
+        // Each argument as its parameter's type; a fraction parameter's range is part of the
+        // function's precondition (its proof and its axioms assume it).
+        let params = self
+            .decls
+            .program
+            .and_then(|p| p.routine(name))
+            .map(|r| r.method.params.as_slice())
+            .unwrap_or_default();
+        for (k, a) in args.iter().enumerate() {
+            let v = self.value(a)?;
+            let v = match params.get(k) {
+                Some(p) => {
+                    let v = fraction::convert(&p.ty.kind, v);
+                    if let Some(range) = fraction::range(&p.ty.kind, &v) {
+                        self.require_noted(
+                            range,
+                            ObligationKind::FunctionPreconditionFailed,
+                            a.span,
+                            fraction::note(&p.ty.kind, &p.name.name),
+                        );
+                    }
+                    v
+                }
+                None => v,
+            };
+            vals.push(v);
         }
         let own = self.defining.as_deref() == Some(name);
         if own {
@@ -1574,6 +1626,16 @@ pub fn function_hypothesis(ev: &mut Eval<'_>, routine: &Routine<'_>) -> Result<B
     let mut pre = Vec::new();
     if let Some(Term::Ref(this)) = ev.store.get("this").map(|v| v.term.clone()) {
         pre.push(this.eq(&ev.decls.world.null).not());
+    }
+    // The ranges of its fraction parameters: its own check assumes them.
+    for p in &routine.method.params {
+        if let Some(range) = ev
+            .store
+            .get(&p.name.name)
+            .and_then(|v| fraction::range(&p.ty.kind, v))
+        {
+            pre.push(range);
+        }
     }
     let saved = std::mem::replace(&mut ev.permissions_as_true, true);
     // An inline predicate is its body: its permissions are `true` here, its pure parts part

@@ -189,8 +189,30 @@ pub fn instantiate(params: &[Param], body: &Expr, args: &[Expr], span: Span) -> 
         b = b.substitute(&p.name.name, &Expr::name(&temp(p), span));
     }
     respan(&mut b, span);
+    // A fraction parameter is bound by a `\let` of its type instead: the argument gets the
+    // type's range as an obligation and the type's conversion (an int argument is a fraction
+    // in the body). The walker sees through the `\let` (`LetScope`).
+    let mut lets = Vec::new();
     for (p, a) in params.iter().zip(args) {
-        b = b.substitute(&temp(p), a);
+        if super::fraction::is_fraction(&p.ty.kind) {
+            lets.push((p, a));
+        } else {
+            b = b.substitute(&temp(p), a);
+        }
+    }
+    for (p, a) in lets.into_iter().rev() {
+        b = Expr {
+            kind: ExprKind::Let {
+                ty: p.ty.clone(),
+                name: crate::syntax::Ident {
+                    name: temp(p),
+                    span: p.name.span,
+                },
+                value: Box::new(a.clone()),
+                body: Box::new(b),
+            },
+            span,
+        };
     }
     b
 }

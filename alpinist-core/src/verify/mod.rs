@@ -59,6 +59,7 @@
 mod assertion;
 mod exec;
 mod expr;
+mod fraction;
 mod inline;
 mod int32;
 mod obligation;

@@ -44,6 +44,9 @@ pub enum ObligationKind {
     Int32Overflow,
     /// `--int32`: an operand of `/` or `%` in executable code may be negative.
     NegativeDivOperand,
+    /// A value bound to a `frac` (`zfrac`) name — a `\let`, a local, a predicate argument —
+    /// may lie outside 0 < v ≤ 1 (0 ≤ v ≤ 1).
+    FractionOutOfRange,
 }
 
 impl ObligationKind {
@@ -78,6 +81,7 @@ impl ObligationKind {
             UnfoldFailed => "E0626",
             InvariantNotEstablished => "E0627",
             InvariantNotMaintained => "E0628",
+            FractionOutOfRange => "E0629",
         }
     }
 
@@ -126,6 +130,10 @@ impl ObligationKind {
             UnfoldFailed => "the predicate instance may not be held where it is unfolded",
             InvariantNotEstablished => "the invariant may not hold where its block starts",
             InvariantNotMaintained => "the invariant may not be maintained by the atomic block",
+            FractionOutOfRange => {
+                "the value may lie outside the range of its fraction type (`frac`: 0 < v <= 1, \
+                 `zfrac`: 0 <= v <= 1)"
+            }
             RecursionMayNotTerminate => {
                 "the recursion may not terminate: no integer parameter, difference of two, or \
                  sequence length decreases at every recursive call while staying non-negative"
