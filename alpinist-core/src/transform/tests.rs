@@ -17,7 +17,7 @@ fn fresh_names_avoid_every_name_in_the_program() {
 /// The span of the first loop in `src`.
 fn first_loop(program: &Program) -> Span {
     let mut span = None;
-    visit_stmts(program, &mut |s| {
+    program.visit_stmts(&mut |s| {
         if matches!(s.kind, StmtKind::While { .. } | StmtKind::For { .. }) && span.is_none() {
             span = Some(s.span);
         }
