@@ -303,3 +303,51 @@ impl Program {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::syntax::{parse, MemberKind, MethodBody, Program};
+
+    fn body_of(program: &Program, name: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        for item in &program.items {
+            let crate::syntax::Item::Class(c) = item else {
+                continue;
+            };
+            for m in &c.members {
+                if let MemberKind::Method(m) = &m.kind {
+                    if let (true, MethodBody::Block(b)) = (m.name.name == name, &m.body) {
+                        for s in &b.stmts {
+                            names.extend(s.assigned_locals().into_iter().map(|a| a.name));
+                        }
+                    }
+                }
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn assigned_locals_sees_every_way_of_writing_a_local() {
+        let src = "class C {\n  int f;\n  yields int out;\n  void g(int x) { out = x; }\n  \
+                   void m(int n) {\n    int a = 0;\n    int b = 0;\n    int c = 0;\n    \
+                   int d = 0;\n    int e = 0;\n    int h = 0;\n    int k = 0;\n    \
+                   invariant inv(Perm(f, write)) {\n      atomic(inv) { a++; }\n      \
+                   b = 1;\n    }\n    ghost g(1) then { c = out; };\n    \
+                   while (n > 0) { if (n > 1) { d--; } else { int q = g(2) then { e = out; }; } }\n    \
+                   par p(int t = 0 .. n) { int w = 0; w = 1; }\n    \
+                   for (h = 0; h < n; h++) { f = 3; }\n    k = k;\n  }\n}\n";
+        let parsed = parse(src).unwrap_or_else(|e| panic!("{e:?}"));
+        let names = body_of(&parsed.program, "m");
+        for expected in ["a", "b", "c", "d", "e", "q", "w", "h", "k"] {
+            assert!(
+                names.iter().any(|n| n == expected),
+                "{expected} missing: {names:?}"
+            );
+        }
+        // `f = 3` is a bare field name: listed, the caller knows it is no local; `out` is the
+        // callee's yields, never written by the caller.
+        assert!(!names.iter().any(|n| n == "out"), "{names:?}");
+        assert!(names.iter().any(|n| n == "f"), "{names:?}");
+    }
+}
