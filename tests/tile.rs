@@ -5,7 +5,7 @@
 
 use alpinist::interp::{self, Memory, Value};
 use alpinist::syntax::{self, StmtKind, TileLayout};
-use alpinist::transform::{self, tile};
+use alpinist::transform::tile;
 use proptest::prelude::*;
 
 use crate::common::{pvl_files, relative, run, snapshot_name, stderr, stdout};
@@ -118,7 +118,7 @@ proptest! {
         let layout = if inter { TileLayout::Inter } else { TileLayout::Intra };
         let original = syntax::parse(KERNEL).unwrap().program;
         let mut par = None;
-        transform::visit_stmts(&original, &mut |s| {
+        original.visit_stmts(&mut |s| {
             if matches!(s.kind, StmtKind::Par(_)) {
                 par = Some(s.span);
             }

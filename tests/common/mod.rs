@@ -372,7 +372,7 @@ pub fn apply_loop_gpuopts(program: &alpinist::syntax::Program) -> alpinist::synt
     use alpinist::transform::{self, Optimisation};
     let mut requests = Vec::new();
     let mut copy = program.clone();
-    transform::visit_stmt_lists_mut(&mut copy, &mut |stmts| {
+    copy.visit_stmt_lists_mut(&mut |stmts| {
         for pair in stmts.windows(2) {
             let StmtKind::GpuOpt(g) = &pair[0].kind else {
                 continue;
@@ -430,7 +430,7 @@ pub fn assert_refused(args: &[&str], code: &str, message: &str) -> String {
 /// The first `while` or `for` loop of `program`.
 pub fn first_loop(program: &Program) -> Span {
     let mut span = None;
-    alpinist::transform::visit_stmts(program, &mut |s| {
+    program.visit_stmts(&mut |s| {
         if matches!(s.kind, StmtKind::While { .. } | StmtKind::For { .. }) && span.is_none() {
             span = Some(s.span);
         }

@@ -158,7 +158,7 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
         }
     }
     let gpuopts: BTreeSet<Span> = requests.iter().filter_map(|r| r.gpuopt).collect();
-    transform::visit_stmt_lists_mut(&mut current, &mut |stmts| {
+    current.visit_stmt_lists_mut(&mut |stmts| {
         stmts.retain(|s| !(matches!(s.kind, StmtKind::GpuOpt(_)) && gpuopts.contains(&s.span)))
     });
     // Member-level `gpuopt tile` lines that were applied go too.
@@ -437,7 +437,7 @@ fn is_loop(s: &Stmt) -> bool {
 fn par_statements(stmts: &[Stmt]) -> Vec<Span> {
     let mut out = Vec::new();
     for s in stmts {
-        transform::visit_stmt(s, &mut |s| {
+        s.visit(&mut |s| {
             if matches!(s.kind, StmtKind::Par(_)) {
                 out.push(s.span);
             }
@@ -508,7 +508,7 @@ fn annotation_requests(
     }
     let mut lists: Vec<Vec<Stmt>> = Vec::new();
     let mut copy = program.clone();
-    transform::visit_stmt_lists_mut(&mut copy, &mut |stmts| lists.push(stmts.clone()));
+    copy.visit_stmt_lists_mut(&mut |stmts| lists.push(stmts.clone()));
     for stmts in &lists {
         for (j, s) in stmts.iter().enumerate() {
             let StmtKind::GpuOpt(g) = &s.kind else {
@@ -567,7 +567,7 @@ fn flag_request(
 ) -> Result<Request, Exit> {
     if !optimisation.targets_loop() {
         let mut pars = Vec::new();
-        for body in transform::method_bodies(program) {
+        for body in program.method_bodies() {
             pars.extend(par_statements(&body.stmts));
         }
         return match pars.as_slice() {
@@ -598,7 +598,7 @@ fn flag_request(
         _ => "--unroll",
     };
     let mut loops: Vec<(Span, BTreeSet<String>)> = Vec::new();
-    transform::visit_stmts(program, &mut |s| {
+    program.visit_stmts(&mut |s| {
         if let StmtKind::While { cond, .. }
         | StmtKind::For {
             cond: Some(cond), ..

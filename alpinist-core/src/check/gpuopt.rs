@@ -259,24 +259,13 @@ fn check_statement_opt(
             let Some(stmt) = annotated else {
                 return misplaced(checker);
             };
-            let (cond, assigned) = match &stmt.kind {
-                StmtKind::While { cond, body, .. } => (Some(cond), assigns(body, &var.name)),
-                StmtKind::For {
-                    init,
-                    cond,
-                    update,
-                    body,
-                    ..
-                } => {
-                    let assigned = [init, update]
-                        .into_iter()
-                        .flatten()
-                        .any(|s| assigns(s, &var.name))
-                        || assigns(body, &var.name);
-                    (cond.as_ref(), assigned)
-                }
+            let cond = match &stmt.kind {
+                StmtKind::While { cond, .. } => Some(cond),
+                StmtKind::For { cond, .. } => cond.as_ref(),
                 _ => return misplaced(checker),
             };
+            // A `for` loop's own `int i = 0` counts: the shared walker lists declarations.
+            let assigned = stmt.assigns(&var.name);
             let in_guard = cond.is_some_and(|c| mentions(c, &var.name));
             if !(in_guard && assigned) {
                 checker.err(CheckError::GpuOptLoopVar {
@@ -318,37 +307,6 @@ fn check_statement_opt(
         GpuOptKind::MatrixLin { .. } | GpuOptKind::GlobToReg { .. } | GpuOptKind::Tile { .. } => {
             misplaced(checker)
         }
-    }
-}
-
-/// Does `stmt` assign `name` (as a plain variable) anywhere?
-fn assigns(stmt: &Stmt, name: &str) -> bool {
-    let is_name = |e: &Expr| matches!(&e.kind, ExprKind::Name(id) if id.name == name);
-    match &stmt.kind {
-        StmtKind::Assign { target, .. } => is_name(target),
-        StmtKind::Increment(t) | StmtKind::Decrement(t) => is_name(t),
-        // `for (int i = 0; ..)` declares and initialises the loop's own variable.
-        StmtKind::LocalDecl { vars, .. } => {
-            vars.iter().any(|v| v.name.name == name && v.init.is_some())
-        }
-        StmtKind::Block(b) => b.stmts.iter().any(|s| assigns(s, name)),
-        StmtKind::If {
-            then_branch,
-            else_branch,
-            ..
-        } => assigns(then_branch, name) || else_branch.as_ref().is_some_and(|e| assigns(e, name)),
-        StmtKind::While { body, .. } => assigns(body, name),
-        StmtKind::For {
-            init, update, body, ..
-        } => {
-            [init, update]
-                .into_iter()
-                .flatten()
-                .any(|s| assigns(s, name))
-                || assigns(body, name)
-        }
-        StmtKind::Ghost(inner) => assigns(inner, name),
-        _ => false,
     }
 }
 

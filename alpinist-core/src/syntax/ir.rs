@@ -17,6 +17,9 @@ use serde::{Deserialize, Serialize};
 
 pub use super::span::Span;
 
+mod walk;
+pub use walk::AssignedLocal;
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Ident {
     pub name: String,

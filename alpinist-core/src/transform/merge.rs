@@ -379,7 +379,7 @@ fn said_constants(program: &Program, loop_span: Span) -> BTreeMap<String, i128> 
     }
     let before = |s: &Stmt| s.span.end <= loop_span.start;
     let mut assigned: Vec<(Span, String, i128)> = Vec::new();
-    let bodies = super::method_bodies(program);
+    let bodies = program.method_bodies();
     let Some(body) = bodies.into_iter().find(|b| holds(b.span)) else {
         return out;
     };
@@ -404,9 +404,7 @@ fn said_constants(program: &Program, loop_span: Span) -> BTreeMap<String, i128> 
         }
         _ => {}
     };
-    body.stmts
-        .iter()
-        .for_each(|s| super::visit_stmt(s, &mut visit));
+    body.stmts.iter().for_each(|s| s.visit(&mut visit));
     assigned.sort_by_key(|(span, _, _)| span.start);
     for (_, name, c) in assigned {
         out.insert(name, c);

@@ -16,9 +16,7 @@ pub mod unroll;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::syntax::{
-    Block, Item, Member, MemberKind, MethodBody, Program, Span, Stmt, StmtKind, TileLayout,
-};
+use crate::syntax::{Block, Program, Span, Stmt, StmtKind, TileLayout};
 use crate::verify::Limits;
 
 /// One requested optimisation, independent of where it was requested (a `gpuopt` line or a
@@ -105,7 +103,7 @@ pub fn apply(
 pub fn for_as_while(program: &Program, span: Span) -> Option<Program> {
     let mut out = program.clone();
     let mut done = false;
-    visit_stmt_lists_mut(&mut out, &mut |stmts| {
+    out.visit_stmt_lists_mut(&mut |stmts| {
         if done {
             return;
         }
@@ -491,119 +489,6 @@ fn collect_names(value: &serde_json::Value, out: &mut BTreeSet<String>) {
         }
         serde_json::Value::Array(items) => items.iter().for_each(|v| collect_names(v, out)),
         _ => {}
-    }
-}
-
-/// Calls `f` on every statement of every method body, outermost first.
-pub fn visit_stmts<'a>(program: &'a Program, f: &mut dyn FnMut(&'a Stmt)) {
-    for body in method_bodies(program) {
-        body.stmts.iter().for_each(|s| visit_stmt(s, f));
-    }
-}
-
-/// Calls `f` on `s` and every statement nested in it, outermost first.
-pub fn visit_stmt<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Stmt)) {
-    f(s);
-    match &s.kind {
-        StmtKind::If {
-            then_branch,
-            else_branch,
-            ..
-        } => {
-            visit_stmt(then_branch, f);
-            if let Some(e) = else_branch {
-                visit_stmt(e, f);
-            }
-        }
-        StmtKind::While { body, .. } => visit_stmt(body, f),
-        StmtKind::For {
-            init, update, body, ..
-        } => {
-            for s in [init, update].into_iter().flatten() {
-                visit_stmt(s, f);
-            }
-            visit_stmt(body, f);
-        }
-        StmtKind::Block(b) => b.stmts.iter().for_each(|s| visit_stmt(s, f)),
-        StmtKind::Par(group) => group
-            .blocks
-            .iter()
-            .for_each(|b| b.body.stmts.iter().for_each(|s| visit_stmt(s, f))),
-        StmtKind::Barrier(b) => b.body.stmts.iter().for_each(|s| visit_stmt(s, f)),
-        StmtKind::Ghost(g) => visit_stmt(g, f),
-        StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
-            body.stmts.iter().for_each(|s| visit_stmt(s, f))
-        }
-        _ => {}
-    }
-}
-
-/// The block bodies of every method, in file order.
-pub fn method_bodies(program: &Program) -> Vec<&Block> {
-    let mut out = Vec::new();
-    for item in &program.items {
-        let members: Vec<&Member> = match item {
-            Item::Class(c) => c.members.iter().collect(),
-            Item::Member(m) => vec![m],
-        };
-        for m in members {
-            if let MemberKind::Method(method) = &m.kind {
-                if let MethodBody::Block(b) = &method.body {
-                    out.push(b);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Calls `f` on every statement list (blocks, par bodies, barrier bodies) of every method,
-/// outermost first; `f` may splice the list.
-pub fn visit_stmt_lists_mut(program: &mut Program, f: &mut dyn FnMut(&mut Vec<Stmt>)) {
-    fn list(stmts: &mut Vec<Stmt>, f: &mut dyn FnMut(&mut Vec<Stmt>)) {
-        f(stmts);
-        for s in stmts.iter_mut() {
-            stmt(s, f);
-        }
-    }
-    fn stmt(s: &mut Stmt, f: &mut dyn FnMut(&mut Vec<Stmt>)) {
-        match &mut s.kind {
-            StmtKind::If {
-                then_branch,
-                else_branch,
-                ..
-            } => {
-                stmt(then_branch, f);
-                if let Some(e) = else_branch {
-                    stmt(e, f);
-                }
-            }
-            StmtKind::While { body, .. } | StmtKind::For { body, .. } => stmt(body, f),
-            StmtKind::Block(b) => list(&mut b.stmts, f),
-            StmtKind::Par(group) => group
-                .blocks
-                .iter_mut()
-                .for_each(|b| list(&mut b.body.stmts, f)),
-            StmtKind::Barrier(b) => list(&mut b.body.stmts, f),
-            StmtKind::Ghost(g) => stmt(g, f),
-            StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
-                list(&mut body.stmts, f)
-            }
-            _ => {}
-        }
-    }
-    for item in &mut program.items {
-        let members: Vec<&mut Member> = match item {
-            Item::Class(c) => c.members.iter_mut().collect(),
-            Item::Member(m) => vec![m],
-        };
-        for m in members {
-            if let MemberKind::Method(method) = &mut m.kind {
-                if let MethodBody::Block(b) = &mut method.body {
-                    list(&mut b.stmts, f);
-                }
-            }
-        }
     }
 }
 

@@ -17,7 +17,7 @@ fn fresh_names_avoid_every_name_in_the_program() {
 /// The span of the first loop in `src`.
 fn first_loop(program: &Program) -> Span {
     let mut span = None;
-    visit_stmts(program, &mut |s| {
+    program.visit_stmts(&mut |s| {
         if matches!(s.kind, StmtKind::While { .. } | StmtKind::For { .. }) && span.is_none() {
             span = Some(s.span);
         }
@@ -61,6 +61,18 @@ fn syntactic_prerequisites_are_refused_with_their_code() {
     assert!(matches!(
         plan_of(for_loop, "i", 2),
         Err(Refusal::Unsupported { .. })
+    ));
+    // Writes the shared walker (`Stmt::assigned_locals`) sees: inside `atomic`, and the
+    // caller's target of `then { i = r; }` (not the callee's `r`).
+    let atomic = "class C { int f; void m(int n) { int i = 0; invariant inv(Perm(f, write)) { while (i < n) { atomic(inv) { i = i + 5; } i = i + 1; } } } }";
+    assert!(matches!(
+        plan_of(atomic, "i", 2),
+        Err(Refusal::UpdateShape { .. })
+    ));
+    let ghost = "class C { yields int r; void g() { r = 0; } void m(int n) { int i = 0; int j = 0; while (i < n) { g() then { n = r; }; i = i + 1; } } }";
+    assert!(matches!(
+        plan_of(ghost, "i", 2),
+        Err(Refusal::BodyWritesGuardVariable { .. })
     ));
     let fine = "class C { void m(int n) { int i = 0; while (i < n) { i++; } } }";
     assert!(matches!(

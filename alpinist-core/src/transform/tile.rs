@@ -95,7 +95,7 @@ pub fn plan(
     }
     let mut inner = Err(());
     for s in &block.body.stmts {
-        super::visit_stmt(s, &mut |s| match &s.kind {
+        s.visit(&mut |s| match &s.kind {
             StmtKind::Barrier(_) if inner.is_err() => inner = Ok(("barrier", s.span)),
             StmtKind::Par(_) if inner.is_err() => inner = Ok(("par", s.span)),
             StmtKind::Return(_) if inner.is_err() => inner = Ok(("return", s.span)),
@@ -356,7 +356,7 @@ pub fn apply(program: &Program, plan: &Plan) -> Result<Program, Refusal> {
     })?;
     let mut out = program.clone();
     let mut done = false;
-    super::visit_stmt_lists_mut(&mut out, &mut |stmts| {
+    out.visit_stmt_lists_mut(&mut |stmts| {
         if done {
             return;
         }

@@ -15,8 +15,8 @@ use num_bigint::BigUint;
 
 use super::{Refusal, Timings};
 use crate::syntax::{
-    print_expr, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Ident, Item, MemberKind,
-    MethodBody, Modifier, Program, Span, Stmt, StmtKind,
+    print_expr, AssignedLocal, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Item,
+    MemberKind, MethodBody, Modifier, Program, Span, Stmt, StmtKind,
 };
 use crate::verify::{verify_routine_at, Limits, MethodReport, Outcome};
 
@@ -126,9 +126,8 @@ pub fn plan(program: &Program, loop_span: Span, var: &str, factor: u32) -> Resul
             }
             continue;
         }
-        let mut writes = Vec::new();
-        assigned(s, &mut writes);
-        if let Some((name, span)) = writes.iter().find(|(n, _)| n == var) {
+        let writes = s.assigned_locals();
+        if let Some(AssignedLocal { name, span }) = writes.iter().find(|a| a.name == *var) {
             // A write to `var` that is not the unconditional top-level update.
             return Err(Refusal::UpdateShape {
                 var: name.clone(),
@@ -136,7 +135,9 @@ pub fn plan(program: &Program, loop_span: Span, var: &str, factor: u32) -> Resul
                 detail: "a conditional or nested assignment".into(),
             });
         }
-        if let Some((name, span)) = writes.iter().find(|(n, _)| guard_vars.contains(n)) {
+        if let Some(AssignedLocal { name, span }) =
+            writes.iter().find(|a| guard_vars.contains(&a.name))
+        {
             return Err(Refusal::BodyWritesGuardVariable {
                 name: name.clone(),
                 span: *span,
@@ -223,77 +224,6 @@ pub(crate) fn pure_locals(e: &Expr, names: &mut BTreeSet<String>) -> bool {
             matches!(base.kind, ExprKind::Name(_)) && pure_locals(base, names)
         }
         _ => false,
-    }
-}
-
-/// Every local variable `s` may assign, with the span of the assignment.
-fn assigned(s: &Stmt, out: &mut Vec<(String, Span)>) {
-    fn target_name(e: &Expr) -> Option<&Ident> {
-        match &e.kind {
-            ExprKind::Name(id) => Some(id),
-            _ => None,
-        }
-    }
-    fn in_expr(e: &Expr, out: &mut Vec<(String, Span)>) {
-        // Ghost results `then { y = z; }` write the locals named on the right.
-        if let ExprKind::Call { yields, .. } = &e.kind {
-            for y in yields {
-                if let Some(id) = target_name(&y.value) {
-                    out.push((id.name.clone(), y.span));
-                }
-            }
-        }
-    }
-    match &s.kind {
-        StmtKind::Assign { target, value } => {
-            if let Some(id) = target_name(target) {
-                out.push((id.name.clone(), s.span));
-            }
-            in_expr(value, out);
-        }
-        StmtKind::Increment(e) | StmtKind::Decrement(e) => {
-            if let Some(id) = target_name(e) {
-                out.push((id.name.clone(), s.span));
-            }
-        }
-        StmtKind::Expr(e) => in_expr(e, out),
-        StmtKind::LocalDecl { vars, .. } => {
-            for v in vars {
-                if let Some(init) = &v.init {
-                    in_expr(init, out);
-                }
-            }
-        }
-        StmtKind::If {
-            then_branch,
-            else_branch,
-            ..
-        } => {
-            assigned(then_branch, out);
-            if let Some(e) = else_branch {
-                assigned(e, out);
-            }
-        }
-        StmtKind::While { body, .. } => assigned(body, out),
-        StmtKind::For {
-            init, update, body, ..
-        } => {
-            for s in [init, update].into_iter().flatten() {
-                assigned(s, out);
-            }
-            assigned(body, out);
-        }
-        StmtKind::Block(b) => b.stmts.iter().for_each(|s| assigned(s, out)),
-        StmtKind::Par(group) => group
-            .blocks
-            .iter()
-            .for_each(|b| b.body.stmts.iter().for_each(|s| assigned(s, out))),
-        StmtKind::Barrier(b) => b.body.stmts.iter().for_each(|s| assigned(s, out)),
-        StmtKind::Ghost(s) => assigned(s, out),
-        StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
-            body.stmts.iter().for_each(|s| assigned(s, out))
-        }
-        _ => {}
     }
 }
 
@@ -587,7 +517,7 @@ fn cut_stmt(s: &mut Stmt, target: Span, replacement: &[Stmt]) -> bool {
 /// Find the statement with this span.
 pub fn find_stmt(program: &Program, span: Span) -> Option<&Stmt> {
     let mut found = None;
-    super::visit_stmts(program, &mut |s| {
+    program.visit_stmts(&mut |s| {
         // A block is never a target: one with a loop's span is the loop's `for_as_while` scope.
         if s.span == span && found.is_none() && !matches!(s.kind, StmtKind::Block(_)) {
             found = Some(s);
@@ -615,7 +545,7 @@ pub(crate) fn replace_loop(
 ) -> Option<Program> {
     let mut out = program.clone();
     let mut done = false;
-    super::visit_stmt_lists_mut(&mut out, &mut |stmts| {
+    out.visit_stmt_lists_mut(&mut |stmts| {
         if done {
             return;
         }
@@ -677,9 +607,7 @@ fn rewrite(stmt: &Stmt, plan: &Plan) -> Vec<Stmt> {
             }
         }
     }
-    let mut writes = Vec::new();
-    assigned(body, &mut writes);
-    let written: BTreeSet<String> = writes.into_iter().map(|(n, _)| n).collect();
+    let written: BTreeSet<String> = body.assigned_locals().into_iter().map(|a| a.name).collect();
     let mut contract = contract.clone();
     for clause in &mut contract.clauses {
         if let ClauseKind::LoopInvariant(e) = &mut clause.kind {

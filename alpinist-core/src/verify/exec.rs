@@ -10,8 +10,13 @@
 //!   about locals it does not assign); after the loop, the frame that was not in the invariant
 //!   is untouched, assigned locals are havocked, and the invariant and the negated condition
 //!   hold.
-//! - A par block is checked for one arbitrary thread from an empty heap; the caller exhales the
-//!   threads' preconditions quantified over the iterators and inhales their postconditions.
+//! - A par block is checked for one arbitrary thread from an empty heap, in a scope of its own,
+//!   *before* the caller exhales the threads' preconditions quantified over the iterators and
+//!   inhales their postconditions: every obligation is checked under the assumptions of its
+//!   own path only, never under something assumed later (the same holds for branches, loop
+//!   bodies, barriers, calls, `invariant`/`atomic`, fold/unfold).
+//! - A routine's postcondition reads its parameters (and `given` ones) at entry, as its callers
+//!   do; `yields` parameters at exit.
 //! - A barrier is checked globally (from all threads' preconditions, with no other permission,
 //!   every postcondition is justified) and locally (exhale pre, inhale post).
 //! - Every check is recorded with its verdict; nothing is skipped silently: what is not
@@ -263,6 +268,7 @@ pub fn check_routine<'p>(
         trusted: Vec::new(),
         warnings,
         own: None,
+        entry: Store::new(),
         self_calls: Vec::new(),
         in_precondition: false,
         invariants: Vec::new(),
@@ -300,6 +306,9 @@ struct Verifier<'c, 'p> {
     warnings: Vec<Warning>,
     /// The routine being checked: its name, parameter types and parameter values.
     own: Option<(String, Vec<Ty>, Vec<Term>)>,
+    /// Its parameters and `given` parameters with their values at entry, which its
+    /// postcondition reads (the body may assign them; a caller binds them to its arguments).
+    entry: Store,
     /// Its calls of itself: where, and which measures decrease there.
     self_calls: Vec<(Span, Vec<bool>)>,
     /// Inhaling or exhaling a precondition (see [`Verifier::as_precondition`]).
@@ -449,6 +458,26 @@ impl<'c, 'p> Verifier<'c, 'p> {
             terms.push(v.term.clone());
         }
         self.own = Some((routine.method.name.name.clone(), tys, terms));
+        // In the contract a parameter (and a `given` ghost parameter) means its value at entry,
+        // whatever the body assigns to it later: that is what every caller assumes of the
+        // argument it passed. `yields` parameters are the exception: their final value.
+        self.entry = routine
+            .method
+            .params
+            .iter()
+            .map(|p| &p.name.name)
+            .chain(
+                routine
+                    .contract
+                    .clauses
+                    .iter()
+                    .filter_map(|c| match &c.kind {
+                        ClauseKind::Given(p) => Some(&p.name.name),
+                        _ => None,
+                    }),
+            )
+            .filter_map(|name| store.get(name).map(|v| (name.clone(), v.clone())))
+            .collect();
         let pre = self.with_everywhere(routine.pre());
         self.post = self.with_everywhere(routine.post());
         let mut st = self.fresh_state(store);
@@ -618,8 +647,11 @@ impl<'c, 'p> Verifier<'c, 'p> {
         r.map(|_| ())
     }
 
+    /// Exhales the routine's postcondition at an exit with `result`: its parameters read as
+    /// at entry ([`Verifier::entry`]), everything else (fields, `yields`) as now.
     fn exhale_post(&mut self, st: State, result: Option<Value>) -> Result<(), EncodeError> {
         let mut ev = eval(self.ctx, &st, false);
+        ev.store.extend(self.entry.clone());
         ev.result = result;
         let post = self.post.clone();
         assertion::exhale(
@@ -1478,10 +1510,16 @@ impl<'c, 'p> Verifier<'c, 'p> {
             ClauseKind::LoopInvariant(e) | ClauseKind::Context(e) => Some(e),
             _ => None,
         }));
-        let mut assigned = Vec::new();
-        assigned_locals(body, &mut assigned);
-        if let Some(u) = update {
-            assigned_locals(u, &mut assigned);
+        // Every local the body (or update) may assign, however nested: in ghost code,
+        // `invariant`/`atomic` blocks, `then { r = y; }` on calls (`Stmt::assigned_locals`).
+        let mut assigned: Vec<String> = Vec::new();
+        for a in std::iter::once(body)
+            .chain(update)
+            .flat_map(|s| s.assigned_locals())
+        {
+            if !assigned.contains(&a.name) {
+                assigned.push(a.name);
+            }
         }
         let havoc = |w: &World, st: &mut State| {
             for name in &assigned {
@@ -1589,27 +1627,12 @@ impl<'c, 'p> Verifier<'c, 'p> {
             blocks.push((block, iters, pre, post, everywhere));
         }
 
-        // The caller: all threads' preconditions out, all postconditions in.
-        let before = st.snapshot();
-        let parts: Vec<_> = blocks
-            .iter()
-            .map(|(_, iters, pre, _, _)| (pre.clone(), iters.clone()))
-            .collect();
-        let mut after = self.as_precondition(|v| {
-            v.exhale_state(
-                st.clone(),
-                &parts,
-                ObligationKind::ParPreconditionFailed,
-                None,
-            )
-        })?;
-        for (_, iters, _, post, _) in &blocks {
-            let mut ev = eval(self.ctx, &after, false);
-            ev.old = Some(before.clone());
-            after.mask = assertion::inhale(&mut self.prover, &mut ev, after.mask, post, iters)?;
-        }
-        // One arbitrary thread of each block, from an empty heap. (After the caller's side:
-        // Z3's incremental search proved the caller's side less reliably after the threads'.)
+        // One arbitrary thread of each block, from an empty heap, checked *before* the caller
+        // assumes anything about the block's end: each thread's obligations hold under the
+        // assumptions of its own path only (the caller's state before the launch), so a
+        // thread postcondition that contradicts the caller's knowledge (`ensures false`,
+        // `ensures tid < 0` with `0 < n`) cannot make the thread's check vacuous. Everything
+        // the thread assumes is popped with its scope.
         for (block, iters, pre, post, everywhere) in &blocks {
             self.prover.push_scope();
             let mut store = st.store.clone();
@@ -1643,6 +1666,26 @@ impl<'c, 'p> Verifier<'c, 'p> {
             self.prover.pop_scope();
         }
 
+        // The caller: all threads' preconditions out, all postconditions in (their truth is
+        // what the threads' checks above established).
+        let before = st.snapshot();
+        let parts: Vec<_> = blocks
+            .iter()
+            .map(|(_, iters, pre, _, _)| (pre.clone(), iters.clone()))
+            .collect();
+        let mut after = self.as_precondition(|v| {
+            v.exhale_state(
+                st.clone(),
+                &parts,
+                ObligationKind::ParPreconditionFailed,
+                None,
+            )
+        })?;
+        for (_, iters, _, post, _) in &blocks {
+            let mut ev = eval(self.ctx, &after, false);
+            ev.old = Some(before.clone());
+            after.mask = assertion::inhale(&mut self.prover, &mut ev, after.mask, post, iters)?;
+        }
         Ok(Flow::Normal(after))
     }
 
@@ -1773,54 +1816,6 @@ fn coerce(v: Value, ty: &Ty, span: Span) -> Result<Value, EncodeError> {
             found: format!("{:?}", v.ty),
             span,
         }),
-    }
-}
-
-/// Locals a statement may assign (syntactically; declarations inside it are its own).
-fn assigned_locals(s: &Stmt, out: &mut Vec<String>) {
-    let mut add = |e: &Expr| {
-        if let ExprKind::Name(id) = &e.kind {
-            if !out.contains(&id.name) {
-                out.push(id.name.clone());
-            }
-        }
-    };
-    match &s.kind {
-        StmtKind::Assign { target, .. } => add(target),
-        StmtKind::Increment(t) | StmtKind::Decrement(t) => add(t),
-        StmtKind::If {
-            then_branch,
-            else_branch,
-            ..
-        } => {
-            assigned_locals(then_branch, out);
-            if let Some(e) = else_branch {
-                assigned_locals(e, out);
-            }
-        }
-        StmtKind::While { body, .. } => assigned_locals(body, out),
-        StmtKind::For {
-            init, update, body, ..
-        } => {
-            for x in [init, update].into_iter().flatten() {
-                assigned_locals(x, out);
-            }
-            assigned_locals(body, out);
-        }
-        StmtKind::Block(b) => {
-            for x in &b.stmts {
-                assigned_locals(x, out);
-            }
-        }
-        StmtKind::Ghost(x) => assigned_locals(x, out),
-        StmtKind::Par(g) => {
-            for b in &g.blocks {
-                for x in &b.body.stmts {
-                    assigned_locals(x, out);
-                }
-            }
-        }
-        _ => {}
     }
 }
 

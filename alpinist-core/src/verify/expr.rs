@@ -1461,17 +1461,29 @@ impl Eval<'_> {
             inner.defining = defining.clone();
             inner
         };
+        // Whether P(args) is held here: checked where definedness is, and in any case the
+        // hypothesis of every fact of P's body. The facts are handed out (`take_axioms`) to be
+        // assumed *before* this expression's checks, the held check among them; unguarded, a
+        // body that contradicts the path (`x > 0` for an `x` known negative) would make that
+        // check, and everything after it, vacuous.
+        let mut held = Collected::default();
+        let mut inner = fresh();
+        assertion::exhale(
+            &mut held,
+            &mut inner,
+            mask.clone(),
+            &[pred],
+            &[],
+            ObligationKind::UnfoldFailed,
+        )?;
+        let is_held = Bool::and(
+            &held
+                .checks
+                .iter()
+                .map(|c| c.goal.clone())
+                .collect::<Vec<_>>(),
+        );
         if self.definedness {
-            let mut held = Collected::default();
-            let mut inner = fresh();
-            assertion::exhale(
-                &mut held,
-                &mut inner,
-                mask.clone(),
-                &[pred],
-                &[],
-                ObligationKind::UnfoldFailed,
-            )?;
             for c in held.checks {
                 self.require_noted(c.goal, ObligationKind::UnfoldFailed, pred.span, None);
             }
@@ -1483,7 +1495,7 @@ impl Eval<'_> {
             self.require_noted(c.goal, c.kind, c.span, c.note);
         }
         for f in opened.facts.into_iter().chain(inner.take_axioms()) {
-            let closed = self.close(&f);
+            let closed = self.close(&is_held.implies(&f));
             self.facts.push(closed);
         }
         let saved = self.mask.replace(inside);

@@ -81,7 +81,7 @@ impl Plan {
             let own = &routine.method.name.name;
             let mut ghost_calls: Vec<*const crate::syntax::Stmt> = Vec::new();
             for s in &body.stmts {
-                crate::transform::visit_stmt(s, &mut |s| {
+                s.visit(&mut |s| {
                     if let StmtKind::Ghost(inner) = &s.kind {
                         ghost_calls.push(&**inner as *const _);
                     }

@@ -498,6 +498,9 @@ impl<'a> Analysis<'a> {
                 for v in vars {
                     let t = v.init.as_ref().and_then(|e| self.eval(e, state));
                     self.assign(&v.name.name, t, v.span, state);
+                    if let Some(init) = &v.init {
+                        self.ghost_results(init, v.span, state);
+                    }
                 }
             }
             StmtKind::Assign { target, value } => {
@@ -505,6 +508,7 @@ impl<'a> Analysis<'a> {
                     let t = self.eval(value, state);
                     self.assign(&id.name, t, s.span, state);
                 }
+                self.ghost_results(value, s.span, state);
                 // Writes to the heap change no local; reads of it are tainted anyway.
             }
             StmtKind::Increment(target) | StmtKind::Decrement(target) => {
@@ -579,13 +583,9 @@ impl<'a> Analysis<'a> {
     /// Locals receiving ghost results (`then { y = z; }`) of a call statement are tainted: the
     /// callee is not analysed.
     fn ghost_results(&self, e: &Expr, at: Span, state: &mut State) {
-        if let ExprKind::Call { yields, .. } = &e.kind {
-            for y in yields {
-                if let ExprKind::Name(id) = &y.value.kind {
-                    self.assign(&id.name, Some(at), at, state);
-                }
-            }
-        }
+        // The caller's local is the target `y` (`Expr::ghost_result_targets`), not `z`, the
+        // callee's yields name.
+        e.ghost_result_targets(&mut |y| self.assign(&y.name, Some(at), at, state));
     }
 
     /// A loop, to a fixpoint: the head state joins the entry state with the state after the

@@ -335,3 +335,25 @@ fn examples_have_uniform_barriers() {
     }
     assert!(barriers >= 10, "{barriers}");
 }
+
+#[test]
+fn ghost_results_taint_the_callers_target() {
+    // `then { y = r; }` writes the caller's `y` (not the callee's `r`): the callee is not
+    // analysed, so `y` is thread-dependent, in a call statement and in an initialiser alike.
+    for call in [
+        "int y = 0;\n id(tid) then { y = r; };",
+        "int y = 0;\n int q = id(tid) then { y = r; };",
+        "int y = 0;\n int q = 0;\n q = id(tid) then { y = r; };",
+    ] {
+        let src = format!(
+            "class C {{\n  yields int r;\n  ensures r == x && \\result == x;\n  \
+             int id(int x) {{ r = x; return x; }}\n  \
+             context_everywhere a != null && a.length == n && n > 0;\n  \
+             void k(int n, int[] a) {{\n    par blk(int tid = 0 .. n) {{\n      {call}\n      \
+             if (y > 0) {{ {BARRIER} }}\n    }}\n  }}\n}}\n"
+        );
+        let errs = errors(&src);
+        assert_eq!(errs.len(), 1, "{call}: {errs:#?}");
+        assert_eq!(errs[0].code_str(), "E0510", "{call}");
+    }
+}

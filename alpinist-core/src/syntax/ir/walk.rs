@@ -1,0 +1,353 @@
+//! Statement walkers shared by every stage (verification, transformations, analyses), next to
+//! the expression walkers of [`Expr`]: no stage keeps its own copy of "which statements are
+//! inside this one" or "which locals may this one assign".
+//!
+//! Invariant: each walker matches every [`StmtKind`] explicitly (no `_ =>` arm), so a new
+//! statement kind does not compile until every walker has been told what it contains.
+
+use super::{Block, Expr, ExprKind, Ident, Item, Member, MemberKind, MethodBody, Program, Span};
+use super::{Stmt, StmtKind};
+
+/// A local variable a statement may assign: its name and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AssignedLocal {
+    pub name: String,
+    /// The assignment (the statement, the `then { r = y; }` item, or the declared variable).
+    pub span: Span,
+}
+
+impl Stmt {
+    /// The statements directly inside `self` (branches, a loop's body with a `for`'s init and
+    /// update, block items, par and barrier bodies, the statement under `ghost`,
+    /// `invariant`/`atomic` bodies), in execution order.
+    pub fn children(&self) -> Vec<&Stmt> {
+        match &self.kind {
+            StmtKind::If {
+                then_branch,
+                else_branch,
+                ..
+            } => std::iter::once(&**then_branch)
+                .chain(else_branch.as_deref())
+                .collect(),
+            StmtKind::While { body, .. } => vec![body],
+            StmtKind::For {
+                init, update, body, ..
+            } => init
+                .as_deref()
+                .into_iter()
+                .chain([&**body])
+                .chain(update.as_deref())
+                .collect(),
+            StmtKind::Block(b) => b.stmts.iter().collect(),
+            StmtKind::Par(group) => group.blocks.iter().flat_map(|b| &b.body.stmts).collect(),
+            StmtKind::Barrier(b) => b.body.stmts.iter().collect(),
+            StmtKind::Ghost(g) => vec![g],
+            StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
+                body.stmts.iter().collect()
+            }
+            StmtKind::LocalDecl { .. }
+            | StmtKind::Assign { .. }
+            | StmtKind::Increment(_)
+            | StmtKind::Decrement(_)
+            | StmtKind::Expr(_)
+            | StmtKind::Return(_)
+            | StmtKind::Assert(_)
+            | StmtKind::Assume(_)
+            | StmtKind::Lock(_)
+            | StmtKind::Unlock(_)
+            | StmtKind::Fold(_)
+            | StmtKind::Unfold(_)
+            | StmtKind::GpuOpt(_) => Vec::new(),
+        }
+    }
+
+    /// Calls `f` on `self` and every statement nested in it, outermost first.
+    pub fn visit<'a>(&'a self, f: &mut dyn FnMut(&'a Stmt)) {
+        f(self);
+        for c in self.children() {
+            c.visit(f);
+        }
+    }
+
+    /// Calls `f` on each expression written directly in `self` (not in nested statements nor
+    /// in contracts): conditions, targets, values, initialisers, iterator bounds, asserted
+    /// and folded assertions.
+    pub fn for_each_expr(&self, f: &mut dyn FnMut(&Expr)) {
+        match &self.kind {
+            StmtKind::LocalDecl { vars, .. } => {
+                vars.iter().filter_map(|v| v.init.as_ref()).for_each(f)
+            }
+            StmtKind::Assign { target, value } => {
+                f(target);
+                f(value);
+            }
+            StmtKind::Increment(e)
+            | StmtKind::Decrement(e)
+            | StmtKind::Expr(e)
+            | StmtKind::Assert(e)
+            | StmtKind::Assume(e)
+            | StmtKind::Lock(e)
+            | StmtKind::Unlock(e)
+            | StmtKind::Fold(e)
+            | StmtKind::Unfold(e) => f(e),
+            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => f(cond),
+            StmtKind::For { cond, .. } => {
+                if let Some(c) = cond {
+                    f(c);
+                }
+            }
+            StmtKind::Return(value) => {
+                if let Some(v) = value {
+                    f(v);
+                }
+            }
+            StmtKind::Par(group) => {
+                for it in group.blocks.iter().flat_map(|b| &b.iters) {
+                    f(&it.lo);
+                    f(&it.hi);
+                }
+            }
+            StmtKind::Invariant { inv, .. } => f(inv),
+            StmtKind::Block(_)
+            | StmtKind::Barrier(_)
+            | StmtKind::Ghost(_)
+            | StmtKind::Atomic { .. }
+            | StmtKind::GpuOpt(_) => {}
+        }
+    }
+
+    /// Every local variable `self` may assign, itself or in any statement nested in it, in
+    /// source order (a name once per assignment): plain assignments and `++`/`--` of a
+    /// name, declarations (a local declared inside gets a value there), and the targets of
+    /// `then { r = y; }` on calls — in code, ghost code, `invariant`/`atomic` blocks, nested
+    /// loops and par blocks alike. A bare field name written as `x = e` is listed too (the
+    /// caller knows which names are locals). This is the one answer to "what may this
+    /// statement assign": the loop havoc of `verify`, the loop shapes of `transform` and the
+    /// `gpuopt` placement checks all ask it.
+    pub fn assigned_locals(&self) -> Vec<AssignedLocal> {
+        let mut out = Vec::new();
+        self.visit(&mut |s| {
+            let mut name_of = |e: &'_ Expr, span: Span, out: &mut Vec<AssignedLocal>| {
+                let _ = (e, span, out);
+            };
+            let _ = &mut name_of;
+            match &s.kind {
+                StmtKind::Assign { target, .. } => {
+                    if let ExprKind::Name(id) = &target.kind {
+                        out.push(AssignedLocal {
+                            name: id.name.clone(),
+                            span: s.span,
+                        });
+                    }
+                }
+                StmtKind::Increment(target) | StmtKind::Decrement(target) => {
+                    if let ExprKind::Name(id) = &target.kind {
+                        out.push(AssignedLocal {
+                            name: id.name.clone(),
+                            span: s.span,
+                        });
+                    }
+                }
+                StmtKind::LocalDecl { vars, .. } => {
+                    for v in vars {
+                        out.push(AssignedLocal {
+                            name: v.name.name.clone(),
+                            span: v.span,
+                        });
+                    }
+                }
+                StmtKind::Expr(_)
+                | StmtKind::If { .. }
+                | StmtKind::While { .. }
+                | StmtKind::For { .. }
+                | StmtKind::Block(_)
+                | StmtKind::Return(_)
+                | StmtKind::Par(_)
+                | StmtKind::Barrier(_)
+                | StmtKind::Assert(_)
+                | StmtKind::Assume(_)
+                | StmtKind::Ghost(_)
+                | StmtKind::Invariant { .. }
+                | StmtKind::Atomic { .. }
+                | StmtKind::Lock(_)
+                | StmtKind::Unlock(_)
+                | StmtKind::Fold(_)
+                | StmtKind::Unfold(_)
+                | StmtKind::GpuOpt(_) => {}
+            }
+            // Ghost results may be received wherever a call can stand.
+            s.for_each_expr(&mut |e| {
+                e.ghost_result_targets(&mut |target| {
+                    out.push(AssignedLocal {
+                        name: target.name.clone(),
+                        span: target.span,
+                    })
+                })
+            });
+        });
+        out
+    }
+
+    /// Whether `self` may assign the local `name` (see [`Stmt::assigned_locals`]).
+    pub fn assigns(&self, name: &str) -> bool {
+        self.assigned_locals().iter().any(|a| a.name == name)
+    }
+}
+
+impl Expr {
+    /// Calls `f` on the caller's local of every `then { r = y; }` item (`r`) of the calls in
+    /// `self`: the locals that receive ghost results.
+    pub fn ghost_result_targets(&self, f: &mut dyn FnMut(&Ident)) {
+        self.visit(&mut |e| {
+            if let ExprKind::Call { yields, .. } = &e.kind {
+                yields.iter().for_each(|g| f(&g.name));
+            }
+        });
+    }
+}
+
+impl Program {
+    /// The block bodies of every method, in file order.
+    pub fn method_bodies(&self) -> Vec<&Block> {
+        let mut out = Vec::new();
+        for item in &self.items {
+            let members: Vec<&Member> = match item {
+                Item::Class(c) => c.members.iter().collect(),
+                Item::Member(m) => vec![m],
+            };
+            for m in members {
+                if let MemberKind::Method(method) = &m.kind {
+                    if let MethodBody::Block(b) = &method.body {
+                        out.push(b);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Calls `f` on every statement of every method body, outermost first.
+    pub fn visit_stmts<'a>(&'a self, f: &mut dyn FnMut(&'a Stmt)) {
+        for body in self.method_bodies() {
+            body.stmts.iter().for_each(|s| s.visit(f));
+        }
+    }
+
+    /// Calls `f` on every statement list (blocks, par bodies, barrier bodies, `invariant` and
+    /// `atomic` bodies) of every method, outermost first; `f` may splice the list.
+    pub fn visit_stmt_lists_mut(&mut self, f: &mut dyn FnMut(&mut Vec<Stmt>)) {
+        fn list(stmts: &mut Vec<Stmt>, f: &mut dyn FnMut(&mut Vec<Stmt>)) {
+            f(stmts);
+            for s in stmts.iter_mut() {
+                stmt(s, f);
+            }
+        }
+        fn stmt(s: &mut Stmt, f: &mut dyn FnMut(&mut Vec<Stmt>)) {
+            match &mut s.kind {
+                StmtKind::If {
+                    then_branch,
+                    else_branch,
+                    ..
+                } => {
+                    stmt(then_branch, f);
+                    if let Some(e) = else_branch {
+                        stmt(e, f);
+                    }
+                }
+                StmtKind::While { body, .. } => stmt(body, f),
+                StmtKind::For {
+                    init, update, body, ..
+                } => {
+                    for s in [init, update].into_iter().flatten() {
+                        stmt(s, f);
+                    }
+                    stmt(body, f);
+                }
+                StmtKind::Block(b) => list(&mut b.stmts, f),
+                StmtKind::Par(group) => group
+                    .blocks
+                    .iter_mut()
+                    .for_each(|b| list(&mut b.body.stmts, f)),
+                StmtKind::Barrier(b) => list(&mut b.body.stmts, f),
+                StmtKind::Ghost(g) => stmt(g, f),
+                StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
+                    list(&mut body.stmts, f)
+                }
+                StmtKind::LocalDecl { .. }
+                | StmtKind::Assign { .. }
+                | StmtKind::Increment(_)
+                | StmtKind::Decrement(_)
+                | StmtKind::Expr(_)
+                | StmtKind::Return(_)
+                | StmtKind::Assert(_)
+                | StmtKind::Assume(_)
+                | StmtKind::Lock(_)
+                | StmtKind::Unlock(_)
+                | StmtKind::Fold(_)
+                | StmtKind::Unfold(_)
+                | StmtKind::GpuOpt(_) => {}
+            }
+        }
+        for item in &mut self.items {
+            let members: Vec<&mut Member> = match item {
+                Item::Class(c) => c.members.iter_mut().collect(),
+                Item::Member(m) => vec![m],
+            };
+            for m in members {
+                if let MemberKind::Method(method) = &mut m.kind {
+                    if let MethodBody::Block(b) = &mut method.body {
+                        list(&mut b.stmts, f);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::syntax::{parse, MemberKind, MethodBody, Program};
+
+    fn body_of(program: &Program, name: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        for item in &program.items {
+            let crate::syntax::Item::Class(c) = item else {
+                continue;
+            };
+            for m in &c.members {
+                if let MemberKind::Method(m) = &m.kind {
+                    if let (true, MethodBody::Block(b)) = (m.name.name == name, &m.body) {
+                        for s in &b.stmts {
+                            names.extend(s.assigned_locals().into_iter().map(|a| a.name));
+                        }
+                    }
+                }
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn assigned_locals_sees_every_way_of_writing_a_local() {
+        let src = "class C {\n  int f;\n  yields int out;\n  void g(int x) { out = x; }\n  \
+                   void m(int n) {\n    int a = 0;\n    int b = 0;\n    int c = 0;\n    \
+                   int d = 0;\n    int e = 0;\n    int h = 0;\n    int k = 0;\n    \
+                   invariant inv(Perm(f, write)) {\n      atomic(inv) { a++; }\n      \
+                   b = 1;\n    }\n    ghost g(1) then { c = out; };\n    \
+                   while (n > 0) { if (n > 1) { d--; } else { int q = g(2) then { e = out; }; } }\n    \
+                   par p(int t = 0 .. n) { int w = 0; w = 1; }\n    \
+                   for (h = 0; h < n; h++) { f = 3; }\n    k = k;\n  }\n}\n";
+        let parsed = parse(src).unwrap_or_else(|e| panic!("{e:?}"));
+        let names = body_of(&parsed.program, "m");
+        for expected in ["a", "b", "c", "d", "e", "q", "w", "h", "k"] {
+            assert!(
+                names.iter().any(|n| n == expected),
+                "{expected} missing: {names:?}"
+            );
+        }
+        // `f = 3` is a bare field name: listed, the caller knows it is no local; `out` is the
+        // callee's yields, never written by the caller.
+        assert!(!names.iter().any(|n| n == "out"), "{names:?}");
+        assert!(names.iter().any(|n| n == "f"), "{names:?}");
+    }
+}
