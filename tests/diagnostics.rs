@@ -49,3 +49,52 @@ fn each_broken_program_reports_its_code_at_its_position() {
         codes.len()
     );
 }
+
+/// More shapes of the ghost-code checks (E0218–E0221) than the one file per code above: each
+/// program in `tests/data/ghost_effects/` is rejected by `check` (exit 2) with its header's
+/// code, in a diagnostic whose primary span starts at the header's place.
+#[test]
+fn ghost_code_with_a_real_effect_is_rejected_where_expected() {
+    let files = pvl_files("tests/data/ghost_effects");
+    assert!(
+        files.len() >= 12,
+        "tests/data/ghost_effects/ holds only {} programs",
+        files.len()
+    );
+    let mut problems = Vec::new();
+    for path in &files {
+        let source = std::fs::read_to_string(path).unwrap();
+        let name = relative(path);
+        let Some(expected) = expectation(&source) else {
+            problems.push(format!("{name}: no `//:: expect CODE line:col` header"));
+            continue;
+        };
+        let output = run(&["check", &name]);
+        let err = stderr(&output);
+        // One diagnostic per chunk: the code on a line of its own, then the rendering, with a
+        // source position per snippet (the primary span's among them).
+        let position = format!("[{name}:{}:{}]", expected.line, expected.column);
+        let found = err
+            .split('\n')
+            .fold(Vec::<String>::new(), |mut chunks, line| {
+                if line.len() == 5 && line.starts_with(['E', 'W']) || chunks.is_empty() {
+                    chunks.push(String::new());
+                }
+                let chunk = chunks.last_mut().expect("one chunk at least");
+                chunk.push_str(line);
+                chunk.push('\n');
+                chunks
+            });
+        let hit = found
+            .iter()
+            .any(|chunk| chunk.starts_with(&expected.kind) && chunk.contains(&position));
+        if output.status.code() != Some(2) || !hit {
+            problems.push(format!(
+                "{name}: exit {:?}, expected {} at {position}\n{err}",
+                output.status.code(),
+                expected.kind
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -104,7 +104,8 @@ fn every_program_in_verify_ok_verifies() {
 }
 
 /// Programs using constructs the checker does not encode: each is refused as unsupported (exit
-/// 2), never given a verdict.
+/// 2), never given a verdict. A file with a `//:: expect E05xx line:col` header must be refused
+/// with that code at that place.
 #[test]
 fn every_program_in_verify_unsupported_is_refused() {
     let files = pvl_files("tests/data/verify_unsupported");
@@ -117,6 +118,35 @@ fn every_program_in_verify_unsupported_is_refused() {
         let (code, doc, err) = verify_json(&file);
         assert_eq!(code, Some(2), "{file}: {doc}\n{err}");
         assert!(doc.to_string().contains("unsupported"), "{file}: {doc}");
+        let source = std::fs::read_to_string(path).expect("readable test data");
+        if let Some(expect) = expectation(&source) {
+            let errors: Vec<(String, u64, u64)> = doc["files"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|f| f["methods"].as_array().into_iter().flatten())
+                .map(|m| &m["error"])
+                .filter(|e| !e.is_null())
+                .map(|e| {
+                    (
+                        e["code"].as_str().unwrap_or("?").to_string(),
+                        e["span"]["line"].as_u64().unwrap_or(0),
+                        e["span"]["column"].as_u64().unwrap_or(0),
+                    )
+                })
+                .collect();
+            assert!(
+                errors.contains(&(
+                    expect.kind.clone(),
+                    expect.line as u64,
+                    expect.column as u64
+                )),
+                "{file}: expected {} at {}:{}, found {errors:?}",
+                expect.kind,
+                expect.line,
+                expect.column
+            );
+        }
     }
 }
 

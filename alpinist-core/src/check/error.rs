@@ -153,6 +153,55 @@ pub enum CheckError {
         span: Span,
     },
 
+    #[error("ghost code assigns `{name}`, which is not a ghost variable")]
+    #[diagnostic(
+        code(E0218),
+        help("ghost code is erased from what runs, so it may only assign ghost variables: declare `{name}` in ghost code (`ghost int {name} = ..;`) or assign it outside ghost code")
+    )]
+    GhostWritesLocal {
+        name: String,
+        #[label(primary, "assigned by ghost code here")]
+        span: Span,
+        #[label("declared outside ghost code here")]
+        decl: Span,
+    },
+
+    #[error("ghost code writes a heap location that ghost code did not allocate")]
+    #[diagnostic(
+        code(E0219),
+        help("ghost code is erased from what runs, so it may only write cells and fields of arrays and objects allocated in ghost code (a ghost local holding a `new` array, never aliased)")
+    )]
+    GhostWritesHeap {
+        #[label("written by ghost code")]
+        span: Span,
+    },
+
+    #[error("ghost code calls `{name}`, which may have a real effect")]
+    #[diagnostic(
+        code(E0220),
+        help("ghost code is erased from what runs, so it may only call pure functions and lemmas: methods that write no heap location they did not allocate and contain no par block, barrier or lock")
+    )]
+    GhostCallHasEffect {
+        name: String,
+        #[label(primary, "called from ghost code")]
+        span: Span,
+        #[label("`{name}` {why}")]
+        effect: Span,
+        why: String,
+    },
+
+    #[error("{what} in ghost code")]
+    #[diagnostic(
+        code(E0221),
+        help("ghost code is erased from what runs, so {what} in it would exist for the verifier only")
+    )]
+    GhostControl {
+        /// `a par block`, `a barrier`, ``a `return` ``, ``a `lock` ``, ``an `unlock` ``.
+        what: &'static str,
+        #[label("not allowed in ghost code")]
+        span: Span,
+    },
+
     // ---- E03xx: types ------------------------------------------------------------------
     #[error("type mismatch in {what}: expected {expected}, found {found}")]
     #[diagnostic(code(E0301))]
@@ -373,6 +422,10 @@ impl CheckError {
             | ImpureCall { span, .. }
             | NotAssignable { span }
             | ClauseMisplaced { span, .. }
+            | GhostWritesLocal { span, .. }
+            | GhostWritesHeap { span }
+            | GhostCallHasEffect { span, .. }
+            | GhostControl { span, .. }
             | Mismatch { span, .. }
             | BadOperands { span, .. }
             | ArgCount { span, .. }

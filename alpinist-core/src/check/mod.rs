@@ -21,6 +21,11 @@
 //! - Writes are legal: no par iterator is assigned; no local or parameter declared outside a
 //!   par block is assigned inside it (the threads share it); no sequence element is assigned
 //!   (sequences are values).
+//! - Ghost code (`ghost` statements, `with` values, `then` assignments) has no real effect, so
+//!   the checker, which verifies it, agrees with the interpreter and code generation, which
+//!   skip it: it assigns only ghost variables (declared in ghost code, `given`/`yields`), writes
+//!   only memory ghost code allocated, holds no par block, barrier, `return` or lock operation,
+//!   and calls only methods without a real effect, transitively (`effects.rs`; E0218–E0221).
 //! - Specifications (contracts, `assert`, `assume`, `fold`) and pure function bodies call only
 //!   pure functions and predicates; `\result` appears only in `ensures` of a method or
 //!   function with a result.
@@ -38,6 +43,7 @@
 //!   operators), we accept: a false error on a correct program is worse than a missing check.
 //!   `Ty::Unknown` marks expressions that already failed, so one mistake gives one error.
 
+mod effects;
 mod env;
 mod error;
 mod gpuopt;
@@ -93,6 +99,7 @@ pub fn check(program: &Program) -> Result<Checked, Vec<CheckError>> {
         }
     }
     errors.append(&mut checker.errors);
+    errors.append(&mut std::mem::take(&mut checker.effects).finish());
     let warnings = std::mem::take(&mut checker.warnings);
     drop(checker);
 

@@ -5,6 +5,7 @@
 
 use crate::syntax::*;
 
+use super::effects::{allocated_levels, EffectLog, Root};
 use super::env::{ClassId, MethodKind, MethodSig, Tables, Ty};
 use super::error::{CheckError, CheckWarning};
 use super::gpuopt;
@@ -29,6 +30,8 @@ struct Var<'a> {
     /// How many par blocks enclose the declaration: a write from a deeper par is a write to a
     /// variable shared by all threads.
     par_depth: usize,
+    /// Declared in ghost code, or a `given`/`yields` parameter: ghost code may assign it.
+    ghost: bool,
     span: Span,
 }
 
@@ -47,6 +50,10 @@ pub(crate) struct Checker<'a> {
     pure_context: Option<&'static str>,
     /// `Some(return type)` while checking a postcondition of a method with a result.
     result_ty: Option<Ty>,
+    /// Inside ghost code: a `ghost` statement, a `with` value or a `then` assignment.
+    ghost: bool,
+    /// Facts for the checks of ghost code that need the whole program (`effects.rs`).
+    pub effects: EffectLog,
 }
 
 /// The value of a positive integer literal (saturated to `u64::MAX`), or `None` for anything
@@ -73,6 +80,8 @@ impl<'a> Checker<'a> {
             invariants: Vec::new(),
             pure_context: None,
             result_ty: None,
+            ghost: false,
+            effects: EffectLog::default(),
         }
     }
 
@@ -131,6 +140,7 @@ impl<'a> Checker<'a> {
             ty,
             kind,
             par_depth: self.pars.len(),
+            ghost: self.ghost || kind == VarKind::Ghost,
             span: name.span,
         });
     }
@@ -220,6 +230,7 @@ impl<'a> Checker<'a> {
 
     fn check_method(&mut self, member: &'a Member, method: &'a Method, sig: Option<&'a MethodSig>) {
         self.method = sig;
+        self.ghost = false;
         self.push_scope();
         for p in &method.params {
             let ty = self.tables.resolve_type(&p.ty.kind, &mut Vec::new());
@@ -344,14 +355,18 @@ impl<'a> Checker<'a> {
                         self.expect(init, &declared, "initialisation");
                     }
                     self.declare(&var.name, declared.clone(), VarKind::Local);
+                    self.effects
+                        .store(var.name.span, 0, allocated_levels(var.init.as_ref()));
                 }
             }
             StmtKind::Assign { target, value } => {
                 let target_ty = self.assign_target(target);
                 self.expect(value, &target_ty, "assignment");
+                self.note_write(target, &target_ty, allocated_levels(Some(value)));
             }
             StmtKind::Increment(target) | StmtKind::Decrement(target) => {
                 let t = self.assign_target(target);
+                self.note_write(target, &t, 0);
                 if !matches!(t, Ty::Int | Ty::Unknown) {
                     let found = self.show(&t);
                     self.err(CheckError::Mismatch {
@@ -409,20 +424,33 @@ impl<'a> Checker<'a> {
                 self.pop_scope();
             }
             StmtKind::Block(block) => self.check_block(block),
-            StmtKind::Return(value) => self.check_return(stmt.span, value.as_ref()),
+            StmtKind::Return(value) => {
+                self.no_ghost_control("a `return`", stmt.span);
+                self.check_return(stmt.span, value.as_ref())
+            }
             StmtKind::Par(group) => {
+                self.no_ghost_control("a par block", stmt.span);
+                self.effects
+                    .direct_effect(self.method_key(), stmt.span, "contains a par block");
                 for block in &group.blocks {
                     self.check_par(block);
                 }
             }
             StmtKind::Barrier(barrier) => {
+                self.no_ghost_control("a barrier", stmt.span);
+                self.effects
+                    .direct_effect(self.method_key(), stmt.span, "contains a barrier");
                 for name in &barrier.invariants {
                     self.check_invariant_name(name);
                 }
                 self.check_barrier(barrier);
             }
             StmtKind::Assert(e) | StmtKind::Assume(e) => self.spec_assertion(e, "assertion"),
-            StmtKind::Ghost(inner) => self.check_stmt(inner),
+            StmtKind::Ghost(inner) => {
+                let outer = std::mem::replace(&mut self.ghost, true);
+                self.check_stmt(inner);
+                self.ghost = outer;
+            }
             StmtKind::Invariant { name, inv, body } => {
                 self.spec_assertion(inv, "invariant");
                 self.invariants.push(&name.name);
@@ -434,6 +462,17 @@ impl<'a> Checker<'a> {
                 self.check_block(body);
             }
             StmtKind::Lock(e) | StmtKind::Unlock(e) => {
+                let what = if matches!(stmt.kind, StmtKind::Lock(_)) {
+                    "a `lock`"
+                } else {
+                    "an `unlock`"
+                };
+                self.no_ghost_control(what, stmt.span);
+                self.effects.direct_effect(
+                    self.method_key(),
+                    stmt.span,
+                    "takes or releases a lock",
+                );
                 self.expr(e);
             }
             StmtKind::Fold(e) | StmtKind::Unfold(e) => {
@@ -546,6 +585,107 @@ impl<'a> Checker<'a> {
         self.check_block(&block.body);
         self.pop_scope();
         self.pars.pop();
+    }
+
+    // ---- ghost code (see `effects.rs`) -----------------------------------------------------
+
+    /// The method being checked, as `effects.rs` keys it.
+    fn method_key(&self) -> Option<Span> {
+        self.method.map(|s| s.span)
+    }
+
+    fn in_constructor(&self) -> bool {
+        self.method
+            .is_some_and(|s| s.kind == MethodKind::Constructor)
+    }
+
+    /// `what` (a par block, barrier, `return`, lock operation) would change what runs.
+    fn no_ghost_control(&mut self, what: &'static str, span: Span) {
+        if self.ghost {
+            self.err(CheckError::GhostControl { what, span });
+        }
+    }
+
+    /// What the location `target` writes is reached from, and how many `[i]`/`.f` steps below
+    /// it: 0 for a variable itself.
+    fn write_path(&self, target: &Expr) -> (Root, usize) {
+        match &target.kind {
+            ExprKind::Name(id) => self.write_path_of_name(id),
+            ExprKind::This => (Root::This, 0),
+            ExprKind::Field { base, .. } if self.is_class_name(base) => (Root::Other, 1),
+            ExprKind::Field { base, .. } | ExprKind::Index { base, .. } => {
+                let (root, depth) = self.write_path(base);
+                (root, depth + 1)
+            }
+            _ => (Root::Other, 0),
+        }
+    }
+
+    /// Records the write of a value that allocated `levels` (`effects::allocated_levels`) to
+    /// `target`, of type `ty`, and checks it is allowed if this is ghost code.
+    fn note_write(&mut self, target: &'a Expr, ty: &Ty, levels: usize) {
+        if let ExprKind::Name(id) = &target.kind {
+            return self.note_name_write(id, ty, levels);
+        }
+        let (root, depth) = self.write_path(target);
+        if depth == 0 {
+            // `this` or an expression: not assignable, already reported.
+            return;
+        }
+        self.effects.heap_write(
+            self.method_key(),
+            (root, depth),
+            target.span,
+            self.ghost,
+            self.in_constructor(),
+        );
+        if let Root::Var { decl, .. } = root {
+            if holds_references(ty) {
+                self.effects.store(decl, depth, levels);
+            }
+        }
+    }
+
+    /// `name = ..` (a statement or a `then` assignment): a variable, or a field of `this`.
+    fn note_name_write(&mut self, id: &'a Ident, ty: &Ty, levels: usize) {
+        let (root, depth) = self.write_path_of_name(id);
+        match root {
+            Root::Var { decl, ghost } => {
+                let kind = self.lookup(&id.name).map(|v| v.kind);
+                if self.ghost && !ghost && matches!(kind, Some(VarKind::Local | VarKind::Param)) {
+                    self.err(CheckError::GhostWritesLocal {
+                        name: id.name.clone(),
+                        span: id.span,
+                        decl,
+                    });
+                }
+                if holds_references(ty) {
+                    self.effects.store(decl, depth, levels);
+                }
+            }
+            Root::This => self.effects.heap_write(
+                self.method_key(),
+                (root, depth),
+                id.span,
+                self.ghost,
+                self.in_constructor(),
+            ),
+            Root::Other => {}
+        }
+    }
+
+    fn write_path_of_name(&self, id: &Ident) -> (Root, usize) {
+        match self.lookup(&id.name) {
+            Some(v) => (
+                Root::Var {
+                    decl: v.span,
+                    ghost: v.ghost,
+                },
+                0,
+            ),
+            None if self.current_field(&id.name).is_some() => (Root::This, 1),
+            None => (Root::Other, 0),
+        }
     }
 
     /// Checks that the variable (or field) `id` may be written here and returns its type.
@@ -1233,6 +1373,13 @@ impl<'a> Checker<'a> {
                 .iter()
                 .find(|c| c.params.len() == args.len())
                 .unwrap_or(&info.constructors[0]);
+            self.effects.call(
+                self.method_key(),
+                ctor.span,
+                &ctor.name,
+                class.span,
+                self.ghost,
+            );
             self.check_args(ctor, class.span, args);
         }
         Ty::Class(id)
@@ -1321,7 +1468,11 @@ impl<'a> Checker<'a> {
                 });
             }
         }
+        self.effects
+            .call(self.method_key(), sig.span, n, name.span, self.ghost);
         self.check_args(sig, name.span, args);
+        // `with` values and `then` assignments are ghost code, whatever the call is.
+        let outer_ghost = std::mem::replace(&mut self.ghost, true);
         for g in given {
             match sig.given.iter().find(|p| p.name == g.name.name) {
                 Some(p) => self.expect(&g.value, &p.ty, "`with` argument"),
@@ -1339,6 +1490,7 @@ impl<'a> Checker<'a> {
         // `then { r = y; }`: the caller's variable `r` receives the callee's yields `y`.
         for y in yields {
             let target = self.assign_var(&y.name, y.name.span);
+            self.note_name_write(&y.name, &target, 0);
             let source = match &y.value.kind {
                 ExprKind::Name(id) => sig.yields.iter().find(|p| p.name == id.name).ok_or(id),
                 _ => {
@@ -1372,6 +1524,7 @@ impl<'a> Checker<'a> {
                 }),
             }
         }
+        self.ghost = outer_ghost;
         sig.return_type.clone()
     }
 
@@ -1472,6 +1625,15 @@ impl<'a> Checker<'a> {
             .find(|p| p.name == name)
             .map(|p| p.ty.clone())
     }
+}
+
+/// Whether a value of type `ty` may refer to memory (an array, an object, a collection of
+/// them): storing one into a variable may alias it with memory ghost code did not allocate.
+fn holds_references(ty: &Ty) -> bool {
+    !matches!(
+        ty,
+        Ty::Int | Ty::Bool | Ty::Frac | Ty::ZFrac | Ty::Rational | Ty::Resource | Ty::Void
+    )
 }
 
 /// Where a contract stands, which decides the clause kinds it may hold.

@@ -639,7 +639,7 @@ fn pvl_resolution_errors() {
 fn pvl_ghost_arguments() {
     ok(
         "class C { given int g; yields int y; ensures y == g; void m() { y = g; }
-        void n() { int r; m() with { g = 1; } then { r = y; }; } }",
+        void n() { ghost int r; m() with { g = 1; } then { r = y; }; } }",
     );
     assert_eq!(
         codes("class C { given int g; void m() { } void n() { m() with { h = 1; }; } }"),
@@ -689,12 +689,14 @@ fn pvl_corpus_style_errors() {
 #[test]
 fn pvl_then_names_a_yields_parameter() {
     assert_eq!(
-        codes("class C { yields int y; void m() { } void n() { int r; m() then { r = z; }; } }"),
+        codes(
+            "class C { yields int y; void m() { } void n() { ghost int r; m() then { r = z; }; } }"
+        ),
         vec!["E0206"]
     );
     assert_eq!(
         codes(
-            "class C { yields int y; void m() { } void n() { boolean r; m() then { r = y; }; } }"
+            "class C { yields int y; void m() { } void n() { ghost boolean r; m() then { r = y; }; } }"
         ),
         vec!["E0301"]
     );
@@ -718,4 +720,76 @@ fn pvl_older_forms() {
     ok("class T { void main() { int[10] x = new int[10];
         sequential { par fst(int i = 0 .. 10) context Perm(x[i], 1); { x[i] = 0; }
                      par snd(int j = 0 .. 10) context Perm(x[j], 1); { x[j] = 1; } } } }");
+}
+
+// ---- ghost code without real effects (effects.rs) -------------------------------------------
+
+#[test]
+fn ghost_code_may_use_ghost_state_and_fresh_ghost_memory() {
+    let ok = [
+        // Ghost locals, a ghost block's own locals, a ghost loop's counter.
+        "class C { void m() { ghost int g = 0; ghost g = g + 1; ghost { int t = g; t++; g = t; } \
+         ghost for (int i = 0; i < 2; i++) { g = i; } } }",
+        // Arrays and objects allocated by ghost code, written at every level they allocated.
+        "class C { int f; void m() { ghost int[][] x = new int[2][2]; ghost x[1][0] = 3; \
+         ghost int[] y; ghost y = new int[1]; ghost y[0] = 1; ghost C o = new C(); ghost o.f = 2; } }",
+        // A row replaced by another fresh array stays fresh.
+        "class C { void m() { ghost int[][] x = new int[2][2]; ghost x[0] = new int[3]; ghost x[0][2] = 1; } }",
+        // Lemmas: bodiless, or only asserting and calling lemmas, recursively.
+        "class C { void l(int n); void k(int n) { if (n > 0) { k(n - 1); } l(n); assert true; } \
+         void m() { ghost k(3); ghost l(1); } }",
+        // A constructor writing its own object's fields has no effect for its caller.
+        "class C { int f; C(int v) { f = v; this.f = v + 1; } void m() { ghost C o = new C(1); } }",
+        // A method writing only memory it allocated itself.
+        "class C { int[] fresh() { int[] b = new int[2]; b[0] = 1; return b; } \
+         void m() { ghost int[] c = fresh(); } }",
+        // `given`/`yields` parameters are ghost variables.
+        "class C { yields int y; given int g; void m() { ghost y = g; } }",
+    ];
+    for src in ok {
+        assert_eq!(codes(src), Vec::<String>::new(), "{src}");
+    }
+}
+
+#[test]
+fn ghost_code_with_a_real_effect_is_rejected() {
+    let cases = [
+        ("class C { void m(int p) { ghost p = 1; } }", "E0218"),
+        ("class C { void m() { int r = 0; ghost r++; } }", "E0218"),
+        (
+            "class C { yields int y; void f() { y = 1; } void m() { int r; f() then { r = y; }; } }",
+            "E0218",
+        ),
+        // A ghost alias of memory ghost code did not allocate.
+        ("class C { void m(int[] a) { ghost int[] b = a; ghost b[0] = 1; } }", "E0219"),
+        // Fresh, but one level only: the object's field may hold what its constructor got.
+        (
+            "class C { int[] f; C(int[] a) { f = a; } void m(int[] a) { ghost C o = new C(a); ghost o.f[0] = 1; } }",
+            "E0219",
+        ),
+        // A constructor writing another object's field has an effect.
+        (
+            "class C { int f; C(C other) { other.f = 1; } void m(C c) { ghost C o = new C(c); } }",
+            "E0220",
+        ),
+        // A method that returns a fresh array, but also writes its parameter's cell.
+        (
+            "class C { int[] g(int[] a) { a[0] = 1; return new int[1]; } void m(int[] a) { ghost int[] c = g(a); } }",
+            "E0220",
+        ),
+        // Mutual recursion: the effect is found through the cycle.
+        (
+            "class C { void p(int[] a, int n) { if (n > 0) { q(a, n - 1); } } \
+             void q(int[] a, int n) { a[0] = n; p(a, n); } void m(int[] a) { ghost p(a, 2); } }",
+            "E0220",
+        ),
+        ("class C { void m() { ghost lock this; } }", "E0221"),
+    ];
+    for (src, code) in cases {
+        assert!(
+            codes(src).contains(&code.to_string()),
+            "{src}: {:?}",
+            codes(src)
+        );
+    }
 }

@@ -1702,6 +1702,16 @@ impl<'c, 'p> Verifier<'c, 'p> {
             ));
         };
         let iters = frame.iters.clone();
+        if let Some(inner) = self.pars.last().filter(|f| f.label != frame.label) {
+            return Err(EncodeError::BarrierInNestedPar {
+                label: b.label.name.clone(),
+                inner: inner
+                    .label
+                    .as_ref()
+                    .map_or("without a label".into(), |l| format!("`{l}`")),
+                span: b.label.span,
+            });
+        }
         if !b.body.stmts.is_empty() || !b.invariants.is_empty() {
             return Err(unsupported("a barrier with a body or invariants", span));
         }

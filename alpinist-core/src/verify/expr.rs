@@ -117,6 +117,19 @@ pub enum EncodeError {
         span: Span,
     },
 
+    /// `barrier(outer)` inside a par block nested in `outer`: a barrier synchronises the
+    /// threads of its innermost par block only, so this one has no GPU meaning (the
+    /// interpreter refuses it too). Input the user can change: exit 2.
+    #[error("`barrier({label})` inside the nested par block {inner}: a barrier can only synchronise the threads of its innermost par block")]
+    #[diagnostic(code(E0504))]
+    BarrierInNestedPar {
+        label: String,
+        /// `` `name` ``, or `without a label`.
+        inner: String,
+        #[label("not the innermost par block")]
+        span: Span,
+    },
+
     /// A type mismatch the type checker should have rejected: our bug (exit 4).
     #[error("internal error: expected {expected}, found {found} (the type checker should have rejected this)")]
     #[diagnostic(code(E0503))]
@@ -133,6 +146,7 @@ impl EncodeError {
         match self {
             EncodeError::Unsupported { span, .. }
             | EncodeError::UnboundName { span, .. }
+            | EncodeError::BarrierInNestedPar { span, .. }
             | EncodeError::IllSorted { span, .. } => *span,
         }
     }
@@ -143,6 +157,7 @@ impl EncodeError {
             EncodeError::Unsupported { .. } => "E0501",
             EncodeError::UnboundName { .. } => "E0502",
             EncodeError::IllSorted { .. } => "E0503",
+            EncodeError::BarrierInNestedPar { .. } => "E0504",
         }
     }
 
