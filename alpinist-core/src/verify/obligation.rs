@@ -44,6 +44,9 @@ pub enum ObligationKind {
     Int32Overflow,
     /// `--int32`: an operand of `/` or `%` in executable code may be negative.
     NegativeDivOperand,
+    /// The routine's verification stopped before its end (only ever `unknown`): Z3 ran out of
+    /// the memory `--memory` allows while terms were built.
+    RoutineUnfinished,
 }
 
 impl ObligationKind {
@@ -78,6 +81,7 @@ impl ObligationKind {
             UnfoldFailed => "E0626",
             InvariantNotEstablished => "E0627",
             InvariantNotMaintained => "E0628",
+            RoutineUnfinished => "E0629",
         }
     }
 
@@ -126,6 +130,7 @@ impl ObligationKind {
             UnfoldFailed => "the predicate instance may not be held where it is unfolded",
             InvariantNotEstablished => "the invariant may not hold where its block starts",
             InvariantNotMaintained => "the invariant may not be maintained by the atomic block",
+            RoutineUnfinished => "the verification of this routine did not finish",
             RecursionMayNotTerminate => {
                 "the recursion may not terminate: no integer parameter, difference of two, or \
                  sequence length decreases at every recursive call while staying non-negative"
