@@ -392,3 +392,41 @@ fn a_query_over_the_memory_limit_is_unknown_with_the_reason() {
     let output = run(&["verify", "--memory", "0", path]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
 }
+
+/// An integer literal beyond `syntax::MAX_LITERAL_DIGITS` is a syntax error with its span
+/// (E0107, exit 2) from every command, and from the library (both parsers); one at the limit
+/// is read.
+#[test]
+fn a_million_digit_literal_is_refused_with_its_span() {
+    let limit = syntax::MAX_LITERAL_DIGITS;
+    let program = |digits: usize| {
+        format!(
+            "class C {{\n  void m() {{\n    int x = {};\n    assert x > 0;\n  }}\n}}\n",
+            "7".repeat(digits)
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("huge.pvl");
+    std::fs::write(&file, program(1_000_000)).unwrap();
+    let path = file.to_str().unwrap();
+    for command in ["check", "verify", "fmt"] {
+        let output = run(&[command, path]);
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        let err = stderr(&output);
+        assert!(
+            err.contains("E0107"),
+            "{command}: {}",
+            &err[..err.len().min(500)]
+        );
+        assert!(
+            err.contains("huge.pvl:3:13"),
+            "{command}: {}",
+            &err[..err.len().min(500)]
+        );
+    }
+    let errors = syntax::parse(&program(limit + 1)).unwrap_err();
+    assert_eq!(errors[0].code_str(), "E0107");
+    assert_eq!(errors[0].span().map(|s| s.start), Some(35));
+    assert!(syntax::parse_reference(&program(limit + 1)).is_err());
+    assert!(syntax::parse(&program(limit)).is_ok());
+}
