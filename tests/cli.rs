@@ -266,3 +266,167 @@ fn emit_opencl_refuses_what_code_generation_refuses_with_its_position() {
         stderr(&not_a_kernel)
     );
 }
+
+/// `alpinist verify` killed with SIGKILL mid-run leaves none of its descendants behind: the
+/// verification worker dies with it (found by process id, through `/proc`, never by name).
+#[cfg(target_os = "linux")]
+#[test]
+fn verify_killed_mid_run_leaves_no_worker() {
+    use std::time::{Duration, Instant};
+    // Fermat for n = 3: far beyond Z3, so with this budget the worker runs for minutes.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hard.pvl");
+    std::fs::write(
+        &file,
+        "class C {\n  requires x > 0 && y > 0 && z > 0;\n  void m(int x, int y, int z) {\n    \
+         assert x * x * x + y * y * y != z * z * z;\n  }\n}\n",
+    )
+    .unwrap();
+    let mut parent = alpinist()
+        .args(["verify", "--rlimit", "4000000000", file.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let parent_pid = parent.id();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut family = Vec::new();
+    while family.is_empty() && Instant::now() < deadline {
+        family = descendants(parent_pid);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!family.is_empty(), "the worker process never appeared");
+    parent.kill().unwrap(); // SIGKILL
+    parent.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut left: Vec<u32> = family.clone();
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        left.retain(|&pid| alive(pid));
+    }
+    // Whatever the verdict, leave no process running.
+    for &pid in &left {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(
+        left.is_empty(),
+        "processes left after the parent died: {left:?}"
+    );
+}
+
+/// The process ids below `root` in the process tree, from `/proc/<pid>/stat`'s parent field.
+#[cfg(target_os = "linux")]
+fn descendants(root: u32) -> Vec<u32> {
+    let mut parents = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Some((_, ppid)) = stat(pid) {
+            parents.push((pid, ppid));
+        }
+    }
+    let mut found = vec![root];
+    let mut k = 0;
+    while k < found.len() {
+        let p = found[k];
+        found.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        k += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// `(state, parent pid)` of a process, `None` when there is no such process.
+#[cfg(target_os = "linux")]
+fn stat(pid: u32) -> Option<(char, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+/// Whether a process still runs: a zombie (dead, not yet reaped) holds nothing.
+#[cfg(target_os = "linux")]
+fn alive(pid: u32) -> bool {
+    matches!(stat(pid), Some((state, _)) if state != 'Z' && state != 'X')
+}
+
+/// `--memory` bounds Z3 (verify's worker and optimise, which verifies in-process): a query
+/// that needs more is unknown, exit 3, with the reason — never a crash or a failure.
+#[test]
+fn a_query_over_the_memory_limit_is_unknown_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hard.pvl");
+    std::fs::write(
+        &file,
+        "class C {\n  requires x > 0 && y > 0 && z > 0;\n  void m(int x, int y, int z) {\n    \
+         assert x * x * x + y * y * y != z * z * z;\n    int i = 0;\n    \
+         loop_invariant 0 <= i && i <= 4;\n    while (i < 4) { i = i + 1; }\n  }\n}\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    for args in [
+        vec!["verify", "--memory", "20", path],
+        vec!["verify", "--memory", "20", "--json", path],
+        vec!["optimise", "--memory", "20", "--unroll", "2", path],
+    ] {
+        let output = run(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(3),
+            "{args:?}\n{}",
+            stderr(&output)
+        );
+        let text = format!("{}{}", stdout(&output), stderr(&output));
+        assert!(
+            text.contains("memory limit of 20 MB reached"),
+            "{args:?}\n{text}"
+        );
+    }
+    let output = run(&["verify", "--memory", "0", path]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
+
+/// An integer literal beyond `syntax::MAX_LITERAL_DIGITS` is a syntax error with its span
+/// (E0107, exit 2) from every command, and from the library (both parsers); one at the limit
+/// is read.
+#[test]
+fn a_million_digit_literal_is_refused_with_its_span() {
+    let limit = syntax::MAX_LITERAL_DIGITS;
+    let program = |digits: usize| {
+        format!(
+            "class C {{\n  void m() {{\n    int x = {};\n    assert x > 0;\n  }}\n}}\n",
+            "7".repeat(digits)
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("huge.pvl");
+    std::fs::write(&file, program(1_000_000)).unwrap();
+    let path = file.to_str().unwrap();
+    for command in ["check", "verify", "fmt"] {
+        let output = run(&[command, path]);
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        let err = stderr(&output);
+        assert!(
+            err.contains("E0107"),
+            "{command}: {}",
+            &err[..err.len().min(500)]
+        );
+        assert!(
+            err.contains("huge.pvl:3:13"),
+            "{command}: {}",
+            &err[..err.len().min(500)]
+        );
+    }
+    let errors = syntax::parse(&program(limit + 1)).unwrap_err();
+    assert_eq!(errors[0].code_str(), "E0107");
+    assert_eq!(errors[0].span().map(|s| s.start), Some(35));
+    assert!(syntax::parse_reference(&program(limit + 1)).is_err());
+    assert!(syntax::parse(&program(limit)).is_ok());
+}

@@ -289,3 +289,66 @@ proptest! {
         )?;
     }
 }
+
+/// Factors above `transform::MAX_FACTOR` are refused at once (E0910, exit 1), from a flag and
+/// from a `gpuopt` line, for every optimisation that takes one; the limit itself is accepted.
+#[test]
+fn factors_above_the_limit_are_refused_at_once() {
+    use alpinist::transform::MAX_FACTOR;
+    let dir = tempfile::tempdir().unwrap();
+    let loop_file = dir.path().join("loop.pvl");
+    std::fs::write(
+        &loop_file,
+        "class C {\n  requires n >= 5000;\n  void m(int n) {\n    int i = 0;\n    \
+         gpuopt loop_unroll i 100000;\n    loop_invariant 0 <= i && i <= n;\n    \
+         while (i < n) { i = i + 1; }\n  }\n}\n",
+    )
+    .unwrap();
+    let path = loop_file.to_str().unwrap();
+    let over = (MAX_FACTOR + 1).to_string();
+    for args in [
+        vec!["optimise", path],
+        vec!["optimise", "--unroll", &over, path],
+        vec!["optimise", "--merge", &over, path],
+        vec![
+            "optimise",
+            "--tile",
+            "inter:100000",
+            "examples/tiling/saxpy_inter.pvl",
+        ],
+    ] {
+        let output = run(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?}\n{}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("E0910"),
+            "{args:?}\n{}",
+            stderr(&output)
+        );
+    }
+    // The library refuses too, whatever calls it.
+    let parsed = syntax::parse(&std::fs::read_to_string(&loop_file).unwrap()).unwrap();
+    let target = crate::common::first_loop(&parsed.program);
+    let refusal = alpinist::transform::apply(
+        &parsed.program,
+        target,
+        &Optimisation::Unroll {
+            var: "i".into(),
+            factor: MAX_FACTOR + 1,
+        },
+        &alpinist::verify::Limits::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(refusal, Refusal::FactorTooLarge { .. }),
+        "{refusal:?}"
+    );
+    // At the limit the loop is unrolled (the probe is linear in the factor).
+    let limit = MAX_FACTOR.to_string();
+    let output = run(&["optimise", "--no-verify", "--unroll", &limit, path]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}

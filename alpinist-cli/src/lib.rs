@@ -8,6 +8,7 @@ mod commands;
 mod diagnostics;
 mod exit;
 mod input;
+mod worker;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -57,6 +58,11 @@ enum Command {
         /// element combinations (the scan operator) are exempt.
         #[arg(long)]
         int32: bool,
+        /// Memory Z3 may use, in MB, for the whole run (every method, every job); a query that
+        /// needs more is unknown (exit 3) with the reason "memory limit of MB MB reached".
+        #[arg(long, value_name = "MB", default_value_t = alpinist_core::verify::DEFAULT_MEMORY_MB,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        memory: u32,
         /// Without Z3's model-based quantifier instantiation (the fallback after a libz3 crash).
         #[arg(long, hide = true)]
         no_mbqi: bool,
@@ -83,6 +89,11 @@ enum Command {
         /// Skip reverification (never the applicability check).
         #[arg(long)]
         no_verify: bool,
+        /// Memory Z3 may use, in MB, for the whole run (every method, every job); a query that
+        /// needs more is unknown (exit 3) with the reason "memory limit of MB MB reached".
+        #[arg(long, value_name = "MB", default_value_t = alpinist_core::verify::DEFAULT_MEMORY_MB,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        memory: u32,
         /// One JSON document on standard output.
         #[arg(long)]
         json: bool,
@@ -128,6 +139,7 @@ pub fn main() -> ExitCode {
             jobs,
             rlimit,
             int32,
+            memory,
             no_mbqi,
         } => commands::verify::run(
             &files,
@@ -137,6 +149,7 @@ pub fn main() -> ExitCode {
                 jobs,
                 rlimit,
                 int32,
+                memory,
                 mbqi: !no_mbqi,
             },
         ),
@@ -148,6 +161,7 @@ pub fn main() -> ExitCode {
             r#loop,
             output,
             no_verify,
+            memory,
             json,
         } => commands::optimise::run(
             &file,
@@ -158,6 +172,7 @@ pub fn main() -> ExitCode {
                 var: r#loop,
                 output,
                 no_verify,
+                memory,
                 json,
             },
         ),

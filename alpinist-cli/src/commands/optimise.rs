@@ -27,7 +27,17 @@ pub struct Options {
     pub var: Option<String>,
     pub output: Option<PathBuf>,
     pub no_verify: bool,
+    /// `--memory`: Z3's memory limit in MB for the whole run (it verifies in-process).
+    pub memory: u32,
     pub json: bool,
+}
+
+/// Why a run ended inconclusive when Z3's memory limit stopped a query.
+fn memory_note(mb: u32) -> String {
+    format!(
+        "unknown: {}; raise `--memory` to decide",
+        alpinist_core::verify::memory_reason(mb)
+    )
 }
 
 /// One optimisation of one target (a loop, or a par statement for tiling).
@@ -39,6 +49,7 @@ struct Request {
 }
 
 pub fn run(file: &std::path::Path, options: &Options) -> Exit {
+    alpinist_core::verify::set_memory_limit(options.memory);
     let (source, parsed, _checked) = match front_end(file) {
         Ok(x) => x,
         Err(exit) => return exit,
@@ -112,6 +123,9 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
                     describe(outcome),
                     source.name
                 ));
+                if exit == Exit::Inconclusive && alpinist_core::verify::memory_limit_reached() {
+                    emit_plain(memory_note(options.memory));
+                }
                 return exit;
             }
         }
@@ -138,6 +152,8 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
             Err(refusal) => {
                 let exit = match refusal {
                     Refusal::NotImplemented { .. } => Exit::BadInput,
+                    // A probe that ran out of memory decided nothing: inconclusive.
+                    _ if alpinist_core::verify::memory_limit_reached() => Exit::Inconclusive,
                     _ => Exit::Negative,
                 };
                 if options.json {
@@ -153,6 +169,9 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
                     print_refusal(&source.name, &applied, refused, &before, exit);
                 }
                 emit(&source, refusal);
+                if exit == Exit::Inconclusive {
+                    emit_plain(memory_note(options.memory));
+                }
                 return exit;
             }
         }
@@ -200,6 +219,14 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
         }
     }
     let exit = match &after {
+        // Not a bug: the reverification needed more memory than `--memory` allows.
+        Some((reports, _))
+            if worst(reports) == Outcome::Unknown
+                && alpinist_core::verify::memory_limit_reached() =>
+        {
+            emit_plain(memory_note(options.memory));
+            Exit::Inconclusive
+        }
         Some((reports, _)) if worst(reports) != Outcome::Verified => {
             let optimised = Source {
                 name: format!("{} (optimised)", source.name),

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use crate::diagnostics::{emit, emit_plain};
 use crate::exit::Exit;
 use crate::input::Source;
+use crate::worker;
 
 pub struct Options {
     pub json: bool,
@@ -22,43 +23,52 @@ pub struct Options {
     pub rlimit: Option<u32>,
     /// `--int32`: the 32-bit obligations too.
     pub int32: bool,
+    /// `--memory`: Z3's memory limit in MB for the whole run.
+    pub memory: u32,
     pub mbqi: bool,
 }
 
-/// Set in the environment of the worker process that does the verification.
-const WORKER_ENV: &str = "ALPINIST_VERIFY_WORKER";
-
-/// Runs the verification in a worker process (this same binary) and relays its output, so a
-/// crash inside libz3 (4.8.12 segfaults while building some models) cannot take the report
-/// with it: after a crash the worker is run again without model-based quantifier
-/// instantiation, and only if that crashes too is it an internal error (exit 4).
+/// Runs the verification in a worker process (this same binary, see `worker.rs`: it dies with
+/// this process and its address space is bounded) and relays its output, so a crash inside
+/// libz3 (4.8.12 segfaults while building some models) cannot take the report with it: after
+/// a crash the worker is run again without model-based quantifier instantiation, and only if
+/// that crashes too is it an internal error (exit 4). A worker that ran out of memory is
+/// unknown (exit 3), not a crash.
 pub fn run(files: &[PathBuf], options: &Options) -> Exit {
     let reads_stdin = files.iter().any(|f| f.as_os_str() == "-");
     let exe = std::env::current_exe();
+    if worker::is_worker() {
+        worker::watch_parent();
+    }
     match exe {
-        Ok(exe) if std::env::var_os(WORKER_ENV).is_none() && !reads_stdin && options.mbqi => {
-            supervise(&exe)
-        }
+        Ok(exe) if !worker::is_worker() && !reads_stdin && options.mbqi => supervise(&exe, options),
         _ => run_here(files, options),
     }
 }
 
-fn supervise(exe: &std::path::Path) -> Exit {
+fn supervise(exe: &std::path::Path, options: &Options) -> Exit {
     use std::io::Write;
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     for fallback in [false, true] {
-        let mut command = std::process::Command::new(exe);
-        command.args(&args).env(WORKER_ENV, "1");
+        let mut args = args.clone();
         if fallback {
-            command.arg("--no-mbqi");
+            args.push("--no-mbqi".into());
         }
-        let output = match command.output() {
+        let output = match worker::run(exe, &args, options.memory, jobs(options)) {
             Ok(o) => o,
             Err(e) => {
                 emit_plain(format_args!("cannot start the verification worker: {e}"));
                 return Exit::Environment;
             }
         };
+        if output.ran_out_of_memory() {
+            let _ = std::io::stdout().write_all(&output.stdout);
+            emit_plain(format_args!(
+                "unknown: {} (the verification worker could not allocate); raise `--memory` to decide",
+                verify::memory_reason(options.memory)
+            ));
+            return Exit::Inconclusive;
+        }
         if let Some(code) = output.status.code() {
             if fallback {
                 eprintln!(
@@ -76,6 +86,15 @@ fn supervise(exe: &std::path::Path) -> Exit {
          please report this input",
     );
     Exit::Environment
+}
+
+/// `--jobs`, or one per core.
+fn jobs(options: &Options) -> usize {
+    options.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
 }
 
 /// A failed or unknown obligation as a diagnostic (its code depends on the obligation's kind,
@@ -117,11 +136,8 @@ fn run_here(files: &[PathBuf], options: &Options) -> Exit {
         rlimit: options.rlimit.unwrap_or(Limits::DEFAULT_RLIMIT),
         mbqi: options.mbqi,
     };
-    let jobs = options.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    verify::set_memory_limit(options.memory);
+    let jobs = jobs(options);
     let mut worst = Exit::Success;
     let mut documents = Vec::new();
     for file in files {

@@ -62,6 +62,20 @@ pub enum SyntaxError {
         span: Span,
     },
 
+    /// An integer literal longer than [`MAX_LITERAL_DIGITS`](super::MAX_LITERAL_DIGITS): its
+    /// conversions (to a big integer, to text, to a Z3 numeral) grow quadratically.
+    #[error("integer literal too long: {digits} digits, more than {limit}")]
+    #[diagnostic(
+        code(E0107),
+        help("no program needs such a number; compute it from smaller ones")
+    )]
+    LiteralTooLong {
+        digits: usize,
+        limit: usize,
+        #[label("this literal")]
+        span: Span,
+    },
+
     /// The source is larger than spans can address (4 GiB).
     #[error("source file too large ({len} bytes)")]
     #[diagnostic(code(E0106))]
@@ -76,7 +90,8 @@ impl SyntaxError {
             | SyntaxError::TooDeep { span, .. }
             | SyntaxError::GpuOptBadWord { span, .. }
             | SyntaxError::GpuOptMalformed { span, .. }
-            | SyntaxError::GpuOptUnknown { span, .. } => Some(*span),
+            | SyntaxError::GpuOptUnknown { span, .. }
+            | SyntaxError::LiteralTooLong { span, .. } => Some(*span),
             SyntaxError::TooLarge { .. } => None,
         }
     }
@@ -89,7 +104,8 @@ impl SyntaxError {
             | SyntaxError::TooDeep { span, .. }
             | SyntaxError::GpuOptBadWord { span, .. }
             | SyntaxError::GpuOptMalformed { span, .. }
-            | SyntaxError::GpuOptUnknown { span, .. } => {
+            | SyntaxError::GpuOptUnknown { span, .. }
+            | SyntaxError::LiteralTooLong { span, .. } => {
                 let by = offset as u32;
                 *span = Span {
                     start: span.start + by,
@@ -110,6 +126,7 @@ impl SyntaxError {
             SyntaxError::GpuOptMalformed { .. } => "E0104",
             SyntaxError::GpuOptUnknown { .. } => "E0105",
             SyntaxError::TooLarge { .. } => "E0106",
+            SyntaxError::LiteralTooLong { .. } => "E0107",
         }
     }
 }

@@ -1660,6 +1660,13 @@ impl Builder {
         match pair.as_rule() {
             Rule::int_lit => {
                 let text = pair.as_str();
+                if text.len() > super::MAX_LITERAL_DIGITS {
+                    return Err(SyntaxError::LiteralTooLong {
+                        digits: text.len(),
+                        limit: super::MAX_LITERAL_DIGITS,
+                        span,
+                    });
+                }
                 let value = match text.parse::<u64>() {
                     Ok(small) => BigUint::from(small),
                     Err(_) => text

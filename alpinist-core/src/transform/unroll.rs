@@ -15,8 +15,8 @@ use num_bigint::BigUint;
 
 use super::{Refusal, Timings};
 use crate::syntax::{
-    print_expr, AssignedLocal, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Item,
-    MemberKind, MethodBody, Modifier, Program, Span, Stmt, StmtKind,
+    print_expr, AssignedLocal, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Ident, Item,
+    LocalVar, MemberKind, MethodBody, Modifier, Program, Span, Stmt, StmtKind, Type, TypeKind,
 };
 use crate::verify::{verify_routine_at, Limits, MethodReport, Outcome};
 
@@ -227,6 +227,27 @@ pub(crate) fn pure_locals(e: &Expr, names: &mut BTreeSet<String>) -> bool {
     }
 }
 
+/// `int name = init;`
+fn int_decl(name: &str, init: Expr, span: Span) -> Stmt {
+    Stmt {
+        kind: StmtKind::LocalDecl {
+            ty: Type {
+                kind: TypeKind::Int,
+                span,
+            },
+            vars: vec![LocalVar {
+                name: Ident {
+                    name: name.to_string(),
+                    span,
+                },
+                init: Some(init),
+                span,
+            }],
+        },
+        span,
+    }
+}
+
 /// `upd(e)`: `e op step`.
 fn upd(plan: &Plan, e: Expr) -> Expr {
     let span = e.span;
@@ -256,48 +277,138 @@ pub(crate) fn set_spans(e: &mut Expr, span: Span) {
 /// Spans no source file has: they mark the probe's asserts, one per iteration.
 pub(crate) const MARK_BASE: u32 = u32::MAX - (1 << 20);
 
+/// Iterations whose guards one obligation of the probe checks together.
+const PROBE_CHUNK: u32 = 64;
+
 /// The Z3 part of the applicability check: the guard holds for the first K iterations in the
 /// state at loop entry.
+///
+/// Linear in K: the values of `i` in the first K iterations are computed into a ring of
+/// [`PROBE_CHUNK`] fresh locals (`p_m = p_{m-1} op c;`), and one `assert` checks the guards of
+/// a whole chunk of iterations at once, so Z3 sees K/64 obligations, each of constant size.
+/// (Substituting `upd^k(i)` into the guard builds nested terms of size k, quadratic in K and
+/// deep enough to overflow the stack; one obligation per iteration makes Z3's incremental
+/// checks quadratic.) When a chunk is not verified, a second probe checks that chunk's
+/// iterations one by one, to name the first whose guard may be false.
 pub fn check_applicable(program: &Program, plan: &Plan, limits: &Limits) -> Result<(), Refusal> {
-    let mut asserts = Vec::new();
-    let mut current = Expr::name(&plan.var, plan.cond.span);
+    let mut fresh = super::FreshNames::new(program);
+    let ring: Vec<String> = (0..PROBE_CHUNK.min(plan.factor))
+        .map(|_| fresh.fresh(&format!("{}_probe", plan.var)))
+        .collect();
+    let cannot_check = |reason| Refusal::CannotCheck {
+        reason,
+        span: plan.loop_span,
+    };
+    let chunks = plan.factor.div_ceil(PROBE_CHUNK);
+    let report = run_probe(
+        program,
+        plan.loop_span,
+        guard_probe(plan, &ring, None),
+        limits,
+    )
+    .map_err(cannot_check)?;
+    let Some(failed_chunk) = (0..chunks).find(|&j| !all_verified(&report, j)) else {
+        return Ok(());
+    };
+    let report = run_probe(
+        program,
+        plan.loop_span,
+        guard_probe(plan, &ring, Some(failed_chunk)),
+        limits,
+    )
+    .map_err(cannot_check)?;
+    let first = failed_chunk * PROBE_CHUNK;
+    let last = (first + PROBE_CHUNK).min(plan.factor);
+    // The chunk failed, so one of its iterations does; should Z3 disagree between the two
+    // probes, the chunk's first iteration is named rather than none.
+    let k = (first..last)
+        .find(|&k| !all_verified(&report, k))
+        .unwrap_or(first);
+    let mine: Vec<_> = report
+        .obligations
+        .iter()
+        .filter(|o| o.span.start == MARK_BASE + k)
+        .collect();
+    Err(Refusal::TooFewIterations {
+        factor: plan.factor,
+        iteration: k + 1,
+        guard: print_expr(&plan.cond),
+        counterexample: counterexample(&plan.cond, &mine),
+        span: plan.loop_span,
+    })
+}
+
+/// Whether the report has obligations marked `mark(k)` and all of them are verified.
+fn all_verified(report: &MethodReport, k: u32) -> bool {
+    let mut mine = report
+        .obligations
+        .iter()
+        .filter(|o| o.span.start == MARK_BASE + k)
+        .peekable();
+    mine.peek().is_some() && mine.all(|o| o.status == crate::verify::Status::Verified)
+}
+
+/// The statements replacing the loop in the guard probe: iteration k's value of `i` goes to
+/// `ring[k % ring.len()]`; after each chunk of iterations, one `assert` of their guards marked
+/// `mark(chunk)` — or, for the chunk `split`, one `assert` per iteration marked `mark(k)`, and
+/// nothing after it.
+fn guard_probe(plan: &Plan, ring: &[String], split: Option<u32>) -> Vec<Stmt> {
+    let span = plan.cond.span;
+    let size = ring.len() as u32;
+    let guard = |k: u32, mark_at: u32| {
+        let mut cond = plan
+            .cond
+            .substitute(&plan.var, &Expr::name(&ring[(k % size) as usize], span));
+        set_spans(&mut cond, mark(mark_at));
+        cond
+    };
+    let assert = |cond: Expr| Stmt {
+        span: cond.span,
+        kind: StmtKind::Assert(cond),
+    };
+    let mut out = Vec::new();
     for k in 0..plan.factor {
-        let mark = mark(k);
-        let mut cond = plan.cond.substitute(&plan.var, &current);
-        set_spans(&mut cond, mark);
-        asserts.push(Stmt {
-            kind: StmtKind::Assert(cond),
-            span: mark,
-        });
-        current = upd(plan, current);
-    }
-    let report = run_probe(program, plan.loop_span, asserts, limits).map_err(|reason| {
-        Refusal::CannotCheck {
-            reason,
-            span: plan.loop_span,
-        }
-    })?;
-    for k in 0..plan.factor {
-        let mine: Vec<_> = report
-            .obligations
-            .iter()
-            .filter(|o| o.span.start == MARK_BASE + k)
-            .collect();
-        let all_verified = !mine.is_empty()
-            && mine
-                .iter()
-                .all(|o| o.status == crate::verify::Status::Verified);
-        if !all_verified {
-            return Err(Refusal::TooFewIterations {
-                factor: plan.factor,
-                iteration: k + 1,
-                guard: print_expr(&plan.cond),
-                counterexample: counterexample(&plan.cond, &mine),
-                span: plan.loop_span,
+        let slot = &ring[(k % size) as usize];
+        let value = match k {
+            0 => Expr::name(&plan.var, span),
+            _ => upd(plan, Expr::name(&ring[((k - 1) % size) as usize], span)),
+        };
+        if k < size {
+            out.push(int_decl(slot, value, span));
+        } else {
+            out.push(Stmt {
+                kind: StmtKind::Assign {
+                    target: Expr::name(slot, span),
+                    value,
+                },
+                span,
             });
         }
+        let chunk = k / PROBE_CHUNK;
+        let chunk_ends = k % PROBE_CHUNK == PROBE_CHUNK - 1 || k + 1 == plan.factor;
+        if split == Some(chunk) {
+            out.push(assert(guard(k, k)));
+            if chunk_ends {
+                break;
+            }
+        } else if chunk_ends {
+            let first = chunk * PROBE_CHUNK;
+            let mut all = guard(first, chunk);
+            for m in first + 1..=k {
+                let next = guard(m, chunk);
+                all = Expr {
+                    span: all.span,
+                    kind: ExprKind::Binary {
+                        op: BinaryOp::And,
+                        lhs: Box::new(all),
+                        rhs: Box::new(next),
+                    },
+                };
+            }
+            out.push(assert(all));
+        }
     }
-    Ok(())
+    out
 }
 
 /// ", e.g. when n = 1 and i = 0": the values Z3's counterexample gives the guard's variables at

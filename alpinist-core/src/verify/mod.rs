@@ -74,7 +74,10 @@ mod uniformity;
 pub use expr::{EncodeError, Env, Sort};
 pub use int32::{Int32, INT32_MAX, INT32_MIN};
 pub use obligation::{Obligation, ObligationKind, Status, Trusted, Warning};
-pub use solver::{check_goal, in_fresh_context, Limits, Verdict};
+pub use solver::{
+    check_goal, in_fresh_context, memory_limit, memory_limit_reached, memory_reason,
+    set_memory_limit, Limits, Verdict, DEFAULT_MEMORY_MB,
+};
 pub use state::{Term, Ty};
 pub use uniformity::{check_barrier_uniformity, check_program_uniformity, UniformityError};
 
@@ -170,6 +173,24 @@ impl MethodReport {
     }
 }
 
+/// The outcome of a routine whose verification Z3's memory limit stopped: unknown, with the
+/// reason, at the routine's span.
+fn unfinished(span: Span, time: Duration) -> exec::MethodOutcome {
+    let reason = memory_reason(memory_limit().unwrap_or(0));
+    exec::MethodOutcome {
+        obligations: vec![Obligation {
+            kind: ObligationKind::RoutineUnfinished,
+            span,
+            status: Status::Unknown { reason },
+            time,
+            note: None,
+        }],
+        trusted: Vec::new(),
+        warnings: Vec::new(),
+        error: None,
+    }
+}
+
 /// The stack of a verification worker thread.
 const WORKER_STACK: usize = 512 << 20;
 
@@ -225,8 +246,16 @@ fn verify_selected(
                     break;
                 };
                 let start = Instant::now();
-                let outcome =
-                    in_fresh_context(|| exec::check_routine(&info, routine, limits, plan.as_ref()));
+                let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    in_fresh_context(|| exec::check_routine(&info, routine, limits, plan.as_ref()))
+                }));
+                let outcome = match checked {
+                    Ok(outcome) => outcome,
+                    Err(_) if solver::take_memory_panic() => {
+                        unfinished(routine.span, start.elapsed())
+                    }
+                    Err(panic) => std::panic::resume_unwind(panic),
+                };
                 let report = MethodReport {
                     name: routine.method.name.name.clone(),
                     span: routine.span,
@@ -243,6 +272,34 @@ fn verify_selected(
             }
         }
     });
+    // A routine no worker reached (none could be started: the address-space limit of a
+    // memory-bounded run leaves no room for their stacks) is unknown, never left out.
+    let missing: Vec<usize> = {
+        let results = results.lock().expect("no worker panics while holding it");
+        (0..routines.len())
+            .filter(|&k| results[k].is_none())
+            .collect()
+    };
+    for k in missing {
+        let routine = &routines[k];
+        results.lock().expect("no worker panics while holding it")[k] = Some(MethodReport {
+            name: routine.method.name.name.clone(),
+            span: routine.span,
+            obligations: vec![Obligation {
+                kind: ObligationKind::RoutineUnfinished,
+                span: routine.span,
+                status: Status::Unknown {
+                    reason: "no verification thread could be started".into(),
+                },
+                time: Duration::ZERO,
+                note: None,
+            }],
+            trusted: Vec::new(),
+            warnings: Vec::new(),
+            error: None,
+            time: Duration::ZERO,
+        });
+    }
     let mut reports: Vec<MethodReport> = results
         .into_inner()
         .expect("no worker panics while holding it")

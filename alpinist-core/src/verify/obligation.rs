@@ -47,6 +47,9 @@ pub enum ObligationKind {
     /// A value bound to a `frac` (`zfrac`) name — a `\let`, a local, a predicate argument —
     /// may lie outside 0 < v ≤ 1 (0 ≤ v ≤ 1).
     FractionOutOfRange,
+    /// The routine's verification stopped before its end (only ever `unknown`): Z3 ran out of
+    /// the memory `--memory` allows while terms were built.
+    RoutineUnfinished,
 }
 
 impl ObligationKind {
@@ -82,6 +85,7 @@ impl ObligationKind {
             InvariantNotEstablished => "E0627",
             InvariantNotMaintained => "E0628",
             FractionOutOfRange => "E0629",
+            RoutineUnfinished => "E0631",
         }
     }
 
@@ -134,6 +138,7 @@ impl ObligationKind {
                 "the value may lie outside the range of its fraction type (`frac`: 0 < v <= 1, \
                  `zfrac`: 0 <= v <= 1)"
             }
+            RoutineUnfinished => "the verification of this routine did not finish",
             RecursionMayNotTerminate => {
                 "the recursion may not terminate: no integer parameter, difference of two, or \
                  sequence length decreases at every recursive call while staying non-negative"

@@ -7,6 +7,10 @@
 //! nothing Z3 owns crosses threads (z3's terms are `!Send`), only the plain-data [`Verdict`].
 //! With `--jobs`, each worker builds its obligations' terms itself.
 
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Once;
+
 use z3::ast::Bool;
 use z3::{Config, Params, SatResult, Solver};
 
@@ -60,6 +64,91 @@ impl Default for Limits {
             mbqi: true,
         }
     }
+}
+
+/// The memory Z3 may use in this process, in MB, when nothing else is asked for (`--memory`).
+/// A fixed amount rather than a fraction of the machine's memory, so that the verdicts of a
+/// run-away query do not depend on the machine: every example needs well under 1 GB.
+pub const DEFAULT_MEMORY_MB: u32 = 4096;
+
+/// The limit [`set_memory_limit`] put in force, 0 for none.
+static MEMORY_LIMIT_MB: AtomicU32 = AtomicU32::new(0);
+
+/// Whether some verdict of this process was unknown because of the memory limit.
+static MEMORY_LIMIT_REACHED: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Set by the panic hook when a panic on this thread came while Z3 was at its memory limit.
+    static HIT_MEMORY_LIMIT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Bounds the memory Z3 allocates in this whole process (every context, every thread) to `mb`
+/// MB, with Z3's global parameter `memory_max_size`; call it before any context exists. Over
+/// the limit, libz3 4.8.12 answers a check `unknown` ("out of memory", reported as
+/// [`memory_reason`]); an allocation that fails while terms are *built* makes the z3 crate
+/// panic on the null result instead, which the verifier catches per routine (see
+/// [`take_memory_panic`]) and reports as unknown too.
+pub fn set_memory_limit(mb: u32) {
+    let mb = mb.max(1);
+    MEMORY_LIMIT_MB.store(mb, Ordering::SeqCst);
+    z3::set_global_param("memory_max_size", &mb.to_string());
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if z3_at_memory_limit() {
+                // Expected, and reported as unknown: no panic message.
+                HIT_MEMORY_LIMIT.with(|hit| hit.set(true));
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// The limit in force, if [`set_memory_limit`] was called.
+pub fn memory_limit() -> Option<u32> {
+    match MEMORY_LIMIT_MB.load(Ordering::SeqCst) {
+        0 => None,
+        mb => Some(mb),
+    }
+}
+
+/// The reason of an unknown verdict that the memory limit caused.
+pub fn memory_reason(mb: u32) -> String {
+    format!("memory limit of {mb} MB reached")
+}
+
+/// Whether Z3's allocations are close enough to the limit that a failed allocation is the
+/// likely cause of a panic now: Z3 refuses a request that would pass the limit, so at that
+/// moment its total is below it by less than the request — a new context asks for a few MB
+/// at once, hence a margin of an eighth of the limit and at least 16 MB.
+fn z3_at_memory_limit() -> bool {
+    let Some(mb) = memory_limit() else {
+        return false;
+    };
+    // SAFETY: a plain read of Z3's global allocation counter; no context is involved.
+    let allocated = unsafe { z3_sys::Z3_get_estimated_alloc_size() };
+    let limit = u64::from(mb) << 20;
+    let margin = (limit / 8).max(16 << 20);
+    allocated.saturating_add(margin) >= limit
+}
+
+/// Whether the last panic on this thread was Z3 running out of its memory limit (and forgets
+/// it): then the panic means "unknown", not a bug.
+pub(crate) fn take_memory_panic() -> bool {
+    let hit = HIT_MEMORY_LIMIT.with(|hit| hit.replace(false));
+    if hit {
+        MEMORY_LIMIT_REACHED.store(true, Ordering::SeqCst);
+    }
+    hit
+}
+
+/// Whether the memory limit made some verdict of this process unknown: a caller that turns
+/// an unknown into a refusal (an optimisation's applicability probe) answers "inconclusive"
+/// instead when this is why.
+pub fn memory_limit_reached() -> bool {
+    MEMORY_LIMIT_REACHED.load(Ordering::SeqCst)
 }
 
 /// The answer for one obligation.
@@ -129,6 +218,13 @@ pub fn check_goal(
                 .map(|r| r.trim().to_string())
                 .filter(|r| !r.is_empty())
                 .unwrap_or_else(|| "unknown (Z3 gave no reason)".to_string());
+            let reason = match memory_limit() {
+                Some(mb) if reason.contains("memory") => {
+                    MEMORY_LIMIT_REACHED.store(true, Ordering::SeqCst);
+                    format!("{} ({reason})", memory_reason(mb))
+                }
+                _ => reason,
+            };
             Verdict::Unknown { reason }
         }
     }

@@ -1437,7 +1437,8 @@ impl<'s> Fast<'s> {
             while self.at(j).is_ascii_digit() {
                 j += 1;
             }
-            if is_ident_char(self.at(j)) {
+            // A literal too long is an error, and errors are pest's to report.
+            if is_ident_char(self.at(j)) || j - start > crate::syntax::MAX_LITERAL_DIGITS {
                 return bail();
             }
             self.pos = j;

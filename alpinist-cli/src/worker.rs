@@ -1,0 +1,179 @@
+//! The verification worker process: `alpinist verify` re-executes itself to verify, so that a
+//! libz3 crash cannot take the report with it (`commands/verify.rs`). This module owns the
+//! worker's lifetime and its bounds:
+//!
+//! - it dies with its parent. On Linux the kernel sends it SIGKILL when the parent dies
+//!   (`prctl(PR_SET_PDEATHSIG)`, set between `fork` and `exec`, with `getppid` checked after
+//!   it in case the parent was already gone); everywhere, the worker also watches its standard
+//!   input, a pipe whose only writer is the parent, and exits when it reads end-of-file, which
+//!   happens exactly when the parent is gone (killed, crashed or done).
+//! - its address space is bounded (`setrlimit(RLIMIT_AS)`), a second line of defence behind
+//!   Z3's own memory limit: an allocation over it aborts the worker, which the parent reports
+//!   as unknown ("memory limit of N MB reached"), never as a crash.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+
+/// Set in the environment of the worker process that does the verification.
+pub const WORKER_ENV: &str = "ALPINIST_VERIFY_WORKER";
+
+/// Set (to "1") when the worker's standard input is the pipe from its parent.
+const WATCH_ENV: &str = "ALPINIST_WORKER_WATCH_STDIN";
+
+/// Room in the worker's address space beyond Z3's memory limit: each verification thread
+/// reserves a 512 MiB stack (most of it never touched), glibc reserves up to 64 MiB of malloc
+/// arena per thread, and the binary, libz3 and Rust's own data need the rest.
+fn address_space_reserve(jobs: usize) -> u64 {
+    const MIB: u64 = 1 << 20;
+    (2048 + (jobs as u64 + 1) * (512 + 64)) * MIB
+}
+
+/// What came back from one worker run.
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl Finished {
+    /// Whether the worker died of a failed allocation: Rust's allocator aborts with "memory
+    /// allocation of N bytes failed" (the address-space limit), C++ with `std::bad_alloc`, and
+    /// libz3 4.8.12 lets an `out_of_memory_error` (its `memory_max_size`) escape from some
+    /// checks, which terminates the process.
+    pub fn ran_out_of_memory(&self) -> bool {
+        if self.status.code().is_some() {
+            return false;
+        }
+        let stderr = String::from_utf8_lossy(&self.stderr);
+        ["memory allocation of", "bad_alloc", "out_of_memory_error"]
+            .iter()
+            .any(|sign| stderr.contains(sign))
+    }
+}
+
+/// Runs this binary as a verification worker with `args` and waits for it. `memory_mb` is the
+/// run's memory limit (`--memory`) and `jobs` its threads, which size the address-space bound.
+pub fn run(
+    exe: &Path,
+    args: &[OsString],
+    memory_mb: u32,
+    jobs: usize,
+) -> std::io::Result<Finished> {
+    let mut command = Command::new(exe);
+    command
+        .args(args)
+        .env(WORKER_ENV, "1")
+        .env(WATCH_ENV, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let address_space = (u64::from(memory_mb) << 20) + address_space_reserve(jobs);
+    bound(&mut command, address_space);
+    let mut child = command.spawn()?;
+    // Held, never written, until the worker is done: its end-of-file tells the worker that
+    // this process is gone.
+    let parent_pipe = child.stdin.take();
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stderr.read_to_end(&mut buf);
+        buf
+    });
+    let mut out = Vec::new();
+    let _ = stdout.read_to_end(&mut out);
+    let status = child.wait()?;
+    drop(parent_pipe);
+    let err = err_reader.join().unwrap_or_default();
+    Ok(Finished {
+        status,
+        stdout: out,
+        stderr: err,
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn bound(command: &mut Command, address_space: u64) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid, setrlimit,
+    // _exit), no allocation.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before the prctl: then no signal will come.
+            if libc::getppid() != parent {
+                libc::_exit(4);
+            }
+            set_address_space(address_space);
+            Ok(())
+        });
+    }
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn bound(command: &mut Command, address_space: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe and allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            set_address_space(address_space);
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(unix))]
+fn bound(_command: &mut Command, _address_space: u64) {}
+
+/// Lowers the soft address-space limit of the calling process to `bytes` (never raises it).
+#[cfg(unix)]
+fn set_address_space(bytes: u64) {
+    // SAFETY: getrlimit/setrlimit with a valid struct; async-signal-safe.
+    unsafe {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_AS, &mut limit) != 0 {
+            return;
+        }
+        let wanted = bytes as libc::rlim_t;
+        if limit.rlim_cur == libc::RLIM_INFINITY || limit.rlim_cur > wanted {
+            limit.rlim_cur = if limit.rlim_max == libc::RLIM_INFINITY {
+                wanted
+            } else {
+                wanted.min(limit.rlim_max)
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &limit);
+        }
+    }
+}
+
+/// In the worker: whether this process is one.
+pub fn is_worker() -> bool {
+    std::env::var_os(WORKER_ENV).is_some()
+}
+
+/// In the worker: exit as soon as the parent is gone (its pipe on standard input reaches
+/// end-of-file). A thread blocked on the read; it never reads anything but the end.
+pub fn watch_parent() {
+    if std::env::var_os(WATCH_ENV).is_none() {
+        return;
+    }
+    std::thread::spawn(|| {
+        let mut sink = [0u8; 64];
+        let mut stdin = std::io::stdin();
+        loop {
+            match stdin.read(&mut sink) {
+                Ok(0) => std::process::exit(4),
+                Err(e) if e.kind() != std::io::ErrorKind::Interrupted => std::process::exit(4),
+                _ => {}
+            }
+        }
+    });
+}
