@@ -20,11 +20,11 @@ use std::collections::BTreeMap;
 
 use num_bigint::BigUint;
 
-use super::unroll::{self, Plan};
+use super::unroll::{self, int_decl, Plan};
 use super::{FreshNames, Refusal, Timings};
 use crate::syntax::{
-    print_expr, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Ident, LocalVar, Program,
-    Span, Stmt, StmtKind, Type, TypeKind, UnaryOp,
+    print_expr, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Program, Span, Stmt, StmtKind,
+    UnaryOp,
 };
 use crate::verify::{Limits, Status};
 
@@ -147,26 +147,6 @@ fn binary(op: BinaryOp, lhs: Expr, rhs: Expr) -> Expr {
             op,
             lhs: Box::new(lhs),
             rhs: Box::new(rhs),
-        },
-        span,
-    }
-}
-
-fn int_decl(name: &str, init: Expr, span: Span) -> Stmt {
-    Stmt {
-        kind: StmtKind::LocalDecl {
-            ty: Type {
-                kind: TypeKind::Int,
-                span,
-            },
-            vars: vec![LocalVar {
-                name: Ident {
-                    name: name.to_string(),
-                    span,
-                },
-                init: Some(init),
-                span,
-            }],
         },
         span,
     }

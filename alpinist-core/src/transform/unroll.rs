@@ -228,7 +228,7 @@ pub(crate) fn pure_locals(e: &Expr, names: &mut BTreeSet<String>) -> bool {
 }
 
 /// `int name = init;`
-fn int_decl(name: &str, init: Expr, span: Span) -> Stmt {
+pub(super) fn int_decl(name: &str, init: Expr, span: Span) -> Stmt {
     Stmt {
         kind: StmtKind::LocalDecl {
             ty: Type {
