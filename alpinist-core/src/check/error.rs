@@ -153,6 +153,16 @@ pub enum CheckError {
         span: Span,
     },
 
+    #[error("a second `decreases` clause: a routine or a loop has one termination measure")]
+    #[diagnostic(
+        code(E0218),
+        help("write one lexicographic measure instead: `decreases e1, e2;`")
+    )]
+    DuplicateDecreases {
+        #[label("second measure")]
+        span: Span,
+    },
+
     // ---- E03xx: types ------------------------------------------------------------------
     #[error("type mismatch in {what}: expected {expected}, found {found}")]
     #[diagnostic(code(E0301))]
@@ -373,6 +383,7 @@ impl CheckError {
             | ImpureCall { span, .. }
             | NotAssignable { span }
             | ClauseMisplaced { span, .. }
+            | DuplicateDecreases { span, .. }
             | Mismatch { span, .. }
             | BadOperands { span, .. }
             | ArgCount { span, .. }

@@ -44,6 +44,14 @@ pub enum ObligationKind {
     Int32Overflow,
     /// `--int32`: an operand of `/` or `%` in executable code may be negative.
     NegativeDivOperand,
+    /// Ghost code (a `ghost` statement, and every routine it calls, transitively) may not
+    /// terminate: a lemma that never returns could "prove" any postcondition.
+    GhostMayNotTerminate,
+    /// A `decreases` measure may be negative where it must decrease.
+    DecreasesNotBounded,
+    /// A `decreases` measure may not be strictly smaller at a recursive call or at the end of a
+    /// loop iteration.
+    DecreasesFailed,
 }
 
 impl ObligationKind {
@@ -78,6 +86,9 @@ impl ObligationKind {
             UnfoldFailed => "E0626",
             InvariantNotEstablished => "E0627",
             InvariantNotMaintained => "E0628",
+            GhostMayNotTerminate => "E0629",
+            DecreasesNotBounded => "E0630",
+            DecreasesFailed => "E0631",
         }
     }
 
@@ -126,6 +137,12 @@ impl ObligationKind {
             UnfoldFailed => "the predicate instance may not be held where it is unfolded",
             InvariantNotEstablished => "the invariant may not hold where its block starts",
             InvariantNotMaintained => "the invariant may not be maintained by the atomic block",
+            GhostMayNotTerminate => {
+                "the ghost code may not terminate, so what follows it could rest on a lemma \
+                 that never returns"
+            }
+            DecreasesNotBounded => "the termination measure may be negative where it must decrease",
+            DecreasesFailed => "the termination measure may not decrease",
             RecursionMayNotTerminate => {
                 "the recursion may not terminate: no integer parameter, difference of two, or \
                  sequence length decreases at every recursive call while staying non-negative"
