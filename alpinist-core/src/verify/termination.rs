@@ -79,7 +79,9 @@ pub fn summaries(program: &ProgramInfo<'_>) -> BTreeMap<String, NonTermination> 
         calls.retain(|(c, _)| {
             c != &name && program.routine(c).is_some_and(|callee| !callee.is_pure())
         });
-        callees.insert(name.clone(), calls);
+        // Two routines of one name (in different classes): calls resolve by name, so both
+        // count.
+        callees.entry(name.clone()).or_default().extend(calls);
         if let Some(span) = first_loop {
             out.insert(name.clone(), unmeasured_loop(span, &format!("`{name}`")));
         }
