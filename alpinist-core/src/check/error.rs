@@ -202,6 +202,16 @@ pub enum CheckError {
         span: Span,
     },
 
+    #[error("a second `decreases` clause: a routine or a loop has one termination measure")]
+    #[diagnostic(
+        code(E0222),
+        help("write one lexicographic measure instead: `decreases e1, e2;`")
+    )]
+    DuplicateDecreases {
+        #[label("second measure")]
+        span: Span,
+    },
+
     // ---- E03xx: types ------------------------------------------------------------------
     #[error("type mismatch in {what}: expected {expected}, found {found}")]
     #[diagnostic(code(E0301))]
@@ -426,6 +436,7 @@ impl CheckError {
             | GhostWritesHeap { span }
             | GhostCallHasEffect { span, .. }
             | GhostControl { span, .. }
+            | DuplicateDecreases { span, .. }
             | Mismatch { span, .. }
             | BadOperands { span, .. }
             | ArgCount { span, .. }

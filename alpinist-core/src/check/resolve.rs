@@ -269,6 +269,7 @@ impl<'a> Checker<'a> {
             self.check_clause(clause, ClauseSite::Method);
             self.result_ty = None;
         }
+        self.check_one_decreases(&member.contract.clauses);
 
         if kind.is_pure() {
             self.pure_context = Some("a pure function");
@@ -309,8 +310,28 @@ impl<'a> Checker<'a> {
             | ClauseKind::LoopInvariant(e)
             | ClauseKind::LockInvariant(e) => self.expect(e, &Ty::Resource, "contract clause"),
             ClauseKind::Given(_) | ClauseKind::Yields(_) => {}
+            ClauseKind::Decreases(Decreases::Measure(measure)) => {
+                for e in measure {
+                    self.expect(e, &Ty::Int, "termination measure");
+                }
+            }
+            ClauseKind::Decreases(Decreases::Assume) => {}
         }
         self.pure_context = saved;
+    }
+
+    /// A routine or loop has at most one termination measure (VerCors' rule too): two would
+    /// leave open which one the checker proves.
+    fn check_one_decreases(&mut self, clauses: &'a [Clause]) {
+        let mut seen = false;
+        for clause in clauses {
+            if let ClauseKind::Decreases(_) = clause.kind {
+                if seen {
+                    self.err(CheckError::DuplicateDecreases { span: clause.span });
+                }
+                seen = true;
+            }
+        }
     }
 
     /// Contracts of loops, par blocks and barriers, which may declare no ghost parameters of
@@ -325,6 +346,7 @@ impl<'a> Checker<'a> {
         for clause in &contract.clauses {
             self.check_clause(clause, site);
         }
+        self.check_one_decreases(&contract.clauses);
     }
 
     // ---- statements ----------------------------------------------------------------------
@@ -1656,7 +1678,9 @@ impl ClauseSite {
             ClauseSite::Method => !matches!(clause, LoopInvariant(_)),
             // VerCors also accepts requires/ensures on loops (iteration contracts).
             ClauseSite::Loop => !matches!(clause, Given(_) | Yields(_) | LockInvariant(_)),
-            ClauseSite::Par => !matches!(clause, LoopInvariant(_) | LockInvariant(_)),
+            ClauseSite::Par => {
+                !matches!(clause, LoopInvariant(_) | LockInvariant(_) | Decreases(_))
+            }
             ClauseSite::Barrier => matches!(clause, Requires(_) | Ensures(_) | Context(_)),
         }
     }

@@ -173,6 +173,19 @@ pub enum ClauseKind {
     Yields(Param),
     /// 1.x: `lock_invariant I;` on a class constructor or method.
     LockInvariant(Expr),
+    /// `decreases ...;` — a termination measure on a method or a loop.
+    Decreases(Decreases),
+}
+
+/// What a `decreases` clause says about termination.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Decreases {
+    /// `decreases e1, .., en;` — a measure, compared lexicographically, that is non-negative
+    /// and strictly smaller at every recursive call and every loop iteration. `decreases;`
+    /// is the empty tuple: the routine terminates and never recurses.
+    Measure(Vec<Expr>),
+    /// `decreases assume;` — termination is trusted, not checked.
+    Assume,
 }
 
 impl ClauseKind {
@@ -187,6 +200,7 @@ impl ClauseKind {
             ClauseKind::Given(_) => "given",
             ClauseKind::Yields(_) => "yields",
             ClauseKind::LockInvariant(_) => "lock_invariant",
+            ClauseKind::Decreases(_) => "decreases",
         }
     }
 }

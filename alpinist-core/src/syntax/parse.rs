@@ -736,6 +736,7 @@ fn is_keyword(rule: Rule) -> bool {
             | k_lock_invariant
             | k_given
             | k_yields
+            | k_decreases
             | k_class
             | k_static
             | k_pure
@@ -974,6 +975,19 @@ impl Builder {
             .ok_or_else(|| internal(span, "a clause keyword"))?;
         let mut kids = Kids::of(&pair);
         let kind = match kw.as_rule() {
+            Rule::k_decreases => match inner.next() {
+                Some(p) if p.as_rule() == Rule::k_assume => {
+                    ClauseKind::Decreases(Decreases::Assume)
+                }
+                Some(p) if p.as_rule() == Rule::decreases_measure => {
+                    ClauseKind::Decreases(Decreases::Measure(
+                        p.into_inner()
+                            .map(|e| self.expr(e))
+                            .collect::<Res<Vec<_>>>()?,
+                    ))
+                }
+                _ => ClauseKind::Decreases(Decreases::Measure(Vec::new())),
+            },
             Rule::k_given | Rule::k_yields => {
                 let ty = self.ty(kids.next("a ghost parameter type")?)?;
                 let name_pair = kids.next("a ghost parameter name")?;

@@ -559,6 +559,16 @@ fn clause_text(clause: &Clause) -> String {
         ClauseKind::Given(param) | ClauseKind::Yields(param) => {
             format!("{keyword} {};", param_text(param))
         }
+        ClauseKind::Decreases(Decreases::Assume) => format!("{keyword} assume;"),
+        ClauseKind::Decreases(Decreases::Measure(measure)) => {
+            let mut out = String::from(keyword);
+            for (i, e) in measure.iter().enumerate() {
+                out.push_str(if i == 0 { " " } else { ", " });
+                write_expr(&mut out, e, LOOSEST);
+            }
+            out.push(';');
+            out
+        }
     }
 }
 

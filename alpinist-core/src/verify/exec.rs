@@ -28,8 +28,8 @@ use z3::ast::{Ast, Bool, Dynamic, Int};
 use z3::{SatResult, Solver};
 
 use crate::syntax::{
-    Barrier, Block, ClauseKind, Contract, Expr, ExprKind, MethodBody, ParBlock, ParGroupStyle,
-    Span, Stmt, StmtKind,
+    Barrier, Block, ClauseKind, Contract, Decreases, Expr, ExprKind, MethodBody, ParBlock,
+    ParGroupStyle, Span, Stmt, StmtKind,
 };
 
 use super::assertion::{self, Prover, RegionIter};
@@ -41,6 +41,7 @@ use super::program::{clauses, post_clauses, pre_clauses, ty_of, ProgramInfo, Rou
 use super::recursion;
 use super::solver::{model_value, Limits};
 use super::state::{real, value_of, Heap, Mask, Snapshot, Store, Term, Ty, Value, World};
+use super::termination;
 
 /// Z3's budget for each candidate termination measure at a recursive call.
 const PROBE_RLIMIT: u32 = 100_000;
@@ -274,6 +275,8 @@ pub fn check_routine<'p>(
         invariants: Vec::new(),
         code: false,
         fraction_locals: std::collections::BTreeMap::new(),
+        ghost: false,
+        own_measure: None,
     };
     let error = if !routine.is_pure() && program.cyclic.contains(&routine.method.name.name) {
         Some(unsupported(
@@ -320,6 +323,18 @@ struct Verifier<'c, 'p> {
     /// The locals and parameters declared `frac` or `zfrac` (by name, the latest
     /// declaration): what is assigned to them must lie in the type's range.
     fraction_locals: std::collections::BTreeMap<String, crate::syntax::TypeKind>,
+    /// Inside a `ghost` statement (whose termination is checked where it starts).
+    ghost: bool,
+    /// The routine's own `decreases` clause, which its recursive calls must respect.
+    own_measure: Option<OwnMeasure>,
+}
+
+/// A method's `decreases` clause as its recursive calls see it.
+enum OwnMeasure {
+    /// `decreases e1, .., en;`: the measure's values at entry.
+    Checked(Vec<Int>),
+    /// `decreases assume;`: recursive calls are trusted to terminate.
+    Trusted,
 }
 
 fn eval<'c>(ctx: &'c Ctx<'_>, st: &State, definedness: bool) -> Eval<'c> {
@@ -519,6 +534,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 });
             }
         }
+        self.own_measure = self.own_measure(routine, &st)?;
         if routine.is_pure() {
             self.check_function_post_framing(&st)?;
         } else {
@@ -538,7 +554,9 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 let mut ev = eval(self.ctx, &st, true);
                 ev.defining = Some(routine.method.name.name.clone());
                 let v = ev.value(body)?;
+                let calls = std::mem::take(&mut ev.recursive_calls);
                 self.flush(&mut ev);
+                self.check_function_measure(routine, &st, &calls)?;
                 if routine
                     .method
                     .modifiers
@@ -583,6 +601,103 @@ impl<'c, 'p> Verifier<'c, 'p> {
         }
         self.check_self_calls();
         Ok(())
+    }
+
+    /// A method's `decreases` clause, evaluated in the state after its precondition.
+    fn own_measure(
+        &mut self,
+        routine: &Routine<'p>,
+        st: &State,
+    ) -> Result<Option<OwnMeasure>, EncodeError> {
+        let Some((decreases, span)) = termination::explicit(routine.contract) else {
+            return Ok(None);
+        };
+        Ok(Some(match decreases {
+            Decreases::Assume => {
+                self.trusted.push(Trusted {
+                    what: format!(
+                        "`{}`: `decreases assume;`, its termination is assumed",
+                        routine.method.name.name
+                    ),
+                    span,
+                });
+                OwnMeasure::Trusted
+            }
+            Decreases::Measure(measure) => {
+                let mut ev = eval(self.ctx, st, true);
+                let values = measure
+                    .iter()
+                    .map(|e| ev.int(e))
+                    .collect::<Result<_, _>>()?;
+                self.flush(&mut ev);
+                OwnMeasure::Checked(values)
+            }
+        }))
+    }
+
+    /// A pure function's `decreases e1, .., en;` at each recursive application of its body,
+    /// under the application's path condition. (Without a clause, `exec::definition` looks
+    /// for a measure itself and leaves the definition unused when there is none.)
+    fn check_function_measure(
+        &mut self,
+        routine: &Routine<'p>,
+        st: &State,
+        calls: &[(Bool, Vec<Value>, Span)],
+    ) -> Result<(), EncodeError> {
+        let Some(OwnMeasure::Checked(old)) = &self.own_measure else {
+            return Ok(());
+        };
+        let old = old.clone();
+        let Some((Decreases::Measure(exprs), _)) = termination::explicit(routine.contract) else {
+            return Ok(());
+        };
+        let Some(decl) = self.ctx.functions.get(&routine.method.name.name) else {
+            return Ok(());
+        };
+        let names: Vec<String> = decl.params.iter().map(|(n, _)| n.clone()).collect();
+        for (guard, args, span) in calls {
+            let mut ev = eval(self.ctx, st, false);
+            for (n, v) in names.iter().zip(args) {
+                ev.store.insert(n.clone(), v.clone());
+            }
+            let new = exprs
+                .iter()
+                .map(|e| ev.int(e))
+                .collect::<Result<Vec<_>, _>>()?;
+            self.prover.push_scope();
+            self.prover.assume(guard.clone());
+            self.check_decrease(&new, &old, *span, "at this recursive application");
+            let facts = Bool::and(&self.prover.pop_scope());
+            self.prover.assume(guard.implies(&facts));
+        }
+        Ok(())
+    }
+
+    /// A termination measure is non-negative (`old`, where it must decrease: checked
+    /// separately for a single measure, inside the lexicographic order for a tuple) and `new`
+    /// is strictly smaller. `what` says where (a recursive call, a loop iteration).
+    fn check_decrease(&mut self, new: &[Int], old: &[Int], span: Span, what: &str) {
+        if let [o] = old {
+            self.prover.check(Check {
+                goal: o.ge(Int::from_i64(0)),
+                kind: ObligationKind::DecreasesNotBounded,
+                span,
+                note: Some(format!("the measure must be non-negative {what}")),
+            });
+        }
+        let note = if old.is_empty() {
+            format!("`decreases;` promises termination without recursion, but there is {what}")
+        } else if old.len() > 1 {
+            format!("the measure must decrease lexicographically {what}")
+        } else {
+            format!("the measure must decrease {what}")
+        };
+        self.prover.check(Check {
+            goal: recursion::lex_decrease(new, old),
+            kind: ObligationKind::DecreasesFailed,
+            span,
+            note: Some(note),
+        });
     }
 
     /// A recursive method's own calls use its postcondition: sound only if some measure
@@ -870,9 +985,14 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 Ok(Flow::Normal(self.inhale_state(st, &[e], &[], true)?))
             }
             StmtKind::Ghost(inner) => {
+                if !self.ghost {
+                    self.check_ghost_terminates(inner);
+                }
                 let code = std::mem::replace(&mut self.code, false);
+                let ghost = std::mem::replace(&mut self.ghost, true);
                 let r = self.stmt(st, inner);
                 self.code = code;
+                self.ghost = ghost;
                 r
             }
             StmtKind::GpuOpt(_) => Ok(Flow::Normal(st)),
@@ -886,6 +1006,27 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 "this statement (locks are not encoded)",
                 s.span,
             )),
+        }
+    }
+
+    /// Ghost code is erased from the program that runs, so it must terminate: a ghost loop
+    /// or lemma that never ends would "prove" whatever its exit or postcondition says
+    /// (`termination.rs`). A failure is reported where the ghost code may not terminate.
+    fn check_ghost_terminates(&mut self, inner: &'p Stmt) {
+        let within = self
+            .own
+            .as_ref()
+            .and_then(|(name, ..)| self.ctx.program.routine(name));
+        if let Some(found) =
+            termination::ghost_may_not_terminate(inner, within, &self.ctx.program.may_not_terminate)
+        {
+            self.prover.obligations.push(Obligation {
+                kind: ObligationKind::GhostMayNotTerminate,
+                span: found.span,
+                status: Status::Failed { model: Vec::new() },
+                time: std::time::Duration::ZERO,
+                note: Some(found.reason),
+            });
         }
     }
 
@@ -1347,7 +1488,25 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 _ => {}
             }
         }
-        if let Some((own, tys, terms)) = &self.own {
+        if let (Some((own, ..)), Some(measure)) = (&self.own, &self.own_measure) {
+            if own == name {
+                if let OwnMeasure::Checked(old) = measure {
+                    let old = old.clone();
+                    let mut ev = eval(self.ctx, &st, true);
+                    ev.store = store.clone();
+                    let decreases = termination::explicit(callee.contract);
+                    let Some((Decreases::Measure(exprs), _)) = decreases else {
+                        unreachable!("the routine's own clause")
+                    };
+                    let new = exprs
+                        .iter()
+                        .map(|e| ev.int(e))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    self.flush(&mut ev);
+                    self.check_decrease(&new, &old, span, "at this recursive call");
+                }
+            }
+        } else if let Some((own, tys, terms)) = &self.own {
             if own == name {
                 let args: Vec<Term> = callee
                     .method
@@ -1498,7 +1657,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         for c in &contract.clauses {
             if !matches!(
                 c.kind,
-                ClauseKind::LoopInvariant(_) | ClauseKind::Context(_)
+                ClauseKind::LoopInvariant(_) | ClauseKind::Context(_) | ClauseKind::Decreases(_)
             ) {
                 return Err(unsupported(
                     "this clause on a loop (only loop_invariant and context are encoded)",
@@ -1546,9 +1705,38 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let inner = self.inhale_state(inner, &invs, &[], true)?;
         let c = self.condition(&inner, cond)?;
         self.prover.assume(c);
+        // The measure where the iteration starts, the guard holding.
+        let measure = match termination::explicit(contract) {
+            Some((Decreases::Measure(exprs), span)) => {
+                let mut ev = eval(self.ctx, &inner, true);
+                let start = exprs
+                    .iter()
+                    .map(|e| ev.int(e))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.flush(&mut ev);
+                Some((exprs, start, span))
+            }
+            Some((Decreases::Assume, span)) => {
+                self.trusted.push(Trusted {
+                    what: "a loop with `decreases assume;`: its termination is assumed".into(),
+                    span,
+                });
+                None
+            }
+            None => None,
+        };
         let mut flow = self.stmt(inner, body)?;
         if let (Flow::Normal(s), Some(u)) = (&flow, update) {
             flow = self.stmt(s.clone(), u)?;
+        }
+        if let (Flow::Normal(s), Some((exprs, start, span))) = (&flow, &measure) {
+            let mut ev = eval(self.ctx, s, true);
+            let end = exprs
+                .iter()
+                .map(|e| ev.int(e))
+                .collect::<Result<Vec<_>, _>>()?;
+            self.flush(&mut ev);
+            self.check_decrease(&end, start, *span, "at the end of every iteration");
         }
         if let Flow::Normal(s) = flow {
             self.exhale_state(
@@ -2003,7 +2191,7 @@ fn definition(
         functions: Some(functions),
     };
     let mut ev = Eval::new(decls, store.clone());
-    ev.heap = heap;
+    ev.heap = heap.clone();
     ev.defining = Some(name.clone());
     let pre = expr::function_hypothesis(&mut ev, f)?;
     ev.recursive_calls.clear();
@@ -2019,7 +2207,32 @@ fn definition(
         &[&pattern],
         &pre.implies(full.eq(value.term.as_dynamic())),
     );
-    let terminates = calls.is_empty() || recursion::terminates(&decl.params, &store, &pre, &calls);
+    let terminates = calls.is_empty()
+        || match termination::explicit(f.contract) {
+            Some((Decreases::Assume, _)) => true,
+            Some((Decreases::Measure(exprs), _)) => {
+                let measure_at = |store: Store| -> Result<Vec<Int>, EncodeError> {
+                    let mut ev = Eval::new(decls, store);
+                    ev.heap = heap.clone();
+                    exprs.iter().map(|e| ev.int(e)).collect()
+                };
+                let old = measure_at(store.clone())?;
+                let mut at_calls = Vec::new();
+                for (guard, args, _) in &calls {
+                    let mut at = store.clone();
+                    for ((n, _), v) in decl.params.iter().zip(args) {
+                        at.insert(n.clone(), v.clone());
+                    }
+                    at_calls.push((guard.clone(), measure_at(at)?));
+                }
+                recursion::measure_decreases(&pre, &old, &at_calls)
+            }
+            None => {
+                let calls: Vec<(Bool, Vec<Value>)> =
+                    calls.into_iter().map(|(g, a, _)| (g, a)).collect();
+                recursion::terminates(&decl.params, &store, &pre, &calls)
+            }
+        };
     Ok(((ax1, ax2), terminates))
 }
 

@@ -265,7 +265,8 @@ pub struct Eval<'a> {
     /// Inside the definition of this function: its own calls use the limited twin and are
     /// logged for the termination check.
     pub defining: Option<String>,
-    pub recursive_calls: Vec<(Bool, Vec<Value>)>,
+    /// Each recursive call: its path condition, its arguments, where it is.
+    pub recursive_calls: Vec<(Bool, Vec<Value>, Span)>,
     /// `--int32` in executable code: the exempt operations; `None` outside (`int32.rs`).
     pub int32: Option<&'a BTreeSet<Span>>,
     /// A pure function's precondition as the hypothesis of its axioms: `Perm` and `Value`
@@ -1347,7 +1348,8 @@ impl<'a> Eval<'a> {
         }
         let own = self.defining.as_deref() == Some(name);
         if own {
-            self.recursive_calls.push((self.guard(), vals.clone()));
+            self.recursive_calls
+                .push((self.guard(), vals.clone(), span));
         }
         self.function_precondition(name, &vals, span)?;
         if self.int32.is_some() {

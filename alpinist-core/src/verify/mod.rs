@@ -69,6 +69,7 @@ mod recursion;
 mod solver;
 mod state;
 mod syn;
+mod termination;
 mod uniformity;
 
 pub use expr::{EncodeError, Env, Sort};

@@ -50,6 +50,14 @@ pub enum ObligationKind {
     /// The routine's verification stopped before its end (only ever `unknown`): Z3 ran out of
     /// the memory `--memory` allows while terms were built.
     RoutineUnfinished,
+    /// Ghost code (a `ghost` statement, and every routine it calls, transitively) may not
+    /// terminate: a lemma that never returns could "prove" any postcondition.
+    GhostMayNotTerminate,
+    /// A `decreases` measure may be negative where it must decrease.
+    DecreasesNotBounded,
+    /// A `decreases` measure may not be strictly smaller at a recursive call or at the end of a
+    /// loop iteration.
+    DecreasesFailed,
 }
 
 impl ObligationKind {
@@ -85,7 +93,10 @@ impl ObligationKind {
             InvariantNotEstablished => "E0627",
             InvariantNotMaintained => "E0628",
             FractionOutOfRange => "E0629",
-            RoutineUnfinished => "E0631",
+            RoutineUnfinished => "E0633",
+            GhostMayNotTerminate => "E0632",
+            DecreasesNotBounded => "E0630",
+            DecreasesFailed => "E0631",
         }
     }
 
@@ -139,6 +150,12 @@ impl ObligationKind {
                  `zfrac`: 0 <= v <= 1)"
             }
             RoutineUnfinished => "the verification of this routine did not finish",
+            GhostMayNotTerminate => {
+                "the ghost code may not terminate, so what follows it could rest on a lemma \
+                 that never returns"
+            }
+            DecreasesNotBounded => "the termination measure may be negative where it must decrease",
+            DecreasesFailed => "the termination measure may not decrease",
             RecursionMayNotTerminate => {
                 "the recursion may not terminate: no integer parameter, difference of two, or \
                  sequence length decreases at every recursive call while staying non-negative"

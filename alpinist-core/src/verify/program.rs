@@ -93,6 +93,8 @@ pub struct ProgramInfo<'p> {
     pub order: Vec<Routine<'p>>,
     /// Routines in a call cycle through another routine (computed once; see `recursion.rs`).
     pub cyclic: BTreeSet<String>,
+    /// Methods that may not terminate, with why (computed once; see `termination.rs`).
+    pub may_not_terminate: BTreeMap<String, super::termination::NonTermination>,
 }
 
 impl<'p> ProgramInfo<'p> {
@@ -102,6 +104,7 @@ impl<'p> ProgramInfo<'p> {
             routines: BTreeMap::new(),
             order: Vec::new(),
             cyclic: BTreeSet::new(),
+            may_not_terminate: BTreeMap::new(),
         };
         let mut next_field = 0i64;
         let mut add =
@@ -142,6 +145,7 @@ impl<'p> ProgramInfo<'p> {
             }
         }
         info.cyclic = super::recursion::mutually_recursive(&info);
+        info.may_not_terminate = super::termination::summaries(&info);
         info
     }
 

@@ -61,6 +61,19 @@ pub fn decrease(measure: &Measure, own: &[Term], args: &[Term]) -> Option<Bool> 
     Some(Bool::and(&[x.ge(Int::from_i64(0)), a.lt(&x)]))
 }
 
+/// `new` is lexicographically smaller than `old`, the component that decreases being
+/// non-negative in `old` (VerCors' and Viper's well-founded order on integer tuples). The empty
+/// tuple (`decreases;`) is never smaller.
+pub fn lex_decrease(new: &[Int], old: &[Int]) -> Bool {
+    match (new.split_first(), old.split_first()) {
+        (Some((n, ns)), Some((o, os))) => Bool::or(&[
+            Bool::and(&[o.ge(Int::from_i64(0)), n.lt(o)]),
+            Bool::and(&[n.eq(o), lex_decrease(ns, os)]),
+        ]),
+        _ => Bool::from_bool(false),
+    }
+}
+
 /// Some measure of [`measures`] decreases at every recursive call (under the call's path
 /// condition and the precondition) and is bounded below.
 pub fn terminates(
@@ -91,6 +104,23 @@ pub fn terminates(
             solver.pop(1);
             ok
         })
+    })
+}
+
+/// A given measure (`decreases`), `old` at entry, decreases at every recursive call (its path
+/// condition, its measure) under the precondition `pre`.
+pub fn measure_decreases(pre: &Bool, old: &[Int], calls: &[(Bool, Vec<Int>)]) -> bool {
+    let solver = Solver::new();
+    let mut p = Params::new();
+    p.set_u32("rlimit", 2_000_000);
+    solver.set_params(&p);
+    calls.iter().all(|(guard, new)| {
+        let goal = Bool::and(&[pre.clone(), guard.clone()]).implies(&lex_decrease(new, old));
+        solver.push();
+        solver.assert(goal.not());
+        let ok = solver.check() == SatResult::Unsat;
+        solver.pop(1);
+        ok
     })
 }
 
@@ -159,7 +189,7 @@ fn routine_exprs(r: &Routine<'_>, f: &mut dyn FnMut(&Expr)) {
 }
 
 /// Calls `f` on every expression of a statement, contracts included.
-fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
+pub(super) fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
     let contract = |c: &crate::syntax::Contract, f: &mut dyn FnMut(&Expr)| {
         for clause in &c.clauses {
             if let crate::syntax::ClauseKind::Requires(e)

@@ -127,10 +127,6 @@ impl Stmt {
     pub fn assigned_locals(&self) -> Vec<AssignedLocal> {
         let mut out = Vec::new();
         self.visit(&mut |s| {
-            let mut name_of = |e: &'_ Expr, span: Span, out: &mut Vec<AssignedLocal>| {
-                let _ = (e, span, out);
-            };
-            let _ = &mut name_of;
             match &s.kind {
                 StmtKind::Assign { target, .. } => {
                     if let ExprKind::Name(id) = &target.kind {

@@ -74,6 +74,7 @@ fn is_clause_keyword(w: &str) -> bool {
             | "lock_invariant"
             | "given"
             | "yields"
+            | "decreases"
     )
 }
 
@@ -414,6 +415,29 @@ impl<'s> Fast<'s> {
         self.keyword(w);
         self.skip();
         let kind = match w {
+            // `k_decreases ~ (k_assume | decreases_measure)? ~ ";"`
+            "decreases" => {
+                if self.peek() == b';' {
+                    ClauseKind::Decreases(Decreases::Measure(Vec::new()))
+                } else if self.word() == "assume" {
+                    self.keyword("assume");
+                    ClauseKind::Decreases(Decreases::Assume)
+                } else {
+                    let mut measure = vec![self.expr()?.expr];
+                    loop {
+                        let after = self.pos;
+                        self.skip();
+                        if self.peek() != b',' {
+                            self.pos = after;
+                            break;
+                        }
+                        self.pos += 1;
+                        self.skip();
+                        measure.push(self.expr()?.expr);
+                    }
+                    ClauseKind::Decreases(Decreases::Measure(measure))
+                }
+            }
             "given" | "yields" => {
                 let ty = self.ty()?;
                 self.skip();
