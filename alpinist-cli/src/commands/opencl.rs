@@ -435,6 +435,9 @@ mod enabled {
     /// OpenCL (`verify --int32`, the element combinations code generation emits as `OP`
     /// exempt). A failed obligation refutes the kernel, naming which proof failed, where, and
     /// Z3's values; an unknown or unencoded routine leaves it unproved.
+    /// `race_freedom`'s wall-clock limit per obligation, in milliseconds.
+    const SCAN_TEST_OBLIGATION_MS: u32 = 30_000;
+
     fn race_freedom(source: &Source, program: &Program, kernel: &Kernel) -> RaceFreedom {
         use alpinist_core::verify::{
             verify_program_with, Int32, Limits, Outcome as Checked, Status,
@@ -443,7 +446,16 @@ mod enabled {
         let int32 = Int32 {
             exempt: kernel.element_ops.clone(),
         };
-        let reports = verify_program_with(program, &Limits::default(), Some(&int32), jobs);
+        // A wall-clock safety net per obligation on top of the rlimit: Z3 polls its rlimit
+        // only at some points, and a broken kernel's proof can run for many minutes past it
+        // (tests/data/scan/wrong_tree_index_brent_kung.pvl). A query stopped by it is
+        // unknown, so the kernel is at worst unproved (exit 3), never passed on its account;
+        // the proofs of the example scans take well under a second per obligation.
+        let limits = Limits {
+            timeout_ms: Some(SCAN_TEST_OBLIGATION_MS),
+            ..Limits::default()
+        };
+        let reports = verify_program_with(program, &limits, Some(&int32), jobs);
         let mut failed = Vec::new();
         for r in &reports {
             for o in &r.obligations {
