@@ -341,9 +341,9 @@ fn ghost_results_taint_the_callers_target() {
     // `then { y = r; }` writes the caller's `y` (not the callee's `r`): the callee is not
     // analysed, so `y` is thread-dependent, in a call statement and in an initialiser alike.
     for call in [
-        "int y = 0;\n id(tid) then { y = r; };",
-        "int y = 0;\n int q = id(tid) then { y = r; };",
-        "int y = 0;\n int q = 0;\n q = id(tid) then { y = r; };",
+        "ghost int y = 0;\n id(tid) then { y = r; };",
+        "ghost int y = 0;\n int q = id(tid) then { y = r; };",
+        "ghost int y = 0;\n int q = 0;\n q = id(tid) then { y = r; };",
     ] {
         let src = format!(
             "class C {{\n  yields int r;\n  ensures r == x && \\result == x;\n  \
