@@ -183,78 +183,31 @@ fn walk(s: &Stmt, locals: &BTreeSet<String>, f: &mut dyn FnMut(Found)) {
 }
 
 fn unmeasured_loops(s: &Stmt, locals: &BTreeSet<String>, f: &mut dyn FnMut(Span)) {
-    match &s.kind {
-        StmtKind::While {
-            contract,
-            cond,
-            body,
-        } => {
-            if explicit(contract).is_none() && !has_inferred_measure(Some(cond), body, None, locals)
-            {
-                f(s.span);
+    s.visit(&mut |x| {
+        let measured = match &x.kind {
+            StmtKind::While {
+                contract,
+                cond,
+                body,
+            } => {
+                explicit(contract).is_some() || has_inferred_measure(Some(cond), body, None, locals)
             }
-            unmeasured_loops(body, locals, f);
+            StmtKind::For {
+                contract,
+                cond,
+                update,
+                body,
+                ..
+            } => {
+                explicit(contract).is_some()
+                    || has_inferred_measure(cond.as_ref(), body, update.as_deref(), locals)
+            }
+            _ => true,
+        };
+        if !measured {
+            f(x.span);
         }
-        StmtKind::For {
-            contract,
-            init,
-            cond,
-            update,
-            body,
-        } => {
-            if explicit(contract).is_none()
-                && !has_inferred_measure(cond.as_ref(), body, update.as_deref(), locals)
-            {
-                f(s.span);
-            }
-            for x in [init, update].into_iter().flatten() {
-                unmeasured_loops(x, locals, f);
-            }
-            unmeasured_loops(body, locals, f);
-        }
-        StmtKind::If {
-            then_branch,
-            else_branch,
-            ..
-        } => {
-            unmeasured_loops(then_branch, locals, f);
-            if let Some(e) = else_branch {
-                unmeasured_loops(e, locals, f);
-            }
-        }
-        StmtKind::Block(b) => b.stmts.iter().for_each(|x| unmeasured_loops(x, locals, f)),
-        StmtKind::Par(g) => {
-            for b in &g.blocks {
-                b.body
-                    .stmts
-                    .iter()
-                    .for_each(|x| unmeasured_loops(x, locals, f));
-            }
-        }
-        StmtKind::Barrier(b) => b
-            .body
-            .stmts
-            .iter()
-            .for_each(|x| unmeasured_loops(x, locals, f)),
-        StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => body
-            .stmts
-            .iter()
-            .for_each(|x| unmeasured_loops(x, locals, f)),
-        StmtKind::Ghost(x) => unmeasured_loops(x, locals, f),
-        StmtKind::LocalDecl { .. }
-        | StmtKind::Assign { .. }
-        | StmtKind::Increment(_)
-        | StmtKind::Decrement(_)
-        | StmtKind::Expr(_)
-        | StmtKind::Return(_)
-        | StmtKind::Assert(_)
-        | StmtKind::Assume(_)
-        | StmtKind::Lock(_)
-        | StmtKind::Unlock(_)
-        | StmtKind::Fold(_)
-        | StmtKind::Unfold(_)
-        | StmtKind::GpuOpt(_) => {}
-    }
+    });
 }
 
 /// The names that are locals of a routine (parameters, ghost parameters, declared locals, par
@@ -281,41 +234,15 @@ fn routine_locals(r: &Routine<'_>) -> BTreeSet<String> {
 }
 
 fn declared(s: &Stmt, out: &mut BTreeSet<String>) {
-    match &s.kind {
+    s.visit(&mut |x| match &x.kind {
         StmtKind::LocalDecl { vars, .. } => out.extend(vars.iter().map(|v| v.name.name.clone())),
-        StmtKind::If {
-            then_branch,
-            else_branch,
-            ..
-        } => {
-            declared(then_branch, out);
-            if let Some(e) = else_branch {
-                declared(e, out);
-            }
-        }
-        StmtKind::While { body, .. } => declared(body, out),
-        StmtKind::For {
-            init, update, body, ..
-        } => {
-            for x in [init, update].into_iter().flatten() {
-                declared(x, out);
-            }
-            declared(body, out);
-        }
-        StmtKind::Block(b) => b.stmts.iter().for_each(|x| declared(x, out)),
         StmtKind::Par(g) => {
             for b in &g.blocks {
                 out.extend(b.iters.iter().map(|it| it.name.name.clone()));
-                b.body.stmts.iter().for_each(|x| declared(x, out));
             }
         }
-        StmtKind::Barrier(b) => b.body.stmts.iter().for_each(|x| declared(x, out)),
-        StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
-            body.stmts.iter().for_each(|x| declared(x, out))
-        }
-        StmtKind::Ghost(x) => declared(x, out),
         _ => {}
-    }
+    });
 }
 
 /// Whether the loop is a template whose measure is inferred (module docs): some conjunct of
