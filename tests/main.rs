@@ -12,3 +12,4 @@ mod properties;
 mod roundtrip;
 mod tile;
 mod verify;
+mod witness;

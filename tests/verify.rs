@@ -62,6 +62,29 @@ pub(crate) fn unverified(doc: &Value) -> Vec<(String, u64, u64, String)> {
     out
 }
 
+/// (kind, line, column, input) of every failure a concrete run showed.
+fn concrete_failures(doc: &Value) -> Vec<(String, u64, u64, Vec<Value>)> {
+    let mut out = Vec::new();
+    for file in doc["files"].as_array().into_iter().flatten() {
+        for m in file["methods"].as_array().into_iter().flatten() {
+            for o in m["obligations"].as_array().into_iter().flatten() {
+                let concrete = o["note"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(alpinist_core::witness::NOTE));
+                if o["status"] == "failed" && concrete {
+                    out.push((
+                        o["kind"].as_str().unwrap_or("?").to_string(),
+                        o["span"]["line"].as_u64().unwrap_or(0),
+                        o["span"]["column"].as_u64().unwrap_or(0),
+                        o["model"].as_array().cloned().unwrap_or_default(),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn every_example_verifies_or_is_undecided_where_listed() {
     let files = pvl_files("examples");
@@ -175,6 +198,26 @@ fn broken_variants_fail_where_expected() {
                 "{file}: exit {code:?}, expected {} at {}:{}; unverified: {found:?}\n{err}",
                 expect.kind, expect.line, expect.column
             ));
+        }
+        // `//:: concrete`: Z3 cannot decide it, a concrete run must show it (exit 1, with the
+        // run's input).
+        if source.lines().any(|l| l.trim() == "//:: concrete") {
+            let shown = concrete_failures(&doc)
+                .into_iter()
+                .any(|(kind, line, column, input)| {
+                    kind == expect.kind
+                        && line == expect.line as u64
+                        && column == expect.column as u64
+                        && !input.is_empty()
+                });
+            if code != Some(1) || !shown {
+                problems.push(format!(
+                    "{file}: exit {code:?}, expected a concrete failing run at {}:{}; found {:?}",
+                    expect.line,
+                    expect.column,
+                    concrete_failures(&doc)
+                ));
+            }
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -154,6 +154,41 @@ fn set_address_space(bytes: u64) {
     }
 }
 
+/// How a worker run ended, after [`run_and_relay`] passed its output on.
+pub enum Ended {
+    /// It exited with this code; its standard output and error were relayed.
+    Exited(i32),
+    /// It died of a failed allocation (see [`Finished::ran_out_of_memory`]); its standard
+    /// output was relayed.
+    OutOfMemory,
+    /// It died of a signal otherwise (libz3 crashed); nothing was relayed.
+    Crashed,
+}
+
+/// [`run`], then passes the worker's output on to this process's: what the caller reports
+/// depends on how it ended.
+pub fn run_and_relay(
+    exe: &Path,
+    args: &[OsString],
+    memory_mb: u32,
+    jobs: usize,
+) -> std::io::Result<Ended> {
+    use std::io::Write;
+    let output = run(exe, args, memory_mb, jobs)?;
+    if output.ran_out_of_memory() {
+        let _ = std::io::stdout().write_all(&output.stdout);
+        return Ok(Ended::OutOfMemory);
+    }
+    match output.status.code() {
+        Some(code) => {
+            let _ = std::io::stdout().write_all(&output.stdout);
+            let _ = std::io::stderr().write_all(&output.stderr);
+            Ok(Ended::Exited(code))
+        }
+        None => Ok(Ended::Crashed),
+    }
+}
+
 /// In the worker: whether this process is one.
 pub fn is_worker() -> bool {
     std::env::var_os(WORKER_ENV).is_some()

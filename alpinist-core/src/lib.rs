@@ -9,3 +9,4 @@ pub mod report;
 pub mod syntax;
 pub mod transform;
 pub mod verify;
+pub mod witness;

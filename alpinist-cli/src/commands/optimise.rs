@@ -49,6 +49,43 @@ struct Request {
 }
 
 pub fn run(file: &std::path::Path, options: &Options) -> Exit {
+    // Like `verify`, the work runs in a worker process bounded in memory: libz3 lets some
+    // out-of-memory errors escape a check and end the process, which must read as unknown
+    // (exit 3), not as a crash.
+    if crate::worker::is_worker() {
+        crate::worker::watch_parent();
+    } else if file.as_os_str() != "-" {
+        if let Ok(exe) = std::env::current_exe() {
+            return supervise(&exe, options);
+        }
+    }
+    run_here(file, options)
+}
+
+fn supervise(exe: &std::path::Path, options: &Options) -> Exit {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match crate::worker::run_and_relay(exe, &args, options.memory, jobs) {
+        Err(e) => {
+            emit_plain(format_args!("cannot start the optimisation worker: {e}"));
+            Exit::Environment
+        }
+        Ok(crate::worker::Ended::Exited(code)) => Exit::from_code(code),
+        Ok(crate::worker::Ended::OutOfMemory) => {
+            emit_plain(super::verify::out_of_memory(options.memory));
+            Exit::Inconclusive
+        }
+        Ok(crate::worker::Ended::Crashed) => {
+            emit_plain(
+                "internal error: the Z3 library crashed while optimising (libz3 4.8.12); \
+                 please report this input",
+            );
+            Exit::Environment
+        }
+    }
+}
+
+fn run_here(file: &std::path::Path, options: &Options) -> Exit {
     alpinist_core::verify::set_memory_limit(options.memory);
     let (source, parsed, _checked) = match front_end(file) {
         Ok(x) => x,

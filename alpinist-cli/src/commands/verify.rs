@@ -47,38 +47,31 @@ pub fn run(files: &[PathBuf], options: &Options) -> Exit {
 }
 
 fn supervise(exe: &std::path::Path, options: &Options) -> Exit {
-    use std::io::Write;
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     for fallback in [false, true] {
         let mut args = args.clone();
         if fallback {
             args.push("--no-mbqi".into());
         }
-        let output = match worker::run(exe, &args, options.memory, jobs(options)) {
-            Ok(o) => o,
+        match worker::run_and_relay(exe, &args, options.memory, jobs(options)) {
             Err(e) => {
                 emit_plain(format_args!("cannot start the verification worker: {e}"));
                 return Exit::Environment;
             }
-        };
-        if output.ran_out_of_memory() {
-            let _ = std::io::stdout().write_all(&output.stdout);
-            emit_plain(format_args!(
-                "unknown: {} (the verification worker could not allocate); raise `--memory` to decide",
-                verify::memory_reason(options.memory)
-            ));
-            return Exit::Inconclusive;
-        }
-        if let Some(code) = output.status.code() {
-            if fallback {
-                eprintln!(
-                    "note: libz3 crashed; verified again without model-based quantifier \
-                     instantiation (failing quantified obligations show as unknown)"
-                );
+            Ok(worker::Ended::OutOfMemory) => {
+                emit_plain(out_of_memory(options.memory));
+                return Exit::Inconclusive;
             }
-            let _ = std::io::stdout().write_all(&output.stdout);
-            let _ = std::io::stderr().write_all(&output.stderr);
-            return Exit::from_code(code);
+            Ok(worker::Ended::Exited(code)) => {
+                if fallback {
+                    eprintln!(
+                        "note: libz3 crashed; verified again without model-based quantifier \
+                         instantiation (failing quantified obligations show as unknown)"
+                    );
+                }
+                return Exit::from_code(code);
+            }
+            Ok(worker::Ended::Crashed) => {}
         }
     }
     emit_plain(
@@ -86,6 +79,14 @@ fn supervise(exe: &std::path::Path, options: &Options) -> Exit {
          please report this input",
     );
     Exit::Environment
+}
+
+/// What a worker that could not allocate means: unknown, with the limit.
+pub(crate) fn out_of_memory(memory_mb: u32) -> String {
+    format!(
+        "unknown: {} (the verification worker could not allocate); raise `--memory` to decide",
+        verify::memory_reason(memory_mb)
+    )
 }
 
 /// `--jobs`, or one per core.
@@ -152,7 +153,14 @@ fn run_here(files: &[PathBuf], options: &Options) -> Exit {
         };
         let start = Instant::now();
         let int32 = options.int32.then(|| int32_mode(&parsed.program));
-        let reports = verify::verify_program_with(&parsed.program, &limits, int32.as_ref(), jobs);
+        // Unknown is not the end: a concrete run may show a definite failure.
+        let reports = alpinist_core::witness::verify_and_confirm(
+            &parsed.program,
+            &limits,
+            int32.as_ref(),
+            jobs,
+            &alpinist_core::witness::Budget::default(),
+        );
         let elapsed = start.elapsed();
         let exit = reports.iter().map(exit_of).fold(Exit::Success, combine);
         worst = combine(worst, exit);
@@ -265,15 +273,24 @@ fn diagnostic(o: &Obligation) -> Option<ObligationDiagnostic> {
         Status::Verified => None,
         Status::Failed { model } => Some(ObligationDiagnostic {
             message: match &o.note {
-                Some(note) if is_int32(o) => format!("{}: {note}", o.kind.describe()),
-                _ => o.kind.describe().to_string(),
+                Some(note) => format!("{}: {note}", o.kind.describe()),
+                None => o.kind.describe().to_string(),
             },
             code: o.kind.code().to_string(),
             span: o.span,
             label: "here".into(),
             help: (!model.is_empty()).then(|| {
                 let values: Vec<String> = model.iter().map(|(n, v)| format!("{n} = {v}")).collect();
-                format!("a counterexample: {}", values.join(", "))
+                let what = if o
+                    .note
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with(alpinist_core::witness::NOTE))
+                {
+                    "the input of that run"
+                } else {
+                    "a counterexample"
+                };
+                format!("{what}: {}", values.join(", "))
             }),
         }),
         Status::Unknown { reason } => Some(ObligationDiagnostic {
@@ -286,6 +303,8 @@ fn diagnostic(o: &Obligation) -> Option<ObligationDiagnostic> {
     }
 }
 
+/// An obligation of `--int32` (`scan-test` reports them apart).
+#[cfg_attr(not(feature = "opencl"), allow(dead_code))]
 pub(crate) fn is_int32(o: &Obligation) -> bool {
     matches!(
         o.kind,

@@ -167,6 +167,77 @@ pub enum InterpError {
         #[label("here")]
         span: Span,
     },
+
+    /// Only with [`super::Limits::check_specs`]: a contract, loop invariant or permission the
+    /// verifier must prove is false in this concrete run.
+    #[error("{what} does not hold{thread}: {detail}")]
+    #[diagnostic(code(E0716))]
+    SpecFailed {
+        what: Spec,
+        detail: String,
+        /// The thread it failed in, empty in sequential code.
+        thread: String,
+        #[label("{what}")]
+        span: Span,
+    },
+
+    /// Only with [`super::Limits::check_specs`]: the run left the paths the verifier considers
+    /// (an `assume` or the entry precondition is false here, or it cannot be decided; an inhale
+    /// would hold more than a full permission). Nothing about the program follows from it.
+    #[error("this run is not one the verifier considers: {reason}")]
+    #[diagnostic(code(E0717))]
+    Infeasible {
+        reason: String,
+        #[label("here")]
+        span: Span,
+    },
+}
+
+/// What a [`InterpError::SpecFailed`] is about; each is an obligation of the verifier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spec {
+    /// A called method's precondition, at the call.
+    Precondition,
+    /// A pure function's precondition, at the application (not of `inline` functions, which
+    /// are their bodies).
+    FunctionPrecondition,
+    /// A method's postcondition, at its end.
+    Postcondition,
+    /// A loop invariant where the loop starts.
+    InvariantEstablished,
+    /// A loop invariant after an iteration.
+    InvariantMaintained,
+    /// A par block's thread precondition, at the launch.
+    ParPrecondition,
+    /// A par block's thread postcondition, where the thread ends.
+    ParPostcondition,
+    /// A barrier's precondition, where a thread arrives.
+    BarrierPrecondition,
+    /// A barrier's postcondition, where the threads are released: not justified by what all
+    /// threads brought.
+    BarrierPostcondition,
+    /// A read without permission.
+    ReadPermission,
+    /// A write without full permission.
+    WritePermission,
+}
+
+impl std::fmt::Display for Spec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Spec::Precondition => "the precondition of the call",
+            Spec::FunctionPrecondition => "the precondition of the function",
+            Spec::Postcondition => "the postcondition",
+            Spec::InvariantEstablished => "the loop invariant where the loop starts",
+            Spec::InvariantMaintained => "the loop invariant after an iteration",
+            Spec::ParPrecondition => "the par block's precondition",
+            Spec::ParPostcondition => "the par block's postcondition",
+            Spec::BarrierPrecondition => "the barrier's precondition",
+            Spec::BarrierPostcondition => "the barrier's postcondition",
+            Spec::ReadPermission => "permission to read",
+            Spec::WritePermission => "permission to write",
+        })
+    }
 }
 
 impl InterpError {
@@ -187,9 +258,28 @@ impl InterpError {
             | Uninitialised { span, .. }
             | MissingReturn { span, .. }
             | NegativeSize { span, .. }
-            | TypeMismatch { span, .. } => Some(*span),
+            | TypeMismatch { span, .. }
+            | SpecFailed { span, .. }
+            | Infeasible { span, .. } => Some(*span),
             BadCall(_) => None,
         }
+    }
+
+    /// Whether this is a failure of the program itself — an obligation the verifier must prove
+    /// is false in this run — rather than a limit, something not modelled, or a run the
+    /// verifier does not consider (those say nothing about the program).
+    pub fn is_failure(&self) -> bool {
+        use InterpError::*;
+        matches!(
+            self,
+            DataRace { .. }
+                | AssertFailed { .. }
+                | OutOfBounds { .. }
+                | NullDereference { .. }
+                | DivisionByZero { .. }
+                | DivergentBarrier { .. }
+                | SpecFailed { .. }
+        )
     }
 
     pub(crate) fn unsupported(what: impl Into<String>, span: Span) -> InterpError {

@@ -107,6 +107,7 @@ impl<'p> Machine<'p, '_> {
                     };
                 }
                 let (r, i) = self.cell_in(env, b, base.span, index, span)?;
+                self.check_access(env, (r, i), Access::Read, span)?;
                 self.read_cell(r, i, span)
             }
             ExprKind::Field { base, name } => match self.eval(env, base)? {
@@ -148,8 +149,11 @@ impl<'p> Machine<'p, '_> {
                 "objects (`this`, `new C()`)",
                 span,
             )),
-            ExprKind::Result => Err(InterpError::unsupported("`\\result`", span)),
-            ExprKind::Old(_) => Err(InterpError::unsupported("`\\old`", span)),
+            ExprKind::Result => match env.get("\\result") {
+                Some(Some(v)) => Ok(v),
+                _ => Err(InterpError::unsupported("`\\result`", span)),
+            },
+            ExprKind::Old(inner) => self.eval_old(env, inner, span),
             ExprKind::PermLit(_) => Err(InterpError::unsupported("permissions", span)),
             ExprKind::Length(inner) => match self.eval(env, inner)? {
                 Value::Seq(q) => self.seq_op(q, "size", span),
@@ -534,7 +538,7 @@ impl<'p> Machine<'p, '_> {
         for a in args {
             values.push(self.eval(env, a)?);
         }
-        self.call_method(class, m, values, e.span)
+        self.call_method(env, class, member, m, values, e.span)
     }
 
     fn new_array(
@@ -581,7 +585,11 @@ impl<'p> Machine<'p, '_> {
         if total.saturating_add(self.memory.total_cells() as u64) > self.limits.max_cells {
             return Err(self.cells_exceeded(span));
         }
-        Ok(self.alloc_dims(&sizes, default))
+        let v = self.alloc_dims(&sizes, default);
+        if self.in_spec == 0 {
+            self.own_new(env, v);
+        }
+        Ok(v)
     }
 
     fn alloc_dims(&mut self, sizes: &[usize], default: Value) -> Value {
@@ -728,7 +736,7 @@ impl<'p> Machine<'p, '_> {
     /// The half-open range of binder `k`: from `int i = lo .. hi`, or the tightest bounds the
     /// condition's (or premise's) top-level conjuncts give (`lo <= i`, `i < hi`, ...) that mention no binder
     /// from `k` on. None found: unsupported (an unbounded quantifier is not executable).
-    fn binder_range(
+    pub(crate) fn binder_range(
         &mut self,
         env: &mut Env<'p>,
         q: &'p Quantifier,

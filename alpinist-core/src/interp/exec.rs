@@ -1,11 +1,9 @@
 //! Statement execution (big-step): locals, assignments, `++`/`--`, control flow, calls, and the
 //! skipping of specification statements. Par blocks are handed to `par.rs`.
 
-use crate::syntax::{
-    BinaryOp, Block, Builtin, Expr, ExprKind, QuantifierKind, Span, Stmt, StmtKind, TypeKind,
-};
+use crate::syntax::{Block, Expr, ExprKind, Span, Stmt, StmtKind, TypeKind};
 
-use super::{InterpError, Machine, Value};
+use super::{Access, InterpError, Machine, Value};
 
 /// How a statement ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +23,10 @@ pub(crate) struct Env<'p> {
     /// A thread of a par block: `return` is not allowed (a kernel thread cannot return from
     /// the launching method).
     pub(crate) in_thread: bool,
+    /// The permissions this activation holds (followed only with `Limits::check_specs`).
+    pub(crate) perms: super::specs::Ledger,
+    /// The memory where the method started, for `\old` (only with `Limits::check_specs`).
+    pub(crate) old: Option<std::rc::Rc<super::Memory>>,
 }
 
 impl<'p> Env<'p> {
@@ -34,6 +36,8 @@ impl<'p> Env<'p> {
             marks: Vec::new(),
             class,
             in_thread: false,
+            perms: Default::default(),
+            old: None,
         }
     }
 
@@ -102,6 +106,7 @@ impl<'p> Machine<'p, '_> {
 
     fn exec_inner(&mut self, env: &mut Env<'p>, stmt: &'p Stmt) -> Result<Flow, InterpError> {
         self.tick(stmt.span)?;
+        let mut started = false;
         match &stmt.kind {
             StmtKind::LocalDecl { vars, .. } => {
                 for var in vars {
@@ -129,7 +134,13 @@ impl<'p> Machine<'p, '_> {
                     return self.exec_scoped(env, e);
                 }
             }
-            StmtKind::While { cond, body, .. } => loop {
+            StmtKind::While {
+                cond,
+                body,
+                contract,
+            } => loop {
+                self.check_invariants(env, contract, started)?;
+                started = true;
                 self.tick(cond.span)?;
                 if !self.eval_bool(env, cond)? {
                     break;
@@ -143,10 +154,11 @@ impl<'p> Machine<'p, '_> {
                 cond,
                 update,
                 body,
-                ..
+                contract,
             } => {
                 env.push_scope();
-                let result = self.exec_for(env, init.as_deref(), cond.as_ref(), update, body);
+                let result =
+                    self.exec_for(env, init.as_deref(), cond.as_ref(), update, body, contract);
                 env.pop_scope();
                 return result;
             }
@@ -175,7 +187,16 @@ impl<'p> Machine<'p, '_> {
                 ));
             }
             StmtKind::Assert(e) => self.assert(env, e, stmt.span)?,
-            // Specifications: never executed.
+            // Specifications: never executed (with `check_specs`, an assumption must hold of
+            // the run, and ghost code that may move permissions ends permission checking).
+            StmtKind::Assume(e) if self.limits.check_specs => {
+                self.check_assume(env, e, stmt.span)?
+            }
+            StmtKind::Ghost(_) | StmtKind::Fold(_) | StmtKind::Unfold(_)
+                if self.limits.check_specs =>
+            {
+                self.skip_ghost(env, stmt)
+            }
             StmtKind::Assume(_)
             | StmtKind::Ghost(_)
             | StmtKind::Fold(_)
@@ -213,11 +234,15 @@ impl<'p> Machine<'p, '_> {
         cond: Option<&'p Expr>,
         update: &'p Option<Box<Stmt>>,
         body: &'p Stmt,
+        contract: &'p crate::syntax::Contract,
     ) -> Result<Flow, InterpError> {
         if let Some(init) = init {
             self.exec(env, init)?;
         }
+        let mut started = false;
         loop {
+            self.check_invariants(env, contract, started)?;
+            started = true;
             self.tick(body.span)?;
             if let Some(c) = cond {
                 if !self.eval_bool(env, c)? {
@@ -245,7 +270,7 @@ impl<'p> Machine<'p, '_> {
     ) -> Result<(), InterpError> {
         let mut conjuncts = Vec::new();
         e.flatten_and(&mut conjuncts);
-        conjuncts.retain(|c| !is_permission(c));
+        conjuncts.retain(|c| !super::specs::is_permission(c));
         if conjuncts.is_empty() {
             self.asserts_skipped += 1;
             return Ok(());
@@ -299,6 +324,7 @@ impl<'p> Machine<'p, '_> {
             ExprKind::Index { base, index } => {
                 let (r, i) = self.cell_of(env, base, index, target.span)?;
                 let v = self.eval(env, value)?;
+                self.check_access(env, (r, i), Access::Write, target.span)?;
                 self.write_cell(r, i, v, target.span)
             }
             _ => Err(InterpError::unsupported(
@@ -344,6 +370,7 @@ impl<'p> Machine<'p, '_> {
             }
             ExprKind::Index { base, index } => {
                 let (r, i) = self.cell_of(env, base, index, target.span)?;
+                self.check_access(env, (r, i), Access::Write, target.span)?;
                 let old = self.read_cell(r, i, target.span)?;
                 let new = bump(old)?;
                 self.write_cell(r, i, new, target.span)
@@ -363,33 +390,5 @@ impl<'p> Machine<'p, '_> {
             TypeKind::Array { .. } | TypeKind::Class(_) => Some(Value::Null),
             _ => None,
         }
-    }
-}
-
-/// Whether `e` asserts permissions only: `Perm`, `PointsTo`, and what `**`, `c ==> P`,
-/// `c ? P : Q` and `\forall*` build from them.
-fn is_permission(e: &Expr) -> bool {
-    match &e.kind {
-        ExprKind::Builtin {
-            op: Builtin::Perm | Builtin::PointsTo,
-            ..
-        } => true,
-        ExprKind::Binary {
-            op: BinaryOp::Star,
-            lhs,
-            rhs,
-        } => is_permission(lhs) && is_permission(rhs),
-        ExprKind::Binary {
-            op: BinaryOp::Implies,
-            rhs,
-            ..
-        } => is_permission(rhs),
-        ExprKind::Cond {
-            then_expr,
-            else_expr,
-            ..
-        } => is_permission(then_expr) && is_permission(else_expr),
-        ExprKind::Quantifier(q) => q.kind == QuantifierKind::ForallStar && is_permission(&q.body),
-        _ => false,
     }
 }

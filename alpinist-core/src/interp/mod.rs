@@ -18,7 +18,9 @@
 //! ```
 //!
 //! # Semantics
-//! - **Specifications are never executed.** Contracts, loop invariants, `assume`, `ghost`
+//! - **Specifications are never executed** (unless [`Limits::check_specs`], see `specs.rs`,
+//!   which evaluates what the verifier must prove and follows permissions). Contracts, loop
+//!   invariants, `assume`, `ghost`
 //!   statements, `fold`/`unfold` and `given`/`yields` arguments are skipped. `assert e` is
 //!   evaluated when `e` is executable — no permission, fraction, `\old`, ghost variable,
 //!   predicate or unbounded quantifier; a `\forall`/`\exists`/`\sum` whose condition bounds
@@ -63,6 +65,7 @@ mod error;
 mod eval;
 mod exec;
 mod par;
+mod specs;
 mod value;
 
 #[cfg(test)]
@@ -70,7 +73,7 @@ mod tests;
 
 use std::collections::HashMap;
 
-pub use error::{Access, InterpError};
+pub use error::{Access, InterpError, Spec};
 pub use value::{ArrayRef, Memory, SeqRef, Value};
 
 use crate::syntax::{
@@ -93,6 +96,10 @@ pub struct Limits {
     /// result depends on it — a dependence would be a race, which is an error — and tests run
     /// both orders to check exactly that.
     pub order: Order,
+    /// Also evaluate what the verifier must prove, where it must prove it, and follow
+    /// permissions (`specs.rs`); a false one is [`InterpError::SpecFailed`]. Off by default:
+    /// then specifications are never executed (see the module documentation).
+    pub check_specs: bool,
 }
 
 /// See [`Limits::order`].
@@ -111,6 +118,7 @@ impl Default for Limits {
             max_threads: 1 << 16,
             max_cells: 1 << 22,
             order: Order::Ascending,
+            check_specs: false,
         }
     }
 }
@@ -205,7 +213,15 @@ pub fn run_with_ghosts(
         )));
     }
     let mut machine = Machine::new(&index, memory, limits);
-    let result = machine.call(class, m, args.to_vec(), ghost_bindings, m.name.span)?;
+    let result = machine.call(
+        None,
+        class,
+        target,
+        m,
+        args.to_vec(),
+        ghost_bindings,
+        m.name.span,
+    )?;
     Ok(Outcome {
         result,
         memory: machine.memory,
@@ -331,6 +347,12 @@ pub(crate) struct Machine<'p, 'i> {
     levels: Vec<par::Level>,
     /// Whether a statement contains a barrier (outside nested par blocks), by address.
     barrier_cache: HashMap<usize, bool>,
+    /// Inside a specification (`specs.rs`): reads are not recorded nor permission-checked.
+    in_spec: u32,
+    /// Permissions are followed exactly (`specs.rs`); once off, off for the run.
+    tracking: bool,
+    /// Whether a member mentions `\old`, by address (`specs.rs`).
+    old_cache: HashMap<usize, bool>,
 }
 
 impl<'p, 'i> Machine<'p, 'i> {
@@ -345,6 +367,9 @@ impl<'p, 'i> Machine<'p, 'i> {
             asserts_skipped: 0,
             levels: Vec::new(),
             barrier_cache: HashMap::new(),
+            in_spec: 0,
+            tracking: limits.check_specs,
+            old_cache: HashMap::new(),
         }
     }
 
@@ -361,21 +386,28 @@ impl<'p, 'i> Machine<'p, 'i> {
         }
     }
 
-    /// Runs a method or function body with `args` bound to its parameters.
+    /// Runs a method or function body with `args` bound to its parameters, called from code
+    /// running in `caller` (its permissions pay for the callee's precondition).
     fn call_method(
         &mut self,
+        caller: &mut exec::Env<'p>,
         class: Option<usize>,
+        member: &'p Member,
         m: &'p Method,
         args: Vec<Value>,
         call_span: Span,
     ) -> Result<Option<Value>, InterpError> {
-        self.call(class, m, args, Vec::new(), call_span)
+        self.call(Some(caller), class, member, m, args, Vec::new(), call_span)
     }
 
-    /// A call with values for some `given` ghost inputs as well.
+    /// A call with values for some `given` ghost inputs as well; `caller` is `None` for the
+    /// entry method (whose precondition, with `Limits::check_specs`, must hold of the input).
+    #[allow(clippy::too_many_arguments)]
     fn call(
         &mut self,
+        mut caller: Option<&mut exec::Env<'p>>,
         class: Option<usize>,
+        member: &'p Member,
         m: &'p Method,
         args: Vec<Value>,
         ghosts: Vec<(&'p str, Value)>,
@@ -390,12 +422,24 @@ impl<'p, 'i> Machine<'p, 'i> {
             });
         }
         let mut env = exec::Env::new(class);
-        for (name, v) in ghosts {
+        for &(name, v) in &ghosts {
             env.declare(name, Some(v));
         }
-        for (p, v) in m.params.iter().zip(args) {
-            env.declare(&p.name.name, Some(v));
+        for (p, v) in m.params.iter().zip(&args) {
+            env.declare(&p.name.name, Some(*v));
         }
+        // Pure functions are run, not checked: their contracts are their own routines'
+        // obligations (and an `inline` function's postcondition is ignored altogether).
+        let checking = self.limits.check_specs && !specs::is_function(m);
+        if checking {
+            self.enter(caller.as_deref_mut(), &mut env, member, m, call_span)?;
+        } else if self.limits.check_specs && !m.modifiers.contains(&crate::syntax::Modifier::Inline)
+        {
+            self.apply(&mut env, member, m, call_span)?;
+        }
+        // A pure function reads with its caller's permissions, like a specification.
+        let as_spec = self.limits.check_specs && specs::is_function(m);
+        self.in_spec += u32::from(as_spec);
         self.depth += 1;
         let result = stacker::maybe_grow(64 * 1024, 1024 * 1024, || match &m.body {
             MethodBody::Abstract => Err(InterpError::unsupported(
@@ -412,7 +456,11 @@ impl<'p, 'i> Machine<'p, 'i> {
             },
         });
         self.depth -= 1;
+        self.in_spec -= u32::from(as_spec);
         let result = result?;
+        if checking {
+            self.leave(caller, env, member, m, &args, &ghosts, result, call_span)?;
+        }
         let is_void = matches!(
             m.return_type.as_ref().map(|t| &t.kind),
             None | Some(TypeKind::Void)

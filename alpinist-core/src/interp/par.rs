@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::syntax::{Expr, ParBlock, ParGroup, ParGroupStyle, Span, Stmt, StmtKind};
+use crate::syntax::{Contract, Expr, ParBlock, ParGroup, ParGroupStyle, Span, Stmt, StmtKind};
 
 use super::exec::{Env, Flow};
 use super::{Access, ArrayRef, InterpError, Machine};
@@ -91,6 +91,8 @@ enum Frame<'p> {
         update: Option<&'p Stmt>,
         started: bool,
         scoped: bool,
+        /// Its invariants, checked with `Limits::check_specs`.
+        contract: &'p Contract,
     },
 }
 
@@ -261,24 +263,41 @@ impl<'p> Machine<'p, '_> {
 
     fn run_straight(
         &mut self,
-        env: &Env<'p>,
+        env: &mut Env<'p>,
         block: &'p ParBlock,
         iters: &[(String, i128, u64)],
         count: u64,
     ) -> Result<(), InterpError> {
+        let mut returned = Vec::new();
+        // With `check_specs`, every thread's precondition is checked in the state the block
+        // is launched in, before any thread runs.
+        let mut started = Vec::new();
+        if self.limits.check_specs {
+            for k in self.order(count) {
+                self.set_current(k as usize);
+                let mut t = self.thread_env(env, block, iters, k);
+                self.start_thread(env, block, &mut t)?;
+                started.push(t);
+            }
+        }
+        let mut started = started.into_iter();
         for k in self.order(count) {
             self.set_current(k as usize);
-            let mut t = self.thread_env(env, block, iters, k);
+            let mut t = match started.next() {
+                Some(t) => t,
+                None => self.thread_env(env, block, iters, k),
+            };
             if let Flow::Return(_) = self.exec_block(&mut t, &block.body)? {
                 return Err(return_in_par(block.span));
             }
+            self.finish_thread(block, &mut t, &mut returned)?;
         }
-        Ok(())
+        self.join(env, &returned, block.span)
     }
 
     fn run_rounds(
         &mut self,
-        env: &Env<'p>,
+        env: &mut Env<'p>,
         block: &'p ParBlock,
         iters: &[(String, i128, u64)],
         count: u64,
@@ -298,7 +317,14 @@ impl<'p> Machine<'p, '_> {
                 }
             })
             .collect();
+        for k in self.order(threads.len() as u64) {
+            self.set_current(k as usize);
+            self.start_thread(env, block, &mut threads[k as usize].env)?;
+        }
+        let mut done = vec![false; threads.len()];
+        let mut returned = Vec::new();
         loop {
+            let mut pool = super::specs::Ledger::new();
             let mut waiting: Option<(usize, &'p Stmt)> = None;
             let mut finished: Option<usize> = None;
             for k in self.order(threads.len() as u64) {
@@ -307,6 +333,9 @@ impl<'p> Machine<'p, '_> {
                 self.set_current(k);
                 match self.advance(thread, label, block.span)? {
                     Stop::Barrier(stmt) => {
+                        if let StmtKind::Barrier(b) = &stmt.kind {
+                            self.arrive(b, &mut thread.env, &mut pool)?;
+                        }
                         if let Some(f) = finished {
                             return Err(self.divergent(
                                 stmt,
@@ -327,6 +356,10 @@ impl<'p> Machine<'p, '_> {
                         }
                     }
                     Stop::Finished => {
+                        if !done[k] {
+                            done[k] = true;
+                            self.finish_thread(block, &mut thread.env, &mut returned)?;
+                        }
                         if let Some((w, stmt)) = waiting {
                             return Err(self.divergent(
                                 stmt,
@@ -338,9 +371,18 @@ impl<'p> Machine<'p, '_> {
                     }
                 }
             }
+            if let Some((_, stmt)) = waiting {
+                if let StmtKind::Barrier(b) = &stmt.kind {
+                    for k in self.order(threads.len() as u64) {
+                        let k = k as usize;
+                        self.set_current(k);
+                        self.release(b, stmt.span, &mut threads[k].env, &mut pool)?;
+                    }
+                }
+            }
             self.end_interval()?;
             if waiting.is_none() {
-                return Ok(());
+                return self.join(env, &returned, block.span);
             }
         }
     }
@@ -431,19 +473,24 @@ impl<'p> Machine<'p, '_> {
                                 });
                             }
                         }
-                        StmtKind::While { cond, body, .. } => thread.frames.push(Frame::Loop {
+                        StmtKind::While {
+                            cond,
+                            body,
+                            contract,
+                        } => thread.frames.push(Frame::Loop {
                             cond: Some(cond),
                             body,
                             update: None,
                             started: false,
                             scoped: false,
+                            contract,
                         }),
                         StmtKind::For {
                             init,
                             cond,
                             update,
                             body,
-                            ..
+                            contract,
                         } => {
                             env.push_scope();
                             if let Some(init) = init {
@@ -455,6 +502,7 @@ impl<'p> Machine<'p, '_> {
                                 update: update.as_deref(),
                                 started: false,
                                 scoped: true,
+                                contract,
                             });
                         }
                         // A barrier of an enclosing block inside a nested one, or a barrier
@@ -473,14 +521,17 @@ impl<'p> Machine<'p, '_> {
                     update,
                     started,
                     scoped,
+                    contract,
                 } => {
-                    let (cond, body, scoped) = (*cond, *body, *scoped);
-                    if *started {
+                    let (cond, body, scoped, contract) = (*cond, *body, *scoped, *contract);
+                    let again = *started;
+                    if again {
                         if let Some(u) = *update {
                             self.exec(&mut thread.env, u)?;
                         }
                     }
                     *started = true;
+                    self.check_invariants(&mut thread.env, contract, again)?;
                     self.tick(body.span)?;
                     let go_on = match cond {
                         Some(c) => self.eval_bool(&mut thread.env, c)?,

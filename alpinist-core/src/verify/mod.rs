@@ -198,7 +198,7 @@ const WORKER_STACK: usize = 512 << 20;
 /// Verifies every method and pure function of a checked program, on `jobs` threads (each
 /// method in a Z3 context of its own). Reports come back in declaration order whatever `jobs`.
 pub fn verify_program(program: &Program, limits: &Limits, jobs: usize) -> Vec<MethodReport> {
-    verify_selected(program, limits, None, jobs, &|_| true)
+    verify_selected(program, &|_| *limits, None, jobs, &|_| true)
 }
 
 /// [`verify_program`], and with `Some(int32)` also the 32-bit obligations of executable code
@@ -211,21 +211,32 @@ pub fn verify_program_with(
     int32: Option<&Int32>,
     jobs: usize,
 ) -> Vec<MethodReport> {
-    verify_selected(program, limits, int32, jobs, &|_| true)
+    verify_selected(program, &|_| *limits, int32, jobs, &|_| true)
+}
+
+/// [`verify_program_with`], with the budget of each routine chosen by its span (a routine a
+/// concrete run already refutes needs less, see `crate::witness`).
+pub fn verify_program_each(
+    program: &Program,
+    limits_of: &(dyn Fn(Span) -> Limits + Sync),
+    int32: Option<&Int32>,
+    jobs: usize,
+) -> Vec<MethodReport> {
+    verify_selected(program, limits_of, int32, jobs, &|_| true)
 }
 
 /// [`verify_program`] for the one routine whose declaration holds `at` (the others are still
 /// what calls use, but are not checked themselves): the optimisations' probes.
 pub fn verify_routine_at(program: &Program, at: Span, limits: &Limits) -> Option<MethodReport> {
     let holds = |span: Span| span.start <= at.start && at.end <= span.end;
-    verify_selected(program, limits, None, 1, &holds)
+    verify_selected(program, &|_| *limits, None, 1, &holds)
         .into_iter()
         .find(|r| holds(r.span))
 }
 
 fn verify_selected(
     program: &Program,
-    limits: &Limits,
+    limits_of: &(dyn Fn(Span) -> Limits + Sync),
     int32: Option<&Int32>,
     jobs: usize,
     selected: &(dyn Fn(Span) -> bool + Sync),
@@ -248,7 +259,8 @@ fn verify_selected(
                 };
                 let start = Instant::now();
                 let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    in_fresh_context(|| exec::check_routine(&info, routine, limits, plan.as_ref()))
+                    let limits = limits_of(routine.span);
+                    in_fresh_context(|| exec::check_routine(&info, routine, &limits, plan.as_ref()))
                 }));
                 let outcome = match checked {
                     Ok(outcome) => outcome,

@@ -115,7 +115,7 @@ pub fn measure_decreases(pre: &Bool, old: &[Int], calls: &[(Bool, Vec<Int>)]) ->
     p.set_u32("rlimit", 2_000_000);
     solver.set_params(&p);
     calls.iter().all(|(guard, new)| {
-        let goal = Bool::and(&[pre.clone(), guard.clone()]).implies(&lex_decrease(new, old));
+        let goal = Bool::and(&[pre.clone(), guard.clone()]).implies(lex_decrease(new, old));
         solver.push();
         solver.assert(goal.not());
         let ok = solver.check() == SatResult::Unsat;
