@@ -430,3 +430,58 @@ fn a_million_digit_literal_is_refused_with_its_span() {
     assert!(syntax::parse_reference(&program(limit + 1)).is_err());
     assert!(syntax::parse(&program(limit)).is_ok());
 }
+
+/// libz3 crashing on one routine (simulated: the worker aborts as it starts `b`) costs that
+/// routine its verdict, not the file's: it is unknown with the reason, the others verify, and
+/// the run is inconclusive (exit 3), not an internal error.
+#[test]
+fn a_libz3_crash_in_one_routine_leaves_the_others_their_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("three.pvl");
+    std::fs::write(
+        &file,
+        "class C {\n  ensures \\result == 1;\n  int a() { return 1; }\n  \
+         ensures \\result == 2;\n  int b() { return 2; }\n  \
+         ensures \\result == 3;\n  int c() { return 4; }\n}\n",
+    )
+    .unwrap();
+    let output = alpinist()
+        .args(["verify", "--json", file.to_str().unwrap()])
+        .env("ALPINIST_TEST_WORKER_ABORT_IN", "b")
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    // `c` fails: the failure of a routine verified after the crash still counts (exit 1).
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("libz3 crashed while verifying 1 routine"),
+        "{err}"
+    );
+    assert!(!err.contains("alpinist-routine"), "markers leak: {err}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let outcomes: Vec<(String, String)> = doc["files"][0]["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap().to_string(),
+                m["outcome"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect();
+    let text = stdout(&output);
+    assert!(
+        text.contains("libz3 crashed while verifying this routine"),
+        "{text}"
+    );
+    assert_eq!(
+        outcomes,
+        vec![
+            ("a".to_string(), "verified".to_string()),
+            ("b".to_string(), "unknown".to_string()),
+            ("c".to_string(), "failed".to_string()),
+        ],
+        "{text}"
+    );
+}

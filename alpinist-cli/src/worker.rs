@@ -38,6 +38,12 @@ pub struct Finished {
 }
 
 impl Finished {
+    /// Whether libz3 stopped the process on a failed internal assertion ("ASSERTION
+    /// VIOLATION ... UNEXPECTED CODE WAS REACHED"), which it reports with `exit`, not a signal.
+    pub fn z3_assertion_failed(&self) -> bool {
+        String::from_utf8_lossy(&self.stderr).contains("ASSERTION VIOLATION")
+    }
+
     /// Whether the worker died of a failed allocation: Rust's allocator aborts with "memory
     /// allocation of N bytes failed" (the address-space limit), C++ with `std::bad_alloc`, and
     /// libz3 4.8.12 lets an `out_of_memory_error` (its `memory_max_size`) escape from some
@@ -58,12 +64,14 @@ impl Finished {
 pub fn run(
     exe: &Path,
     args: &[OsString],
+    envs: &[(&str, String)],
     memory_mb: u32,
     jobs: usize,
 ) -> std::io::Result<Finished> {
     let mut command = Command::new(exe);
     command
         .args(args)
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
         .env(WORKER_ENV, "1")
         .env(WATCH_ENV, "1")
         .stdin(Stdio::piped())
@@ -161,8 +169,57 @@ pub enum Ended {
     /// It died of a failed allocation (see [`Finished::ran_out_of_memory`]); its standard
     /// output was relayed.
     OutOfMemory,
-    /// It died of a signal otherwise (libz3 crashed); nothing was relayed.
-    Crashed,
+    /// It died of a signal otherwise (libz3 crashed); nothing was relayed. Its standard
+    /// error is kept for [`last_routine`].
+    Crashed { stderr: Vec<u8> },
+}
+
+/// Written by a worker to its standard error (with `PROGRESS_ENV` set) as each routine starts:
+/// the marker, the file as named on the command line, a tab, the routine's span. Filtered out
+/// of what is relayed.
+pub const ROUTINE_MARKER: &str = "\u{1}alpinist-routine ";
+
+/// Set (to "1") to make the worker write [`ROUTINE_MARKER`] lines.
+pub const PROGRESS_ENV: &str = "ALPINIST_WORKER_PROGRESS";
+
+/// Routines the worker must not verify (libz3 crashed on them), one `file\tstart-end` per
+/// line: each is reported unknown with that reason.
+pub const SKIP_ENV: &str = "ALPINIST_WORKER_SKIP";
+
+/// Verification threads of the worker, overriding `--jobs` (1 while crashes are isolated, so
+/// the last routine started is the one that crashed).
+pub const JOBS_ENV: &str = "ALPINIST_WORKER_JOBS";
+
+/// Tests only: the worker aborts (as libz3 does when it crashes) as it starts the routine of
+/// this name, so that crash isolation can be tested without a libz3 crash at hand.
+pub const ABORT_IN_ENV: &str = "ALPINIST_TEST_WORKER_ABORT_IN";
+
+/// In the worker: the span of the routine named by [`ABORT_IN_ENV`], if any.
+pub fn abort_in(program: &alpinist_core::syntax::Program) -> Option<alpinist_core::syntax::Span> {
+    use alpinist_core::syntax::{Item, MemberKind};
+    if !is_worker() {
+        return None;
+    }
+    let name = std::env::var(ABORT_IN_ENV).ok()?;
+    program.items.iter().find_map(|item| {
+        let members: Vec<_> = match item {
+            Item::Class(c) => c.members.iter().collect(),
+            Item::Member(m) => vec![m],
+        };
+        members.into_iter().find_map(|m| match &m.kind {
+            MemberKind::Method(method) if method.name.name == name => Some(m.span),
+            _ => None,
+        })
+    })
+}
+
+/// The routine a crashed single-threaded worker was verifying: its last marker.
+pub fn last_routine(stderr: &[u8]) -> Option<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter_map(|l| l.strip_prefix(ROUTINE_MARKER))
+        .next_back()
+        .map(str::to_string)
 }
 
 /// [`run`], then passes the worker's output on to this process's: what the caller reports
@@ -170,22 +227,35 @@ pub enum Ended {
 pub fn run_and_relay(
     exe: &Path,
     args: &[OsString],
+    envs: &[(&str, String)],
     memory_mb: u32,
     jobs: usize,
 ) -> std::io::Result<Ended> {
     use std::io::Write;
-    let output = run(exe, args, memory_mb, jobs)?;
+    let output = run(exe, args, envs, memory_mb, jobs)?;
     if output.ran_out_of_memory() {
         let _ = std::io::stdout().write_all(&output.stdout);
         return Ok(Ended::OutOfMemory);
     }
     match output.status.code() {
+        // libz3's failed internal assertions print this and `exit(4)`: a crash, not our exit 4.
+        Some(_) if output.z3_assertion_failed() => Ok(Ended::Crashed {
+            stderr: output.stderr,
+        }),
         Some(code) => {
             let _ = std::io::stdout().write_all(&output.stdout);
-            let _ = std::io::stderr().write_all(&output.stderr);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let mut err = std::io::stderr();
+            for line in stderr.split_inclusive('\n') {
+                if !line.starts_with(ROUTINE_MARKER) {
+                    let _ = err.write_all(line.as_bytes());
+                }
+            }
             Ok(Ended::Exited(code))
         }
-        None => Ok(Ended::Crashed),
+        None => Ok(Ended::Crashed {
+            stderr: output.stderr,
+        }),
     }
 }
 

@@ -100,28 +100,30 @@ pub struct Witness {
 ///    unknown gets the full search (`budget`).
 pub fn verify_and_confirm(
     program: &Program,
-    limits: &crate::verify::Limits,
+    limits_of: &(dyn Fn(Span) -> Result<crate::verify::Limits, String> + Sync),
     int32: Option<&crate::verify::Int32>,
     jobs: usize,
     budget: &Budget,
 ) -> Vec<MethodReport> {
     let quick = Budget::quick(budget);
     let mut refuted: Vec<(Span, Witness, Duration)> = Vec::new();
+    let all = Instant::now();
     for span in method_spans(program) {
+        // A file of many methods must not pay half a second each before Z3 starts.
+        if all.elapsed() > QUICK_SEARCH_PER_FILE {
+            break;
+        }
         let start = Instant::now();
         if let Some(w) = search(program, span, &quick).witness {
             refuted.push((span, w, start.elapsed()));
         }
     }
     let limits_of = |span: Span| {
-        let mut l = *limits;
-        if refuted
-            .iter()
-            .any(|(s, _, _)| *s == span || holds(*s, span))
-        {
+        let mut l = limits_of(span)?;
+        if refuted.iter().any(|(s, _, _)| holds(*s, span)) {
             l.rlimit = (l.rlimit / REFUTED_BUDGET_SHARE).max(1);
         }
-        l
+        Ok(l)
     };
     let mut reports = crate::verify::verify_program_each(program, &limits_of, int32, jobs);
     for report in reports.iter_mut() {
@@ -164,6 +166,9 @@ pub fn verify_and_confirm(
     }
     reports
 }
+
+/// The quick searches before Z3 stop once they took this long for a file.
+pub const QUICK_SEARCH_PER_FILE: Duration = Duration::from_secs(2);
 
 /// A routine a quick concrete run refutes is verified with this share of the Z3 budget.
 pub const REFUTED_BUDGET_SHARE: u32 = 8;

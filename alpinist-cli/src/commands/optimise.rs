@@ -65,7 +65,7 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
 fn supervise(exe: &std::path::Path, options: &Options) -> Exit {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    match crate::worker::run_and_relay(exe, &args, options.memory, jobs) {
+    match crate::worker::run_and_relay(exe, &args, &[], options.memory, jobs) {
         Err(e) => {
             emit_plain(format_args!("cannot start the optimisation worker: {e}"));
             Exit::Environment
@@ -75,7 +75,7 @@ fn supervise(exe: &std::path::Path, options: &Options) -> Exit {
             emit_plain(super::verify::out_of_memory(options.memory));
             Exit::Inconclusive
         }
-        Ok(crate::worker::Ended::Crashed) => {
+        Ok(crate::worker::Ended::Crashed { .. }) => {
             emit_plain(
                 "internal error: the Z3 library crashed while optimising (libz3 4.8.12); \
                  please report this input",

@@ -53,15 +53,8 @@ fn supervise(exe: &std::path::Path, options: &Options) -> Exit {
         if fallback {
             args.push("--no-mbqi".into());
         }
-        match worker::run_and_relay(exe, &args, options.memory, jobs(options)) {
-            Err(e) => {
-                emit_plain(format_args!("cannot start the verification worker: {e}"));
-                return Exit::Environment;
-            }
-            Ok(worker::Ended::OutOfMemory) => {
-                emit_plain(out_of_memory(options.memory));
-                return Exit::Inconclusive;
-            }
+        match relay(exe, &args, &[], options, jobs(options)) {
+            Err(exit) => return exit,
             Ok(worker::Ended::Exited(code)) => {
                 if fallback {
                     eprintln!(
@@ -71,12 +64,69 @@ fn supervise(exe: &std::path::Path, options: &Options) -> Exit {
                 }
                 return Exit::from_code(code);
             }
-            Ok(worker::Ended::Crashed) => {}
+            Ok(_) => {}
+        }
+    }
+    isolate_crashes(exe, &args, options)
+}
+
+/// [`worker::run_and_relay`]; a worker that could not start or could not allocate is the
+/// run's end (`Err`, with its exit, said on stderr).
+fn relay(
+    exe: &std::path::Path,
+    args: &[std::ffi::OsString],
+    envs: &[(&str, String)],
+    options: &Options,
+    jobs: usize,
+) -> Result<worker::Ended, Exit> {
+    match worker::run_and_relay(exe, args, envs, options.memory, jobs) {
+        Err(e) => {
+            emit_plain(format_args!("cannot start the verification worker: {e}"));
+            Err(Exit::Environment)
+        }
+        Ok(worker::Ended::OutOfMemory) => {
+            emit_plain(out_of_memory(options.memory));
+            Err(Exit::Inconclusive)
+        }
+        Ok(ended) => Ok(ended),
+    }
+}
+
+/// libz3 crashed twice: find the routines it crashes on — one worker thread, each routine
+/// announcing itself as it starts, so the last one announced is the one that crashed — and
+/// verify again without them until the worker finishes; they are reported unknown with the
+/// reason, every other routine gets its verdict.
+fn isolate_crashes(exe: &std::path::Path, args: &[std::ffi::OsString], options: &Options) -> Exit {
+    let mut skipped: Vec<String> = Vec::new();
+    // Each round either ends or adds a routine; a file has finitely many.
+    for _ in 0..MAX_CRASHED_ROUTINES {
+        let envs = [
+            (worker::PROGRESS_ENV, "1".to_string()),
+            (worker::JOBS_ENV, "1".to_string()),
+            (worker::SKIP_ENV, skipped.join("\n")),
+        ];
+        match relay(exe, args, &envs, options, 1) {
+            Err(exit) => return exit,
+            Ok(worker::Ended::Exited(code)) => {
+                eprintln!(
+                    "note: libz3 crashed while verifying {} routine(s); they are reported \
+                     unknown, the others were verified without them",
+                    skipped.len()
+                );
+                return Exit::from_code(code);
+            }
+            Ok(worker::Ended::Crashed { stderr }) => match worker::last_routine(&stderr) {
+                Some(routine) if !skipped.contains(&routine) => skipped.push(routine),
+                _ => break,
+            },
+            // `relay` ends the run on it already.
+            Ok(worker::Ended::OutOfMemory) => return Exit::Inconclusive,
         }
     }
     emit_plain(
-        "internal error: the Z3 library crashed while verifying, twice (libz3 4.8.12); \
-         please report this input",
+        "internal error: the Z3 library crashed while verifying (libz3 4.8.12), also \
+         without model-based quantifier instantiation and outside any one routine; please \
+         report this input",
     );
     Exit::Environment
 }
@@ -89,8 +139,17 @@ pub(crate) fn out_of_memory(memory_mb: u32) -> String {
     )
 }
 
-/// `--jobs`, or one per core.
+/// How many routines of one run [`isolate_crashes`] gives up after.
+const MAX_CRASHED_ROUTINES: usize = 8;
+
+/// `--jobs`, or one per core (in a worker isolating crashes: one).
 fn jobs(options: &Options) -> usize {
+    if let Some(n) = std::env::var(worker::JOBS_ENV)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        return n.max(1);
+    }
     options.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -153,10 +212,33 @@ fn run_here(files: &[PathBuf], options: &Options) -> Exit {
         };
         let start = Instant::now();
         let int32 = options.int32.then(|| int32_mode(&parsed.program));
+        // In a worker isolating libz3 crashes: announce each routine as it starts, and leave out
+        // the ones it crashed on before.
+        let name = file.display().to_string();
+        let skipped: Vec<String> = std::env::var(worker::SKIP_ENV)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let announce = worker::is_worker() && std::env::var_os(worker::PROGRESS_ENV).is_some();
+        let abort_in = worker::abort_in(&parsed.program);
+        let limits_of = |span: Span| {
+            let routine = format!("{name}\t{}-{}", span.start, span.end);
+            if skipped.contains(&routine) {
+                return Err("libz3 crashed while verifying this routine; not verified".to_string());
+            }
+            if announce {
+                eprintln!("{}{routine}", worker::ROUTINE_MARKER);
+            }
+            if abort_in == Some(span) {
+                std::process::abort();
+            }
+            Ok(limits)
+        };
         // Unknown is not the end: a concrete run may show a definite failure.
         let reports = alpinist_core::witness::verify_and_confirm(
             &parsed.program,
-            &limits,
+            &limits_of,
             int32.as_ref(),
             jobs,
             &alpinist_core::witness::Budget::default(),

@@ -192,13 +192,29 @@ fn unfinished(span: Span, time: Duration) -> exec::MethodOutcome {
     }
 }
 
+/// A routine not verified: unknown, with the reason, at its span.
+fn not_checked(span: Span, reason: String) -> exec::MethodOutcome {
+    exec::MethodOutcome {
+        obligations: vec![Obligation {
+            kind: ObligationKind::RoutineUnfinished,
+            span,
+            status: Status::Unknown { reason },
+            time: Duration::ZERO,
+            note: None,
+        }],
+        trusted: Vec::new(),
+        warnings: Vec::new(),
+        error: None,
+    }
+}
+
 /// The stack of a verification worker thread.
 const WORKER_STACK: usize = 512 << 20;
 
 /// Verifies every method and pure function of a checked program, on `jobs` threads (each
 /// method in a Z3 context of its own). Reports come back in declaration order whatever `jobs`.
 pub fn verify_program(program: &Program, limits: &Limits, jobs: usize) -> Vec<MethodReport> {
-    verify_selected(program, &|_| *limits, None, jobs, &|_| true)
+    verify_selected(program, &|_| Ok(*limits), None, jobs, &|_| true)
 }
 
 /// [`verify_program`], and with `Some(int32)` also the 32-bit obligations of executable code
@@ -211,14 +227,16 @@ pub fn verify_program_with(
     int32: Option<&Int32>,
     jobs: usize,
 ) -> Vec<MethodReport> {
-    verify_selected(program, &|_| *limits, int32, jobs, &|_| true)
+    verify_selected(program, &|_| Ok(*limits), int32, jobs, &|_| true)
 }
 
-/// [`verify_program_with`], with the budget of each routine chosen by its span (a routine a
-/// concrete run already refutes needs less, see `crate::witness`).
+/// [`verify_program_with`], with the budget of each routine chosen by its span, when it starts
+/// (a routine a concrete run already refutes needs less, see `crate::witness`); `Err(reason)`:
+/// the routine is not verified but reported unknown with the reason (libz3 crashed on it in
+/// an earlier attempt, say).
 pub fn verify_program_each(
     program: &Program,
-    limits_of: &(dyn Fn(Span) -> Limits + Sync),
+    limits_of: &(dyn Fn(Span) -> Result<Limits, String> + Sync),
     int32: Option<&Int32>,
     jobs: usize,
 ) -> Vec<MethodReport> {
@@ -229,14 +247,14 @@ pub fn verify_program_each(
 /// what calls use, but are not checked themselves): the optimisations' probes.
 pub fn verify_routine_at(program: &Program, at: Span, limits: &Limits) -> Option<MethodReport> {
     let holds = |span: Span| span.start <= at.start && at.end <= span.end;
-    verify_selected(program, &|_| *limits, None, 1, &holds)
+    verify_selected(program, &|_| Ok(*limits), None, 1, &holds)
         .into_iter()
         .find(|r| holds(r.span))
 }
 
 fn verify_selected(
     program: &Program,
-    limits_of: &(dyn Fn(Span) -> Limits + Sync),
+    limits_of: &(dyn Fn(Span) -> Result<Limits, String> + Sync),
     int32: Option<&Int32>,
     jobs: usize,
     selected: &(dyn Fn(Span) -> bool + Sync),
@@ -258,12 +276,17 @@ fn verify_selected(
                     break;
                 };
                 let start = Instant::now();
+                let limits = limits_of(routine.span);
                 let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    let limits = limits_of(routine.span);
-                    in_fresh_context(|| exec::check_routine(&info, routine, &limits, plan.as_ref()))
+                    limits.as_ref().map(|limits| {
+                        in_fresh_context(|| {
+                            exec::check_routine(&info, routine, limits, plan.as_ref())
+                        })
+                    })
                 }));
                 let outcome = match checked {
-                    Ok(outcome) => outcome,
+                    Ok(Ok(outcome)) => outcome,
+                    Ok(Err(reason)) => not_checked(routine.span, reason.clone()),
                     Err(_) if solver::take_memory_panic() => {
                         unfinished(routine.span, start.elapsed())
                     }
