@@ -122,6 +122,26 @@ fn an_input_that_does_not_verify_is_refused() {
     );
 }
 
+/// An input Z3 cannot decide but a concrete run refutes (a Kogge-Stone scan whose stride grows
+/// as `offset * 2 + 1`) is a failed input, exit 1, as under `verify` — not inconclusive.
+#[test]
+fn an_input_a_concrete_run_refutes_is_not_optimised() {
+    let out = run(&[
+        "optimise",
+        "--unroll",
+        "2",
+        "--loop",
+        "offset",
+        "tests/data/verify/kogge_stone_offset_doubles_plus_one.pvl",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the input does not verify (failed)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// `--json` users get a document on a refusal too: code, message, help and position.
 #[test]
 fn a_refusal_with_json_is_a_json_document() {
