@@ -5,6 +5,7 @@
 pub mod check;
 pub mod interp;
 pub mod opencl;
+pub mod pipeline;
 pub mod report;
 pub mod syntax;
 pub mod transform;

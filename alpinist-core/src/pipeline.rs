@@ -1,0 +1,557 @@
+//! The optimisation pipeline: one API for every client (`alpinist optimise` today; the Rust
+//! macros and `tune` next). Data flows one way:
+//!
+//! 1. [`plan`] — the file's `gpuopt` annotations and the requested flags become [`Request`]s
+//!    on target spans (a flag replaces an annotation of its kind on the same target), inner
+//!    targets first (transforming an outer statement copies the inner ones);
+//! 2. [`run`] — the input must verify; each request goes through [`transform::apply`] (its
+//!    applicability check, then the rewrite of code and annotations) in order; the applied
+//!    `gpuopt` lines are removed; the result is printed, and the *text* is parsed and
+//!    reverified, as a user would.
+//!
+//! Verification is `verify` on Z3 with concrete runs where Z3 leaves a routine unknown
+//! ([`crate::witness::verify_and_confirm`]), the same as `alpinist verify`. Errors are types
+//! ([`PlanError`], [`Stop`]); clients turn spans into positions and choose exit codes.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use crate::syntax::{
+    self, Expr, ExprKind, GpuOpt, GpuOptKind, Item, Member, MemberKind, MethodBody, Program, Span,
+    Stmt, StmtKind, SyntaxError, Trivia,
+};
+use crate::transform::{self, unroll, Optimisation, Refusal, Timings};
+use crate::verify::{Limits, MethodReport, Outcome};
+
+/// One optimisation of one target (a loop, or a par statement for tiling).
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub target: Span,
+    pub optimisation: Optimisation,
+    /// The `gpuopt` line it came from, removed from the output once applied.
+    pub gpuopt: Option<Span>,
+}
+
+/// Why the requests cannot be formed: the annotations or flags do not designate what they
+/// must (a usage error, not a refusal of the optimisation).
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlanError {
+    /// A `gpuopt` line that is not an optimisation that exists (or whose number is not a
+    /// positive literal).
+    Annotation { message: String, gpuopt: Span },
+    /// A method-level `gpuopt` that names a loop.
+    MethodLevelLoop { gpuopt: Span },
+    /// A method-level `gpuopt tile` on a method with no par block, or several.
+    TileTarget { gpuopt: Span, pars: Vec<Span> },
+    /// A statement-level `gpuopt` not right before what it targets (`a loop`, `a par block`).
+    NotBefore { gpuopt: Span, what: &'static str },
+    /// `--tile` with no par block, or several.
+    TileFlagTarget { pars: Vec<Span> },
+    /// `--unroll`/`--merge` (`flag`) with no loop whose guard reads `var`.
+    NoLoop {
+        flag: &'static str,
+        var: Option<String>,
+    },
+    /// `--unroll`/`--merge` with several such loops.
+    Loops {
+        flag: &'static str,
+        var: Option<String>,
+        loops: Vec<(Span, Vec<String>)>,
+    },
+    /// The one loop's guard reads several variables, none of them clearly the loop variable.
+    LoopVariable { target: Span, names: Vec<String> },
+    /// No annotation and no flag.
+    Nothing,
+}
+
+impl PlanError {
+    /// The message, with `at` rendering a span as a position (`line:column`).
+    pub fn message(&self, at: &dyn Fn(Span) -> String) -> String {
+        let which = |var: &Option<String>| {
+            var.as_ref()
+                .map_or(String::new(), |v| format!(" over `{v}`"))
+        };
+        match self {
+            PlanError::Annotation { message, gpuopt } => {
+                format!("{message} (the `gpuopt` at {})", at(*gpuopt))
+            }
+            PlanError::MethodLevelLoop { gpuopt } => format!(
+                "the `gpuopt` at {} names a loop: put it right before that loop",
+                at(*gpuopt)
+            ),
+            PlanError::TileTarget { gpuopt, pars } if pars.is_empty() => format!(
+                "the `gpuopt tile` at {} stands on a method without a par block",
+                at(*gpuopt)
+            ),
+            PlanError::TileTarget { gpuopt, pars } => format!(
+                "the `gpuopt tile` at {} stands on a method with {} par blocks ({}): put it right before the one to tile",
+                at(*gpuopt),
+                pars.len(),
+                pars.iter().map(|s| at(*s)).collect::<Vec<_>>().join(", ")
+            ),
+            PlanError::NotBefore { gpuopt, what } => format!(
+                "the `gpuopt` at {} does not stand right before {what}",
+                at(*gpuopt)
+            ),
+            PlanError::TileFlagTarget { pars } if pars.is_empty() => "no par block to tile".into(),
+            PlanError::TileFlagTarget { pars } => format!(
+                "{} par blocks match `--tile`; put `gpuopt tile` right before the one to tile:\n{}",
+                pars.len(),
+                pars.iter()
+                    .map(|s| format!("  the par block at {}", at(*s)))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ),
+            PlanError::NoLoop { flag, var } => format!("no loop{} for `{flag}`", which(var)),
+            PlanError::Loops { flag, var, loops } => format!(
+                "{} loops{} match `{flag}`; pick one with `--loop VAR`:\n{}",
+                loops.len(),
+                which(var),
+                loops
+                    .iter()
+                    .map(|(span, names)| format!(
+                        "  the loop at {} (guard reads {})",
+                        at(*span),
+                        names.join(", ")
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ),
+            PlanError::LoopVariable { target, names } => format!(
+                "the guard of the loop at {} reads {}: say which is the loop variable with `--loop VAR`",
+                at(*target),
+                names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            ),
+            PlanError::Nothing => {
+                "nothing to optimise: no `gpuopt` annotation and no `--unroll`, `--merge` or `--tile`"
+                    .into()
+            }
+        }
+    }
+}
+
+/// The requests of `program`'s `gpuopt` annotations and of `flags` (`var`: the loop variable
+/// `--loop` names), in the order they are applied.
+pub fn plan(
+    program: &Program,
+    flags: Vec<Optimisation>,
+    var: Option<&str>,
+) -> Result<Vec<Request>, PlanError> {
+    let mut requests = annotation_requests(program)?;
+    for optimisation in flags {
+        let request = flag_request(program, optimisation, var)?;
+        // A flag overrides an annotation of the same kind on the same target.
+        requests.retain(|r| {
+            r.target != request.target
+                || std::mem::discriminant(&r.optimisation)
+                    != std::mem::discriminant(&request.optimisation)
+        });
+        requests.push(request);
+    }
+    // Inner targets first: transforming an outer statement copies the inner ones.
+    requests.sort_by_key(|r| r.target.end - r.target.start);
+    if requests.is_empty() {
+        return Err(PlanError::Nothing);
+    }
+    Ok(requests)
+}
+
+/// A verification: every routine's report and the time it all took.
+#[derive(Clone, Debug)]
+pub struct Verification {
+    pub reports: Vec<MethodReport>,
+    pub time: Duration,
+}
+
+impl Verification {
+    /// The worst outcome of any routine (verified when there is none).
+    pub fn outcome(&self) -> Outcome {
+        let rank = |o: Outcome| match o {
+            Outcome::Verified => 0,
+            Outcome::Unknown => 1,
+            Outcome::Unsupported => 2,
+            Outcome::Failed => 3,
+        };
+        self.reports
+            .iter()
+            .map(MethodReport::outcome)
+            .max_by_key(|o| rank(*o))
+            .unwrap_or(Outcome::Verified)
+    }
+}
+
+/// One applied request, with its times.
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub request: Request,
+    pub timings: Timings,
+}
+
+/// A finished run.
+#[derive(Clone, Debug)]
+pub struct Optimised {
+    /// The input's verification (`None` with `verify: false`).
+    pub before: Option<Verification>,
+    pub steps: Vec<Step>,
+    /// The optimised program as printed, the applied `gpuopt` lines removed.
+    pub text: String,
+    /// The verification of `text` as parsed again (`None` with `verify: false`). Anything
+    /// but verified is a bug of the optimisation, or the memory limit.
+    pub after: Option<Verification>,
+}
+
+/// Why a run stopped before its end.
+#[derive(Clone, Debug)]
+pub enum Stop {
+    /// The input does not verify, so it is not optimised.
+    InputNotVerified { before: Verification },
+    /// A request was refused (its applicability check, or not implemented); `steps` were
+    /// applied before it.
+    Refused {
+        before: Option<Verification>,
+        steps: Vec<Step>,
+        refusal: Box<Refusal>,
+    },
+    /// The printed output does not parse (a bug).
+    OutputDoesNotParse { errors: Vec<SyntaxError> },
+}
+
+/// How a run verifies.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    /// Verify the input before and the output after (`--no-verify`: false).
+    pub verify: bool,
+    pub limits: Limits,
+    /// Verification threads.
+    pub jobs: usize,
+}
+
+/// Applies `requests` (from [`plan`]) to `program`, whose comments and blank lines are
+/// `trivia`, verifying the input first and the printed output last.
+pub fn run(
+    program: &Program,
+    trivia: &Trivia,
+    requests: &[Request],
+    settings: &Settings,
+) -> Result<Optimised, Stop> {
+    let verify = |p: &Program| {
+        let start = Instant::now();
+        let reports = crate::witness::verify_and_confirm(
+            p,
+            &|_| Ok(settings.limits),
+            None,
+            settings.jobs,
+            &crate::witness::Budget::default(),
+        );
+        Verification {
+            reports,
+            time: start.elapsed(),
+        }
+    };
+    let before = match settings.verify {
+        true => {
+            let before = verify(program);
+            if before.outcome() != Outcome::Verified {
+                return Err(Stop::InputNotVerified { before });
+            }
+            Some(before)
+        }
+        false => None,
+    };
+    let mut current = program.clone();
+    let mut steps = Vec::new();
+    for request in requests {
+        match transform::apply(
+            &current,
+            request.target,
+            &request.optimisation,
+            &settings.limits,
+        ) {
+            Ok((next, timings)) => {
+                current = next;
+                steps.push(Step {
+                    request: request.clone(),
+                    timings,
+                });
+            }
+            Err(refusal) => {
+                return Err(Stop::Refused {
+                    before,
+                    steps,
+                    refusal: Box::new(refusal),
+                })
+            }
+        }
+    }
+    remove_applied_gpuopts(&mut current, requests);
+    let text = syntax::print(&current, trivia);
+    let after = match settings.verify {
+        true => {
+            let reparsed =
+                syntax::parse(&text).map_err(|errors| Stop::OutputDoesNotParse { errors })?;
+            Some(verify(&reparsed.program))
+        }
+        false => None,
+    };
+    Ok(Optimised {
+        before,
+        steps,
+        text,
+        after,
+    })
+}
+
+/// Removes the `gpuopt` lines (statement- and member-level) that requests came from.
+fn remove_applied_gpuopts(program: &mut Program, requests: &[Request]) {
+    let gpuopts: BTreeSet<Span> = requests.iter().filter_map(|r| r.gpuopt).collect();
+    program.visit_stmt_lists_mut(&mut |stmts| {
+        stmts.retain(|s| !(matches!(s.kind, StmtKind::GpuOpt(_)) && gpuopts.contains(&s.span)))
+    });
+    for item in &mut program.items {
+        let members: Vec<&mut Member> = match item {
+            Item::Class(c) => c.members.iter_mut().collect(),
+            Item::Member(m) => vec![m],
+        };
+        for m in members {
+            m.gpuopts.retain(|g| !gpuopts.contains(&g.span));
+        }
+    }
+}
+
+/// A `gpuopt` line as an optimisation, or why it cannot be one.
+fn annotated(g: &GpuOpt) -> Result<Optimisation, PlanError> {
+    annotated_kind(&g.kind).map_err(|message| PlanError::Annotation {
+        message,
+        gpuopt: g.span,
+    })
+}
+
+fn annotated_kind(kind: &GpuOptKind) -> Result<Optimisation, String> {
+    let literal = |e: &Expr, what: &str| match &e.kind {
+        ExprKind::IntLit(n) => u32::try_from(n)
+            .ok()
+            .filter(|k| *k > 0)
+            .ok_or_else(|| format!("the {what} must be a positive integer literal")),
+        _ => Err(format!("the {what} must be a positive integer literal")),
+    };
+    match kind {
+        GpuOptKind::LoopUnroll { var, factor } => Ok(Optimisation::Unroll {
+            var: var.name.clone(),
+            factor: literal(factor, "unrolling factor")?,
+        }),
+        GpuOptKind::IterMerge { var, factor } => Ok(Optimisation::Merge {
+            var: var.name.clone(),
+            factor: literal(factor, "merging factor")?,
+        }),
+        GpuOptKind::Tile { layout, size } => Ok(Optimisation::Tile {
+            layout: *layout,
+            size: literal(size, "tile size")?,
+        }),
+        GpuOptKind::MatrixLin { .. } => {
+            Err("not implemented yet: `gpuopt matrix_lin` (matrix linearisation)".into())
+        }
+        GpuOptKind::GlobToReg { .. } => {
+            Err("not implemented yet: `gpuopt glob_to_reg` (data prefetching)".into())
+        }
+        GpuOptKind::Fuse { .. } => Err("not implemented yet: `gpuopt fuse` (kernel fusion)".into()),
+    }
+}
+
+fn is_loop(s: &Stmt) -> bool {
+    matches!(s.kind, StmtKind::While { .. } | StmtKind::For { .. })
+}
+
+/// The par statements in `stmts`, inside loops and branches too.
+fn par_statements(stmts: &[Stmt]) -> Vec<Span> {
+    let mut out = Vec::new();
+    for s in stmts {
+        s.visit(&mut |s| {
+            if matches!(s.kind, StmtKind::Par(_)) {
+                out.push(s.span);
+            }
+        });
+    }
+    out
+}
+
+/// The `gpuopt` annotations: a loop optimisation stands right before its loop; a tiling line
+/// stands before a par statement, or on a method whose body has exactly one par statement.
+/// The first problem found, in source order of members, then statements.
+fn annotation_requests(program: &Program) -> Result<Vec<Request>, PlanError> {
+    let mut out = Vec::new();
+    let mut error: Option<PlanError> = None;
+    for item in &program.items {
+        let members: Vec<_> = match item {
+            Item::Class(c) => c.members.iter().collect(),
+            Item::Member(m) => vec![m],
+        };
+        for m in members {
+            for g in &m.gpuopts {
+                let optimisation = match annotated(g) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        error.get_or_insert(e);
+                        continue;
+                    }
+                };
+                if optimisation.targets_loop() {
+                    error.get_or_insert(PlanError::MethodLevelLoop { gpuopt: g.span });
+                    continue;
+                }
+                let pars = match &m.kind {
+                    MemberKind::Method(method) => match &method.body {
+                        MethodBody::Block(b) => par_statements(&b.stmts),
+                        _ => Vec::new(),
+                    },
+                    _ => Vec::new(),
+                };
+                match pars.as_slice() {
+                    [one] => out.push(Request {
+                        target: *one,
+                        optimisation,
+                        gpuopt: Some(g.span),
+                    }),
+                    _ => {
+                        error.get_or_insert(PlanError::TileTarget {
+                            gpuopt: g.span,
+                            pars,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let mut lists: Vec<Vec<Stmt>> = Vec::new();
+    let mut copy = program.clone();
+    copy.visit_stmt_lists_mut(&mut |stmts| lists.push(stmts.clone()));
+    for stmts in &lists {
+        for (j, s) in stmts.iter().enumerate() {
+            let StmtKind::GpuOpt(g) = &s.kind else {
+                continue;
+            };
+            let optimisation = match annotated(g) {
+                Ok(o) => o,
+                Err(e) => {
+                    error.get_or_insert(e);
+                    continue;
+                }
+            };
+            let fits = |next: &Stmt| {
+                if optimisation.targets_loop() {
+                    is_loop(next)
+                } else {
+                    matches!(next.kind, StmtKind::Par(_))
+                }
+            };
+            match stmts.get(j + 1) {
+                Some(next) if fits(next) => out.push(Request {
+                    target: next.span,
+                    optimisation,
+                    gpuopt: Some(s.span),
+                }),
+                _ => {
+                    let what = if optimisation.targets_loop() {
+                        "a loop"
+                    } else {
+                        "a par block"
+                    };
+                    error.get_or_insert(PlanError::NotBefore {
+                        gpuopt: g.span,
+                        what,
+                    });
+                }
+            }
+        }
+    }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// The statement a flag designates: the one loop (whose guard mentions `--loop VAR`) for
+/// `--unroll`/`--merge`, the one par statement for `--tile`.
+fn flag_request(
+    program: &Program,
+    optimisation: Optimisation,
+    var: Option<&str>,
+) -> Result<Request, PlanError> {
+    if !optimisation.targets_loop() {
+        let mut pars = Vec::new();
+        for body in program.method_bodies() {
+            pars.extend(par_statements(&body.stmts));
+        }
+        return match pars.as_slice() {
+            [one] => Ok(Request {
+                target: *one,
+                optimisation,
+                gpuopt: None,
+            }),
+            _ => Err(PlanError::TileFlagTarget { pars }),
+        };
+    }
+    let flag = match optimisation {
+        Optimisation::Merge { .. } => "--merge",
+        _ => "--unroll",
+    };
+    let mut loops: Vec<(Span, BTreeSet<String>)> = Vec::new();
+    program.visit_stmts(&mut |s| {
+        if let StmtKind::While { cond, .. }
+        | StmtKind::For {
+            cond: Some(cond), ..
+        } = &s.kind
+        {
+            let mut names = BTreeSet::new();
+            cond.names(&mut names);
+            if var.is_none_or(|v| names.contains(v)) {
+                loops.push((s.span, names));
+            }
+        }
+    });
+    match loops.as_slice() {
+        [] => Err(PlanError::NoLoop {
+            flag,
+            var: var.map(str::to_string),
+        }),
+        [(span, names)] => {
+            let var = match var {
+                Some(v) => v.to_string(),
+                None => {
+                    // The guard variables the body updates in the template's form.
+                    let fits: Vec<&String> = names
+                        .iter()
+                        .filter(|n| unroll::plan(program, *span, n, 1).is_ok())
+                        .collect();
+                    match fits.as_slice() {
+                        [one] => (*one).clone(),
+                        _ if names.len() == 1 => names.iter().next().cloned().unwrap_or_default(),
+                        _ => {
+                            return Err(PlanError::LoopVariable {
+                                target: *span,
+                                names: names.iter().cloned().collect(),
+                            })
+                        }
+                    }
+                }
+            };
+            let optimisation = match optimisation {
+                Optimisation::Unroll { factor, .. } => Optimisation::Unroll { var, factor },
+                Optimisation::Merge { factor, .. } => Optimisation::Merge { var, factor },
+                tile => tile,
+            };
+            Ok(Request {
+                target: *span,
+                optimisation,
+                gpuopt: None,
+            })
+        }
+        many => Err(PlanError::Loops {
+            flag,
+            var: var.map(str::to_string),
+            loops: many
+                .iter()
+                .map(|(span, names)| (*span, names.iter().cloned().collect()))
+                .collect(),
+        }),
+    }
+}
