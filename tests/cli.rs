@@ -485,3 +485,34 @@ fn a_libz3_crash_in_one_routine_leaves_the_others_their_verdicts() {
         "{text}"
     );
 }
+
+/// A misplaced `gpuopt` line never stops verification (a `gpuopt` line means nothing to a
+/// proof): `check` and `verify` accept the program, `optimise` refuses it with the diagnostic
+/// and its span (E0402, exit 2).
+#[test]
+fn a_misplaced_gpuopt_stops_optimise_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("misplaced.pvl");
+    std::fs::write(
+        &file,
+        "class C {\n  requires n >= 0;\n  void m(int n) {\n    gpuopt loop_unroll i 2;\n    int i = 0;\n  }\n}\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    for command in ["check", "verify"] {
+        let output = run(&[command, path]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{command}: {}",
+            stderr(&output)
+        );
+    }
+    let output = run(&["optimise", path]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("E0402") && err.contains("misplaced.pvl:4:5"),
+        "{err}"
+    );
+}

@@ -75,10 +75,17 @@ fn supervise(exe: &std::path::Path, options: &Options) -> Exit {
 
 fn run_here(file: &std::path::Path, options: &Options) -> Exit {
     alpinist_core::verify::set_memory_limit(options.memory);
-    let (source, parsed, _checked) = match front_end(file) {
+    let (source, parsed, checked) = match front_end(file) {
         Ok(x) => x,
         Err(exit) => return exit,
     };
+    // Misplaced or malformed `gpuopt` lines stop only this command.
+    if !checked.gpuopt_errors.is_empty() {
+        for e in checked.gpuopt_errors {
+            emit(&source, e);
+        }
+        return Exit::BadInput;
+    }
     let program = &parsed.program;
     let at = |span: Span| {
         let (l, c) = line_col(&source.text, span.start as usize);

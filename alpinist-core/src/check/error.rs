@@ -413,6 +413,23 @@ pub enum CheckWarning {
 }
 
 impl CheckError {
+    /// Whether it is about a `gpuopt` annotation (E04xx): those concern `optimise` only.
+    pub fn is_gpuopt(&self) -> bool {
+        use CheckError::*;
+        matches!(
+            self,
+            GpuOptOnField { .. }
+                | GpuOptMisplaced { .. }
+                | GpuOptDuplicate { .. }
+                | GpuOptLoopVar { .. }
+                | GpuOptBadNumber { .. }
+                | GpuOptFuseCount { .. }
+                | GpuOptNotMatrixParam { .. }
+                | GpuOptNotArrayParam { .. }
+                | GpuOptTileBody { .. }
+        )
+    }
+
     /// The primary span, for sorting and tests.
     pub fn span(&self) -> Span {
         use CheckError::*;

@@ -70,6 +70,10 @@ pub struct Checked {
     /// top-level methods, functions and predicates.
     pub tables: Tables,
     pub warnings: Vec<CheckWarning>,
+    /// Misplaced or malformed `gpuopt` annotations (E04xx), in source order. They never stop
+    /// `check` or `verify` (a `gpuopt` line means nothing to a proof); `optimise` refuses
+    /// the program on them (exit 2).
+    pub gpuopt_errors: Vec<CheckError>,
 }
 
 impl Checked {
@@ -103,8 +107,15 @@ pub fn check(program: &Program) -> Result<Checked, Vec<CheckError>> {
     let warnings = std::mem::take(&mut checker.warnings);
     drop(checker);
 
+    let (mut gpuopt_errors, mut errors): (Vec<CheckError>, Vec<CheckError>) =
+        errors.into_iter().partition(CheckError::is_gpuopt);
     if errors.is_empty() {
-        Ok(Checked { tables, warnings })
+        gpuopt_errors.sort_by_key(|e| e.span().start);
+        Ok(Checked {
+            tables,
+            warnings,
+            gpuopt_errors,
+        })
     } else {
         // Source order; the sort is stable, so errors at one place keep their discovery order.
         errors.sort_by_key(|e| e.span().start);

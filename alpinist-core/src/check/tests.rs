@@ -215,7 +215,7 @@ fn int_array() -> TypeKind {
 
 fn codes_of(p: &Program) -> Vec<String> {
     match check(p) {
-        Ok(_) => vec![],
+        Ok(c) => c.gpuopt_errors.iter().map(|e| e.code_str()).collect(),
         Err(errs) => errs.iter().map(|e| e.code_str()).collect(),
     }
 }
@@ -541,7 +541,7 @@ fn check_src(src: &str) -> Result<Checked, Vec<CheckError>> {
 /// The codes of all errors, in source order.
 fn codes(src: &str) -> Vec<String> {
     match check_src(src) {
-        Ok(_) => vec![],
+        Ok(c) => c.gpuopt_errors.iter().map(|e| e.code_str()).collect(),
         Err(errs) => errs.iter().map(|e| e.code_str()).collect(),
     }
 }
