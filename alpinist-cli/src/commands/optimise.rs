@@ -79,12 +79,21 @@ fn run_here(file: &std::path::Path, options: &Options) -> Exit {
         Ok(x) => x,
         Err(exit) => return exit,
     };
-    // Misplaced or malformed `gpuopt` lines stop only this command.
+    // Misplaced or malformed `gpuopt` lines stop only this command: a usage error (exit 2);
+    // two annotations of one kind on one target are a refusal (exit 1).
     if !checked.gpuopt_errors.is_empty() {
+        let refusal_only = checked
+            .gpuopt_errors
+            .iter()
+            .all(|e| matches!(e, alpinist_core::check::CheckError::GpuOptDuplicate { .. }));
         for e in checked.gpuopt_errors {
             emit(&source, e);
         }
-        return Exit::BadInput;
+        return if refusal_only {
+            Exit::Negative
+        } else {
+            Exit::BadInput
+        };
     }
     let program = &parsed.program;
     let at = |span: Span| {
