@@ -10,7 +10,9 @@
 //!
 //! # Invariants
 //! - **Only ever from unknown to failed.** A run that passes proves nothing about other inputs
-//!   and never changes a verdict; a routine Z3 verified or failed is not run.
+//!   and never changes a verdict; a routine Z3 failed keeps its failures. Where Z3 verified a
+//!   routine that a quick run refuted, the routine is unknown (exit 3) with both findings:
+//!   never "verified" over a failing run, never "failed" over a proof.
 //! - **Only inputs the verifier considers.** The precondition (values *and* permissions) must
 //!   be decided true of the input; anything undecided makes the input unusable
 //!   (`InterpError::Infeasible`), never assumed. Limits, unsupported constructs and infeasible
@@ -96,8 +98,8 @@ pub struct Witness {
 ///    permission amounts, say) cannot hold a broken kernel for minutes;
 /// 2. Z3 ([`crate::verify::verify_program_each`]);
 /// 3. a refuted routine that Z3 left unknown gets its concrete failure as one more obligation
-///    (one Z3 verified gets a warning instead: one of the two is wrong); a routine still
-///    unknown gets the full search (`budget`).
+///    (one Z3 verified becomes unknown instead, with both findings: one of the two is wrong);
+///    a routine still unknown gets the full search (`budget`).
 pub fn verify_and_confirm(
     program: &Program,
     limits_of: &(dyn Fn(Span) -> Result<crate::verify::Limits, String> + Sync),
@@ -133,15 +135,25 @@ pub fn verify_and_confirm(
             .map(|(_, w, t)| (w.clone(), *t));
         let found = match (found, report.outcome()) {
             (Some(f), Outcome::Unknown) => Some(f),
-            (Some((w, _)), Outcome::Verified) => {
-                // One of the two is wrong: never decide for either silently.
-                report.warnings.push(crate::verify::Warning {
-                    message: format!(
-                        "every obligation verified, yet a concrete run fails ({}, input {}): one of the two is wrong, please report it",
-                        w.message,
-                        w.input.iter().map(|(n, v)| format!("{n} = {v}")).collect::<Vec<_>>().join(", ")
-                    ),
+            (Some((w, time)), Outcome::Verified) => {
+                // One of the two is wrong. Saying "verified" could be the worst defect there
+                // is, saying "failed" could be a false alarm: inconclusive, with both.
+                report.obligations.push(Obligation {
+                    kind: w.kind,
                     span: w.span,
+                    status: Status::Unknown {
+                        reason: format!(
+                            "Z3 verified every obligation, yet a concrete run fails ({}; input {}): one of the two is wrong, please report it",
+                            w.message,
+                            w.input
+                                .iter()
+                                .map(|(n, v)| format!("{n} = {v}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    },
+                    time,
+                    note: None,
                 });
                 None
             }
