@@ -3,7 +3,7 @@
 //! admit is never used, and each kind of failure the search reports has a broken program that
 //! shows it and a correct twin that does not.
 
-use alpinist_core::syntax::{Item, MemberKind, MethodBody, Program, Span};
+use alpinist_core::syntax::{MemberKind, MethodBody, Program, Span};
 use alpinist_core::verify::ObligationKind;
 use alpinist_core::witness::{self, Budget, Witness};
 
@@ -18,21 +18,16 @@ fn program(source: &str) -> Program {
 
 /// The spans of every method with a body.
 fn methods(program: &Program) -> Vec<(String, Span)> {
-    let mut out = Vec::new();
-    for item in &program.items {
-        let members: Vec<_> = match item {
-            Item::Class(c) => c.members.iter().collect(),
-            Item::Member(m) => vec![m],
-        };
-        for member in members {
-            if let MemberKind::Method(m) = &member.kind {
-                if matches!(m.body, MethodBody::Block(_)) {
-                    out.push((m.name.name.clone(), member.span));
-                }
+    program
+        .members()
+        .into_iter()
+        .filter_map(|(_, member)| match &member.kind {
+            MemberKind::Method(m) if matches!(m.body, MethodBody::Block(_)) => {
+                Some((m.name.name.clone(), member.span))
             }
-        }
-    }
-    out
+            _ => None,
+        })
+        .collect()
 }
 
 fn search(source: &str, method: &str, budget: &Budget) -> Option<Witness> {

@@ -196,21 +196,18 @@ pub const ABORT_IN_ENV: &str = "ALPINIST_TEST_WORKER_ABORT_IN";
 
 /// In the worker: the span of the routine named by [`ABORT_IN_ENV`], if any.
 pub fn abort_in(program: &alpinist_core::syntax::Program) -> Option<alpinist_core::syntax::Span> {
-    use alpinist_core::syntax::{Item, MemberKind};
+    use alpinist_core::syntax::MemberKind;
     if !is_worker() {
         return None;
     }
     let name = std::env::var(ABORT_IN_ENV).ok()?;
-    program.items.iter().find_map(|item| {
-        let members: Vec<_> = match item {
-            Item::Class(c) => c.members.iter().collect(),
-            Item::Member(m) => vec![m],
-        };
-        members.into_iter().find_map(|m| match &m.kind {
+    program
+        .members()
+        .into_iter()
+        .find_map(|(_, m)| match &m.kind {
             MemberKind::Method(method) if method.name.name == name => Some(m.span),
             _ => None,
         })
-    })
 }
 
 /// The routine a crashed single-threaded worker was verifying: its last marker.

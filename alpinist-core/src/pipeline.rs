@@ -380,43 +380,37 @@ fn par_statements(stmts: &[Stmt]) -> Vec<Span> {
 fn annotation_requests(program: &Program) -> Result<Vec<Request>, PlanError> {
     let mut out = Vec::new();
     let mut error: Option<PlanError> = None;
-    for item in &program.items {
-        let members: Vec<_> = match item {
-            Item::Class(c) => c.members.iter().collect(),
-            Item::Member(m) => vec![m],
-        };
-        for m in members {
-            for g in &m.gpuopts {
-                let optimisation = match annotated(g) {
-                    Ok(o) => o,
-                    Err(e) => {
-                        error.get_or_insert(e);
-                        continue;
-                    }
-                };
-                if optimisation.targets_loop() {
-                    error.get_or_insert(PlanError::MethodLevelLoop { gpuopt: g.span });
+    for (_, m) in program.members() {
+        for g in &m.gpuopts {
+            let optimisation = match annotated(g) {
+                Ok(o) => o,
+                Err(e) => {
+                    error.get_or_insert(e);
                     continue;
                 }
-                let pars = match &m.kind {
-                    MemberKind::Method(method) => match &method.body {
-                        MethodBody::Block(b) => par_statements(&b.stmts),
-                        _ => Vec::new(),
-                    },
+            };
+            if optimisation.targets_loop() {
+                error.get_or_insert(PlanError::MethodLevelLoop { gpuopt: g.span });
+                continue;
+            }
+            let pars = match &m.kind {
+                MemberKind::Method(method) => match &method.body {
+                    MethodBody::Block(b) => par_statements(&b.stmts),
                     _ => Vec::new(),
-                };
-                match pars.as_slice() {
-                    [one] => out.push(Request {
-                        target: *one,
-                        optimisation,
-                        gpuopt: Some(g.span),
-                    }),
-                    _ => {
-                        error.get_or_insert(PlanError::TileTarget {
-                            gpuopt: g.span,
-                            pars,
-                        });
-                    }
+                },
+                _ => Vec::new(),
+            };
+            match pars.as_slice() {
+                [one] => out.push(Request {
+                    target: *one,
+                    optimisation,
+                    gpuopt: Some(g.span),
+                }),
+                _ => {
+                    error.get_or_insert(PlanError::TileTarget {
+                        gpuopt: g.span,
+                        pars,
+                    });
                 }
             }
         }

@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use crate::interp::{self, InterpError, Limits, Memory, Spec, Value};
 use crate::syntax::{
-    BinaryOp, Builtin, ClauseKind, Expr, ExprKind, Item, Member, MemberKind, Method, Program, Span,
-    TypeKind, UnaryOp,
+    BinaryOp, Builtin, ClauseKind, Expr, ExprKind, Member, MemberKind, Method, MethodBody, Program,
+    Span, TypeKind, UnaryOp,
 };
 use crate::verify::{MethodReport, Obligation, ObligationKind, Outcome, Status};
 
@@ -189,28 +189,18 @@ fn holds(outer: Span, inner: Span) -> bool {
     outer.start <= inner.start && inner.end <= outer.end
 }
 
-/// The spans of the members that are methods with a body (the ones a search can run).
+/// The spans of the members that are methods with a block body, not pure functions (their
+/// callers run those): the ones a search can run.
 fn method_spans(program: &Program) -> Vec<Span> {
-    let mut out = Vec::new();
-    for item in &program.items {
-        let members: Vec<&Member> = match item {
-            Item::Class(c) => c.members.iter().collect(),
-            Item::Member(m) => vec![m],
-        };
-        for member in members {
-            if let MemberKind::Method(m) = &member.kind {
-                if matches!(m.body, crate::syntax::MethodBody::Block(_)) && !interp_function(m) {
-                    out.push(member.span);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Pure functions are not run on their own (their callers run them).
-fn interp_function(m: &Method) -> bool {
-    m.modifiers.contains(&crate::syntax::Modifier::Pure)
+    program
+        .members()
+        .into_iter()
+        .filter(|(_, member)| {
+            matches!(&member.kind, MemberKind::Method(m)
+                if matches!(m.body, MethodBody::Block(_)) && !m.is_function())
+        })
+        .map(|(_, member)| member.span)
+        .collect()
 }
 
 /// What a search did and found.
@@ -306,38 +296,29 @@ fn obligation_of(e: &InterpError) -> Option<(ObligationKind, Span)> {
 /// The method declared at `at`, with the name the interpreter runs it by. `None` for pure
 /// functions, predicates, constructors and overloaded names.
 fn find(program: &Program, at: Span) -> Option<(String, &Member, &Method)> {
-    let holds = |s: Span| s.start <= at.start && at.end <= s.end;
-    for item in &program.items {
-        let (class, members): (Option<&str>, Vec<&Member>) = match item {
-            Item::Class(c) => (Some(&c.name.name), c.members.iter().collect()),
-            Item::Member(m) => (None, vec![m]),
-        };
-        for member in &members {
-            let MemberKind::Method(m) = &member.kind else {
-                continue;
-            };
-            if !holds(member.span) {
-                continue;
-            }
-            let overloaded = members
-                .iter()
-                .filter(|o| matches!(&o.kind, MemberKind::Method(x) if x.name.name == m.name.name))
-                .count()
-                > 1;
-            if overloaded
-                || m.return_type.is_none()
-                || !matches!(m.body, crate::syntax::MethodBody::Block(_))
-            {
-                return None;
-            }
-            let name = match class {
-                Some(c) => format!("{c}.{}", m.name.name),
-                None => m.name.name.clone(),
-            };
-            return Some((name, member, m));
-        }
+    let members = program.members();
+    let (class, member, m) = members
+        .iter()
+        .find_map(|&(class, member)| match &member.kind {
+            MemberKind::Method(m) if holds(member.span, at) => Some((class, member, m)),
+            _ => None,
+        })?;
+    let overloaded = members
+        .iter()
+        .filter(|(c, o)| {
+            c.map(|c| &c.name) == class.map(|c| &c.name)
+                && matches!(&o.kind, MemberKind::Method(x) if x.name.name == m.name.name)
+        })
+        .count()
+        > 1;
+    if overloaded || m.return_type.is_none() || !matches!(m.body, MethodBody::Block(_)) {
+        return None;
     }
-    None
+    let name = match class {
+        Some(c) => format!("{}.{}", c.name.name, m.name.name),
+        None => m.name.name.clone(),
+    };
+    Some((name, member, m))
 }
 
 /// What a parameter (or `given` ghost) is given.

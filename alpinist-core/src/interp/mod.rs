@@ -430,7 +430,7 @@ impl<'p, 'i> Machine<'p, 'i> {
         }
         // Pure functions are run, not checked: their contracts are their own routines'
         // obligations (and an `inline` function's postcondition is ignored altogether).
-        let checking = self.limits.check_specs && !specs::is_function(m);
+        let checking = self.limits.check_specs && !m.is_function();
         if checking {
             self.enter(caller.as_deref_mut(), &mut env, member, m, call_span)?;
         } else if self.limits.check_specs && !m.modifiers.contains(&crate::syntax::Modifier::Inline)
@@ -438,7 +438,7 @@ impl<'p, 'i> Machine<'p, 'i> {
             self.apply(&mut env, member, m, call_span)?;
         }
         // A pure function reads with its caller's permissions, like a specification.
-        let as_spec = self.limits.check_specs && specs::is_function(m);
+        let as_spec = self.limits.check_specs && m.is_function();
         self.in_spec += u32::from(as_spec);
         self.depth += 1;
         let result = stacker::maybe_grow(64 * 1024, 1024 * 1024, || match &m.body {

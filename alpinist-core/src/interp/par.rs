@@ -334,7 +334,7 @@ impl<'p> Machine<'p, '_> {
                 match self.advance(thread, label, block.span)? {
                     Stop::Barrier(stmt) => {
                         if let StmtKind::Barrier(b) = &stmt.kind {
-                            self.arrive(b, &mut thread.env, &mut pool)?;
+                            self.arrive(b, stmt.span, &mut thread.env, &mut pool)?;
                         }
                         if let Some(f) = finished {
                             return Err(self.divergent(

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 
 use crate::syntax::{
     Barrier, BinaryOp, Builtin, ClauseKind, Contract, Expr, ExprKind, Member, MemberKind, Method,
-    MethodBody, Modifier, ParBlock, PermLit, QuantifierKind, Span, Stmt, StmtKind, TypeKind,
+    MethodBody, ParBlock, PermLit, QuantifierKind, Span, Stmt, StmtKind, TypeKind,
 };
 
 use super::exec::Env;
@@ -67,20 +67,18 @@ impl Frac {
     }
 
     fn add(self, o: Frac) -> Option<Frac> {
-        Frac::new(
-            self.num
-                .checked_mul(o.den)?
-                .checked_add(o.num.checked_mul(self.den)?)?,
-            self.den.checked_mul(o.den)?,
-        )
+        self.cross(o, i128::checked_add)
     }
 
     /// `self - o`, `None` when negative.
     fn sub(self, o: Frac) -> Option<Frac> {
+        self.cross(o, i128::checked_sub)
+    }
+
+    /// `(self.num * o.den) op (o.num * self.den)` over `self.den * o.den`.
+    fn cross(self, o: Frac, op: fn(i128, i128) -> Option<i128>) -> Option<Frac> {
         Frac::new(
-            self.num
-                .checked_mul(o.den)?
-                .checked_sub(o.num.checked_mul(self.den)?)?,
+            op(self.num.checked_mul(o.den)?, o.num.checked_mul(self.den)?)?,
             self.den.checked_mul(o.den)?,
         )
     }
@@ -426,7 +424,7 @@ impl<'p> Machine<'p, '_> {
                     return Err(InterpError::SpecFailed {
                         what,
                         detail: format!(
-                            "it needs {} of array#{}[{}], {held} is held",
+                            "it needs {} of array#{}[{}], {held} is available",
                             c.amount, c.cell.0 .0, c.cell.1
                         ),
                         thread: self.thread_suffix(),
@@ -631,20 +629,7 @@ impl<'p> Machine<'p, '_> {
                 env.perms = held;
             }
             Some(caller) => {
-                let at_call = |e: InterpError| match e {
-                    InterpError::SpecFailed {
-                        what,
-                        detail,
-                        thread,
-                        ..
-                    } => InterpError::SpecFailed {
-                        what,
-                        detail: format!("{detail} (in the contract of `{}`)", m.name.name),
-                        thread,
-                        span: call_span,
-                    },
-                    other => other,
-                };
+                let at_call = |e| at_call(e, m, call_span);
                 self.check_values(env, &pre, Spec::Precondition)
                     .map_err(at_call)?;
                 if let Some(chunks) = self.chunks(env, &pre)? {
@@ -674,20 +659,9 @@ impl<'p> Machine<'p, '_> {
         let pre = contract_exprs(&member.contract, |k| {
             matches!(k, ClauseKind::Requires(_) | ClauseKind::Context(_))
         });
-        match self.check_values(env, &pre, Spec::FunctionPrecondition) {
-            Err(InterpError::SpecFailed {
-                what,
-                detail,
-                thread,
-                ..
-            }) => Err(InterpError::SpecFailed {
-                what,
-                detail: format!("{detail} (in the contract of `{}`)", m.name.name),
-                thread,
-                span: call_span,
-            }),
-            other => other.map(drop),
-        }
+        self.check_values(env, &pre, Spec::FunctionPrecondition)
+            .map(drop)
+            .map_err(|e| at_call(e, m, call_span))
     }
 
     /// Where `m` ends: its postcondition (parameters read at entry, `\result` bound) is its
@@ -843,7 +817,7 @@ impl<'p> Machine<'p, '_> {
                             None => match self.index.lookup(env.class, &name.name) {
                                 Some((_, member)) => match &member.kind {
                                     MemberKind::Method(m) => {
-                                        !is_function(m)
+                                        !m.is_function()
                                             && member.contract.clauses.iter().any(|c| {
                                                 contract_expr(&c.kind)
                                                     .is_some_and(|e| self.holds_resources(env, e))
@@ -864,9 +838,22 @@ impl<'p> Machine<'p, '_> {
     }
 }
 
-/// A pure function: it moves no permissions and reads with its caller's.
-pub(crate) fn is_function(m: &Method) -> bool {
-    matches!(m.body, MethodBody::Expr(_)) || m.modifiers.contains(&Modifier::Pure)
+/// A failure of a callee's precondition, reported where it is called.
+fn at_call(e: InterpError, callee: &Method, call_span: Span) -> InterpError {
+    match e {
+        InterpError::SpecFailed {
+            what,
+            detail,
+            thread,
+            ..
+        } => InterpError::SpecFailed {
+            what,
+            detail: format!("{detail} (in the contract of `{}`)", callee.name.name),
+            thread,
+            span: call_span,
+        },
+        other => other,
+    }
 }
 
 fn contract_expr(k: &ClauseKind) -> Option<&Expr> {
@@ -951,11 +938,12 @@ impl<'p> Machine<'p, '_> {
         self.inhale(&mut launcher.perms, returned, span)
     }
 
-    /// A thread arrives at a barrier: its precondition is its obligation, and what it requires
-    /// goes into the barrier's `pool`.
+    /// A thread arrives at the barrier at `span`: its precondition is its obligation, and what
+    /// it requires goes into the barrier's `pool`.
     pub(crate) fn arrive(
         &mut self,
         barrier: &'p Barrier,
+        span: Span,
         t: &mut Env<'p>,
         pool: &mut Ledger,
     ) -> Result<(), InterpError> {
@@ -968,17 +956,8 @@ impl<'p> Machine<'p, '_> {
         self.check_values(t, &pre, Spec::BarrierPrecondition)?;
         if let Some(chunks) = self.chunks(t, &pre)? {
             self.exhale(&mut t.perms, &chunks, Spec::BarrierPrecondition)?;
-            if self.tracking {
-                for c in chunks {
-                    let held = pool.get(&c.cell).copied().unwrap_or(Frac::ZERO);
-                    match held.add(c.amount) {
-                        Some(sum) => {
-                            pool.insert(c.cell, sum);
-                        }
-                        None => self.tracking = false,
-                    }
-                }
-            }
+            // What all threads hold of a cell is at most all of it: more is infeasible.
+            self.inhale(pool, &chunks, span)?;
         }
         Ok(())
     }
@@ -1000,21 +979,7 @@ impl<'p> Machine<'p, '_> {
             matches!(k, ClauseKind::Ensures(_) | ClauseKind::Context(_))
         });
         if let Some(chunks) = self.chunks(t, &post)? {
-            self.exhale(pool, &chunks, Spec::BarrierPostcondition)
-                .map_err(|e| match e {
-                    InterpError::SpecFailed {
-                        what,
-                        detail,
-                        thread,
-                        span,
-                    } => InterpError::SpecFailed {
-                        what,
-                        detail: detail.replace(" is held", " is left of what the threads brought"),
-                        thread,
-                        span,
-                    },
-                    other => other,
-                })?;
+            self.exhale(pool, &chunks, Spec::BarrierPostcondition)?;
             self.inhale(&mut t.perms, &chunks, span)?;
         }
         self.check_values(t, &post, Spec::BarrierPostcondition)

@@ -5,7 +5,10 @@
 //! Invariant: each walker matches every [`StmtKind`] explicitly (no `_ =>` arm), so a new
 //! statement kind does not compile until every walker has been told what it contains.
 
-use super::{Block, Expr, ExprKind, Ident, Item, Member, MemberKind, MethodBody, Program, Span};
+use super::{
+    Block, Class, Expr, ExprKind, Ident, Item, Member, MemberKind, Method, MethodBody, Modifier,
+    Program, Span,
+};
 use super::{Stmt, StmtKind};
 
 /// A local variable a statement may assign: its name and where.
@@ -202,24 +205,39 @@ impl Expr {
     }
 }
 
+impl Method {
+    /// A pure function (`= expr;` body or `pure` modifier): it reads with its caller's
+    /// permissions and moves none.
+    pub fn is_function(&self) -> bool {
+        matches!(self.body, MethodBody::Expr(_)) || self.modifiers.contains(&Modifier::Pure)
+    }
+}
+
 impl Program {
-    /// The block bodies of every method, in file order.
-    pub fn method_bodies(&self) -> Vec<&Block> {
+    /// Every member with its class (`None` at top level), in file order.
+    pub fn members(&self) -> Vec<(Option<&Class>, &Member)> {
         let mut out = Vec::new();
         for item in &self.items {
-            let members: Vec<&Member> = match item {
-                Item::Class(c) => c.members.iter().collect(),
-                Item::Member(m) => vec![m],
-            };
-            for m in members {
-                if let MemberKind::Method(method) = &m.kind {
-                    if let MethodBody::Block(b) = &method.body {
-                        out.push(b);
-                    }
-                }
+            match item {
+                Item::Class(c) => out.extend(c.members.iter().map(|m| (Some(c), m))),
+                Item::Member(m) => out.push((None, m)),
             }
         }
         out
+    }
+
+    /// The block bodies of every method, in file order.
+    pub fn method_bodies(&self) -> Vec<&Block> {
+        self.members()
+            .into_iter()
+            .filter_map(|(_, m)| match &m.kind {
+                MemberKind::Method(Method {
+                    body: MethodBody::Block(b),
+                    ..
+                }) => Some(b),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Calls `f` on every statement of every method body, outermost first.
