@@ -828,7 +828,9 @@ fn simple_stmt() -> BoxedStrategy<Stmt> {
         2 => small_expr().prop_map(|e| st(StmtKind::Assert(e))),
         1 => small_expr().prop_map(|e| st(StmtKind::Assume(e))),
         1 => lockable.clone().prop_map(|e| st(StmtKind::Lock(e))),
-        1 => lockable.prop_map(|e| st(StmtKind::Unlock(e))),
+        1 => lockable.clone().prop_map(|e| st(StmtKind::Unlock(e))),
+        1 => lockable.clone().prop_map(|e| st(StmtKind::Fork(e))),
+        1 => lockable.prop_map(|e| st(StmtKind::Join(e))),
         1 => pred.clone().prop_map(|e| st(StmtKind::Fold(e))),
         1 => pred.prop_map(|e| st(StmtKind::Unfold(e))),
         1 => gpuopt().prop_map(|g| st(StmtKind::GpuOpt(g))),
@@ -1056,6 +1058,7 @@ fn method(
         params,
         body,
         span: sp(),
+        is_run: false,
     })
 }
 

@@ -497,6 +497,20 @@ impl<'a> Checker<'a> {
                 );
                 self.expr(e);
             }
+            StmtKind::Fork(e) | StmtKind::Join(e) => {
+                let what = if matches!(stmt.kind, StmtKind::Fork(_)) {
+                    "a `fork`"
+                } else {
+                    "a `join`"
+                };
+                self.no_ghost_control(what, stmt.span);
+                self.effects.direct_effect(
+                    self.method_key(),
+                    stmt.span,
+                    "starts or joins a thread",
+                );
+                self.thread_object(e, what);
+            }
             StmtKind::Fold(e) | StmtKind::Unfold(e) => {
                 let what = if matches!(stmt.kind, StmtKind::Fold(_)) {
                     "fold"
@@ -1199,6 +1213,30 @@ impl<'a> Checker<'a> {
         })
     }
 
+    /// The object of `fork`, `join`, `idle(..)` or `running(..)`: an object of a class with
+    /// a `run` method (`run { .. }`, or 1.x `void run()`).
+    fn thread_object(&mut self, e: &'a Expr, what: &str) {
+        let t = self.expr(e);
+        let runnable = match &t {
+            Ty::Class(id) => self
+                .tables
+                .class(*id)
+                .method("run")
+                .is_some_and(|m| m.params.is_empty() && !m.is_static),
+            Ty::Unknown => true,
+            _ => false,
+        };
+        if !runnable {
+            let found = self.show(&t);
+            self.err(CheckError::Mismatch {
+                what: what.to_string(),
+                expected: "an object of a class with a `run` method".into(),
+                found,
+                span: e.span,
+            });
+        }
+    }
+
     fn builtin(&mut self, e: &'a Expr, op: Builtin, args: &'a [Expr]) -> Ty {
         let expected = match op {
             Builtin::Perm => 2,
@@ -1206,6 +1244,7 @@ impl<'a> Checker<'a> {
             Builtin::Value => 1,
             Builtin::Array => 2,
             Builtin::Matrix => 3,
+            Builtin::Idle | Builtin::Running => 1,
         };
         if args.len() != expected {
             self.err(CheckError::ArgCount {
@@ -1246,6 +1285,17 @@ impl<'a> Checker<'a> {
                 self.expect(&args[1], &Ty::Int, "row count");
                 self.expect(&args[2], &Ty::Int, "column count");
                 Ty::Bool
+            }
+            Builtin::Idle | Builtin::Running => {
+                self.thread_object(
+                    &args[0],
+                    if op == Builtin::Idle {
+                        "`idle`"
+                    } else {
+                        "`running`"
+                    },
+                );
+                Ty::Resource
             }
         }
     }

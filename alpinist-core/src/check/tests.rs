@@ -119,6 +119,7 @@ impl B {
                 params,
                 body,
                 span,
+                is_run: false,
             }),
             span,
         }

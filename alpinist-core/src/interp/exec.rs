@@ -211,6 +211,9 @@ impl<'p> Machine<'p, '_> {
             StmtKind::Lock(_) | StmtKind::Unlock(_) => {
                 return Err(InterpError::unsupported("`lock`/`unlock`", stmt.span))
             }
+            StmtKind::Fork(_) | StmtKind::Join(_) => {
+                return Err(InterpError::unsupported("`fork`/`join`", stmt.span))
+            }
         }
         Ok(Flow::Normal)
     }

@@ -91,12 +91,17 @@ pub enum Modifier {
 pub struct Method {
     /// In the order written.
     pub modifiers: Vec<Modifier>,
-    /// `None` for a constructor. A predicate has [`TypeKind::Resource`].
+    /// `None` for a constructor. A predicate has [`TypeKind::Resource`]. `void` for a `run`
+    /// block.
     pub return_type: Option<Type>,
     pub name: Ident,
     pub params: Vec<Param>,
     pub body: MethodBody,
     pub span: Span,
+    /// `run { .. }`: the thread body of its class, a `void run()` started by `fork` and
+    /// awaited by `join` (written without a type and parameters).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_run: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -325,6 +330,10 @@ pub enum StmtKind {
     Fold(Expr),
     /// `unfold p(args);`
     Unfold(Expr),
+    /// `fork t;`: starts the `run` block of object `t` in a new thread.
+    Fork(Expr),
+    /// `join t;`: waits for the thread `fork t` started.
+    Join(Expr),
     /// A `gpuopt` line in statement position. It must stand directly before the loop
     /// (`loop_unroll`, `iter_merge`) or the first par block (`fuse`) it targets; `check`
     /// reports it otherwise.
@@ -928,6 +937,10 @@ pub enum Builtin {
     Array,
     /// `\matrix(m, rows, cols)`
     Matrix,
+    /// `idle(t)`: the token that object `t`'s thread is not running (`fork t` takes it).
+    Idle,
+    /// `running(t)`: the token that `fork t` gives and `join t` takes.
+    Running,
 }
 
 impl Builtin {
@@ -938,6 +951,8 @@ impl Builtin {
             Builtin::Value => "Value",
             Builtin::Array => "\\array",
             Builtin::Matrix => "\\matrix",
+            Builtin::Idle => "idle",
+            Builtin::Running => "running",
         }
     }
 }

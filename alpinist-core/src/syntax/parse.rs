@@ -388,6 +388,8 @@ const EXPRESSION_START_TOKENS: &[&str] = &[
     "Perm",
     "PointsTo",
     "Value",
+    "idle",
+    "running",
     "\\array",
     "\\matrix",
     "\\old",
@@ -479,6 +481,10 @@ fn rule_in_words(rule: Rule) -> Option<String> {
     if name.starts_with("t_") {
         return Some("a type".into());
     }
+    if name.starts_with("b_") {
+        // A built-in (`Perm`, `idle`, ..) is one form of expression.
+        return Some("an expression".into());
+    }
     match rule {
         Rule::EOI => Some("end of file".into()),
         Rule::ident => Some("an identifier".into()),
@@ -508,9 +514,11 @@ fn rule_in_words(rule: Rule) -> Option<String> {
         | Rule::op_not
         | Rule::op_neg => Some("an expression".into()),
         Rule::clause => Some("a contract clause".into()),
-        Rule::member | Rule::method_decl | Rule::constructor_decl | Rule::field_decl => {
-            Some("a declaration".into())
-        }
+        Rule::member
+        | Rule::method_decl
+        | Rule::constructor_decl
+        | Rule::run_decl
+        | Rule::field_decl => Some("a declaration".into()),
         Rule::class_decl => word("class"),
         Rule::modifier => Some("a modifier".into()),
         Rule::block | Rule::barrier_inside => word("{"),
@@ -530,7 +538,9 @@ fn rule_in_words(rule: Rule) -> Option<String> {
         | Rule::lock_stmt
         | Rule::unlock_stmt
         | Rule::fold_stmt
-        | Rule::unfold_stmt => Some("a statement".into()),
+        | Rule::unfold_stmt
+        | Rule::fork_stmt
+        | Rule::join_stmt => Some("a statement".into()),
         Rule::gpuopt => word("gpuopt"),
         Rule::bracket_suffix => word("["),
         Rule::member_suffix => word("."),
@@ -752,6 +762,8 @@ fn is_keyword(rule: Rule) -> bool {
             | k_and
             | k_barrier
             | k_assert
+            | k_fork
+            | k_join
             | k_assume
             | k_ghost
             | k_invariant
@@ -872,7 +884,7 @@ impl Builder {
             match p.as_rule() {
                 Rule::gpuopt => gpuopts.extend(self.gpuopt(p)),
                 Rule::clause => contract.clauses.push(self.clause(p)?),
-                Rule::method_decl | Rule::constructor_decl => {
+                Rule::method_decl | Rule::constructor_decl | Rule::run_decl => {
                     let method = self.method(p)?;
                     return Ok(vec![Member {
                         gpuopts,
@@ -909,6 +921,7 @@ impl Builder {
     fn method(&self, pair: Pair<'_, Rule>) -> Res<Method> {
         let span = span_of(&pair);
         let is_constructor = pair.as_rule() == Rule::constructor_decl;
+        let is_run = pair.as_rule() == Rule::run_decl;
         let mut modifiers = Vec::new();
         let mut return_type = None;
         let mut name = None;
@@ -927,6 +940,14 @@ impl Builder {
                 }
                 Rule::type_ if !is_constructor => return_type = Some(self.ty(p)?),
                 Rule::ident => name = Some(ident_of(&p)),
+                Rule::k_run => {
+                    let at = span_of(&p);
+                    return_type = Some(Type {
+                        kind: TypeKind::Void,
+                        span: at,
+                    });
+                    name = Some(ident_of(&p));
+                }
                 Rule::params => {
                     for param in p.into_inner() {
                         params.push(self.param(param)?);
@@ -948,6 +969,7 @@ impl Builder {
             params,
             body,
             span,
+            is_run,
         })
     }
 
@@ -1296,6 +1318,8 @@ impl Builder {
             Rule::unlock_stmt => StmtKind::Unlock(self.expr(kids.next("an object")?)?),
             Rule::fold_stmt => StmtKind::Fold(self.expr(kids.next("a predicate")?)?),
             Rule::unfold_stmt => StmtKind::Unfold(self.expr(kids.next("a predicate")?)?),
+            Rule::fork_stmt => StmtKind::Fork(self.expr(kids.next("an object")?)?),
+            Rule::join_stmt => StmtKind::Join(self.expr(kids.next("an object")?)?),
             Rule::gpuopt => match self.gpuopt(pair) {
                 Some(g) => StmtKind::GpuOpt(g),
                 // The error is recorded; an empty block keeps the tree well formed meanwhile.
@@ -1766,6 +1790,8 @@ impl Builder {
                     Rule::b_points_to => Builtin::PointsTo,
                     Rule::b_value => Builtin::Value,
                     Rule::b_array => Builtin::Array,
+                    Rule::b_idle => Builtin::Idle,
+                    Rule::b_running => Builtin::Running,
                     _ => Builtin::Matrix,
                 };
                 let (args, d) = self.args(kids.next("arguments")?)?;

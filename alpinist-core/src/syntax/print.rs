@@ -695,6 +695,8 @@ fn simple_stmt_text(stmt: &Stmt) -> Option<String> {
         StmtKind::Unlock(e) => keyword("unlock", e),
         StmtKind::Fold(e) => keyword("fold", e),
         StmtKind::Unfold(e) => keyword("unfold", e),
+        StmtKind::Fork(e) => keyword("fork", e),
+        StmtKind::Join(e) => keyword("join", e),
         StmtKind::Ghost(inner) => format!("ghost {}", simple_stmt_text(inner)?),
         _ => return None,
     })
@@ -966,19 +968,24 @@ impl<'t> Printer<'t> {
                 Modifier::ThreadLocal => "thread_local ",
             });
         }
-        if let Some(ty) = &method.return_type {
-            write_type(&mut header, ty);
-            header.push(' ');
-        }
-        header.push_str(&method.name.name);
-        header.push('(');
-        for (i, param) in method.params.iter().enumerate() {
-            if i > 0 {
-                header.push_str(", ");
+        if method.is_run {
+            // `run { .. }`: no type, no parameters.
+            header.push_str("run");
+        } else {
+            if let Some(ty) = &method.return_type {
+                write_type(&mut header, ty);
+                header.push(' ');
             }
-            header.push_str(&param_text(param));
+            header.push_str(&method.name.name);
+            header.push('(');
+            for (i, param) in method.params.iter().enumerate() {
+                if i > 0 {
+                    header.push_str(", ");
+                }
+                header.push_str(&param_text(param));
+            }
+            header.push(')');
         }
-        header.push(')');
 
         let end = method.span.end.max(member_end);
         match &method.body {
@@ -1459,6 +1466,7 @@ mod tests {
             params,
             body,
             span: Span::default(),
+            is_run: false,
         }
     }
 
@@ -2013,6 +2021,8 @@ mod tests {
             (st(StmtKind::Assume(var("x"))), "assume x;\n"),
             (st(StmtKind::Lock(ex(ExprKind::This))), "lock this;\n"),
             (st(StmtKind::Unlock(ex(ExprKind::This))), "unlock this;\n"),
+            (st(StmtKind::Fork(var("t"))), "fork t;\n"),
+            (st(StmtKind::Join(var("t"))), "join t;\n"),
             (
                 st(StmtKind::Fold(call("p", vec![var("x")]))),
                 "fold p(x);\n",

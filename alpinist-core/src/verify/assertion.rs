@@ -125,7 +125,13 @@ pub fn is_pure(e: &Expr) -> bool {
     let mut pure = true;
     e.visit(&mut |x| {
         if let ExprKind::Builtin {
-            op: Builtin::Perm | Builtin::PointsTo | Builtin::Matrix | Builtin::Value,
+            op:
+                Builtin::Perm
+                | Builtin::PointsTo
+                | Builtin::Matrix
+                | Builtin::Value
+                | Builtin::Idle
+                | Builtin::Running,
             ..
         } = x.kind
         {
@@ -333,6 +339,13 @@ impl<'w, 'a> Walker<'w, 'a> {
                 op: Builtin::Matrix,
                 args,
             } if args.len() == 3 => self.matrix(e, &args[0], &args[1], &args[2]),
+            ExprKind::Builtin {
+                op: op @ (Builtin::Idle | Builtin::Running),
+                args,
+            } if args.len() == 1 => {
+                let at = self.thread_token(*op, &args[0])?;
+                self.acc(e, e, None, Some(at))
+            }
             _ => match inline::predicate_call(e) {
                 Some((receiver, name, args)) => {
                     let at = self.predicate_instance(receiver, name, args, e.span)?;
@@ -472,6 +485,35 @@ impl<'w, 'a> Walker<'w, 'a> {
         }
     }
 
+    /// The location of the token `idle(t)` or `running(t)` (`World::thread_token_location`),
+    /// held like a predicate instance: whole, taken by `fork`/`join` and given back by them.
+    fn thread_token(&mut self, op: Builtin, thread: &Expr) -> Result<(Dynamic, Int), EncodeError> {
+        let t = self.non_null(thread)?;
+        self.flush();
+        Ok(self
+            .eval
+            .decls
+            .world
+            .thread_token_location(&t, op == Builtin::Running))
+    }
+
+    /// The reference `r` evaluates to, with the check (where definedness is checked) that it
+    /// is not null.
+    fn non_null(&mut self, r: &Expr) -> Result<Dynamic, EncodeError> {
+        let (t, _) = self.eval.reference(r)?;
+        if self.eval.definedness {
+            let null = &self.eval.decls.world.null;
+            let goal = self.eval.close(&t.eq(null).not());
+            self.eval.checks.push(Check {
+                goal,
+                kind: ObligationKind::NullDereference,
+                span: r.span,
+                note: None,
+            });
+        }
+        Ok(t)
+    }
+
     /// The location of the predicate instance `receiver.name(args)` (an abstract predicate:
     /// inline ones were expanded), with `this` (the receiver, or the current `this`) first for
     /// a predicate of a class. See `World::predicate_location`.
@@ -501,17 +543,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         let mut values = Vec::new();
         match (has_this, receiver) {
             (true, Some(r)) => {
-                let (this, _) = self.eval.reference(r)?;
-                if self.eval.definedness {
-                    let null = &self.eval.decls.world.null;
-                    let goal = self.eval.close(&this.eq(null).not());
-                    self.eval.checks.push(Check {
-                        goal,
-                        kind: ObligationKind::NullDereference,
-                        span: r.span,
-                        note: None,
-                    });
-                }
+                let this = self.non_null(r)?;
                 values.push(this);
             }
             (true, None) => values.push(self.eval.value(&syn::this(span))?.term.as_dynamic()),

@@ -43,6 +43,8 @@ use super::solver::{model_value, Limits};
 use super::state::{real, value_of, Heap, Mask, Snapshot, Store, Term, Ty, Value, World};
 use super::termination;
 
+mod objects;
+
 /// Z3's budget for each candidate termination measure at a recursive call.
 const PROBE_RLIMIT: u32 = 100_000;
 
@@ -215,6 +217,14 @@ struct Ghosts<'p> {
     yields: &'p [crate::syntax::GhostArg],
 }
 
+/// How a routine is invoked: a method or function call (on this receiver, or on the
+/// caller's `this`), or a constructor by `new C(..)` (no `this` until its postcondition).
+#[derive(Clone, Copy)]
+enum Callee<'p> {
+    Method(Option<&'p Expr>),
+    Constructor(&'p str),
+}
+
 enum Flow {
     Normal(State),
     Returned,
@@ -278,7 +288,9 @@ pub fn check_routine<'p>(
         ghost: false,
         own_measure: None,
     };
-    let error = if !routine.is_pure() && program.cyclic.contains(&routine.method.name.name) {
+    let error = if let Some(e) = program.ambiguous_use(routine) {
+        Some(e)
+    } else if !routine.is_pure() && program.cyclic.contains(&routine.method.name.name) {
         Some(unsupported(
             "a method in a cycle of calls through other methods (mutual recursion is not \
              proved to terminate)",
@@ -495,7 +507,11 @@ impl<'c, 'p> Verifier<'c, 'p> {
             .collect();
         let pre = self.with_everywhere(routine.pre());
         self.post = self.with_everywhere(routine.post());
+        self.post.extend(self.ctx.program.implicit_post(routine));
         let mut st = self.fresh_state(store);
+        if let (true, Some(class)) = (routine.is_constructor(), routine.class) {
+            st = self.start_constructor(st, class, routine.method.name.span)?;
+        }
         let mut ev = eval(self.ctx, &st, true);
         ev.old_is_now = true;
         let reads_heap = routine.is_pure()
@@ -1006,6 +1022,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 "this statement (locks are not encoded)",
                 s.span,
             )),
+            StmtKind::Fork(t) => self.fork(st, t, s.span).map(Flow::Normal),
+            StmtKind::Join(t) => self.join(st, t, s.span).map(Flow::Normal),
         }
     }
 
@@ -1141,6 +1159,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 let ghosts = Ghosts { given, yields };
                 self.call(st, receiver.as_deref(), &name.name, args, ghosts, e.span)
             }
+            ExprKind::New { class, args } => self.new_object(st, &class.name, args, e.span),
             ExprKind::NewArray { elem, dims } if !dims.is_empty() => {
                 let elem = ty_of(elem)?;
                 let mut ev = self.code_eval(&st);
@@ -1403,7 +1422,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         receiver: Option<&'p Expr>,
         name: &str,
         args: &'p [Expr],
-        Ghosts { given, yields }: Ghosts<'p>,
+        ghosts: Ghosts<'p>,
         span: Span,
     ) -> Result<(State, Value), EncodeError> {
         let callee = *self
@@ -1411,9 +1430,25 @@ impl<'c, 'p> Verifier<'c, 'p> {
             .program
             .routine(name)
             .expect("checked by the caller");
+        self.invoke(st, callee, Callee::Method(receiver), args, ghosts, span)
+    }
+
+    /// A call of `callee`: its precondition exhaled, its postcondition inhaled. For a
+    /// constructor (`Callee::Constructor`), the new object is allocated between the two: it
+    /// is `this` in the postcondition and the value of the call.
+    fn invoke(
+        &mut self,
+        st: State,
+        callee: Routine<'p>,
+        how: Callee<'p>,
+        args: &'p [Expr],
+        Ghosts { given, yields }: Ghosts<'p>,
+        span: Span,
+    ) -> Result<(State, Value), EncodeError> {
+        let name = callee.method.name.name.as_str();
         let mut ev = self.code_eval(&st);
         let mut store = Store::new();
-        if callee.has_this() {
+        if let (true, Callee::Method(receiver)) = (callee.has_this(), how) {
             let this = match receiver {
                 Some(r) => {
                     let v = ev.value(r)?;
@@ -1542,10 +1577,17 @@ impl<'c, 'p> Verifier<'c, 'p> {
         pre.extend(callee.pre());
         let mut post = callee.everywhere();
         post.extend(callee.post());
+        post.extend(self.ctx.program.implicit_post(&callee));
         let before = st.snapshot();
+        let before_mask = st.mask.clone();
         let mut after = self.exhale_at(st, &pre, store.clone(), span)?;
-        let result = match &callee.method.return_type {
-            Some(t) if t.kind != crate::syntax::TypeKind::Void => {
+        let result = match (&callee.method.return_type, how) {
+            (_, Callee::Constructor(class)) => {
+                let object = self.allocate_object(&before_mask, &after.store, &store, class);
+                store.insert("this".to_string(), object.clone());
+                object
+            }
+            (Some(t), _) if t.kind != crate::syntax::TypeKind::Void => {
                 self.ctx.world.fresh("result", &ty_of(t)?)
             }
             _ => Value::bool(Bool::from_bool(true)),

@@ -58,6 +58,10 @@ pub enum ObligationKind {
     /// A `decreases` measure may not be strictly smaller at a recursive call or at the end of a
     /// loop iteration.
     DecreasesFailed,
+    /// `fork t`: the thread may not be idle (it may be running: forked and not joined).
+    ForkNotIdle,
+    /// `join t`: the thread may not be running (not forked, or joined already).
+    JoinNotRunning,
 }
 
 impl ObligationKind {
@@ -97,6 +101,8 @@ impl ObligationKind {
             GhostMayNotTerminate => "E0632",
             DecreasesNotBounded => "E0630",
             DecreasesFailed => "E0631",
+            ForkNotIdle => "E0634",
+            JoinNotRunning => "E0635",
         }
     }
 
@@ -156,6 +162,14 @@ impl ObligationKind {
             }
             DecreasesNotBounded => "the termination measure may be negative where it must decrease",
             DecreasesFailed => "the termination measure may not decrease",
+            ForkNotIdle => {
+                "the thread may not be idle: it may have been forked and not joined (`idle(t)` \
+                 is needed)"
+            }
+            JoinNotRunning => {
+                "the thread may not be running: it may not have been forked, or been joined \
+                 already (`running(t)` is needed)"
+            }
             RecursionMayNotTerminate => {
                 "the recursion may not terminate: no integer parameter, difference of two, or \
                  sequence length decreases at every recursive call while staying non-negative"

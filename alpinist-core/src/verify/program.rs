@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::syntax::{
-    ClauseKind, Contract, Expr, Item, Member, MemberKind, Method, MethodBody, Modifier, Program,
-    Span, Type, TypeKind,
+    ClauseKind, Contract, Expr, ExprKind, Item, Member, MemberKind, Method, MethodBody, Modifier,
+    Program, Span, Type, TypeKind,
 };
 
 use super::expr::EncodeError;
@@ -34,8 +34,20 @@ impl<'p> Routine<'p> {
         self.class.is_some() && !self.method.modifiers.contains(&Modifier::Static)
     }
 
+    /// A pure function: `pure`, or `T f(..) = e;` written without it (as the type checker
+    /// reads it); a predicate (`resource`) is not one.
     pub fn is_pure(&self) -> bool {
-        self.method.modifiers.contains(&Modifier::Pure)
+        self.method.is_function()
+            && !self
+                .method
+                .return_type
+                .as_ref()
+                .is_some_and(|t| t.kind == TypeKind::Resource)
+    }
+
+    /// `C(..) { .. }` / `constructor(..) { .. }`: no return type.
+    pub fn is_constructor(&self) -> bool {
+        self.method.return_type.is_none()
     }
 
     /// `requires` and `context` clauses, in order (the callee's side of a call).
@@ -95,6 +107,19 @@ pub struct ProgramInfo<'p> {
     pub cyclic: BTreeSet<String>,
     /// Methods that may not terminate, with why (computed once; see `termination.rs`).
     pub may_not_terminate: BTreeMap<String, super::termination::NonTermination>,
+    /// Names whose lookup may reach the wrong declaration: a name declared by two routines
+    /// (in two classes, or a class and the top level; constructors aside), and every routine
+    /// whose contract — or body, for a function or predicate — uses such a name. Calls,
+    /// function applications and predicates are resolved by name, so a routine that uses one
+    /// of these is refused ([`ProgramInfo::ambiguous_use`]), never verified against another
+    /// class's contract.
+    ambiguous: BTreeMap<String, String>,
+    /// `idle(this)`, at the constructor's name, for each constructor (by its span) of a class
+    /// with a `run` method whose contract names no thread token: VerCors 1.x gives a new
+    /// thread object its `idle` token whatever the constructor says, so such a constructor
+    /// ensures it implicitly (and its body must keep it); one that names a token (2.x
+    /// writes `ensures idle(this);`) gives what it says.
+    implicit_idle: Vec<(Span, Expr)>,
 }
 
 impl<'p> ProgramInfo<'p> {
@@ -105,6 +130,8 @@ impl<'p> ProgramInfo<'p> {
             order: Vec::new(),
             cyclic: BTreeSet::new(),
             may_not_terminate: BTreeMap::new(),
+            ambiguous: BTreeMap::new(),
+            implicit_idle: Vec::new(),
         };
         let mut next_field = 0i64;
         let mut add =
@@ -144,6 +171,27 @@ impl<'p> ProgramInfo<'p> {
                 Item::Member(m) => add(&mut info, None, m),
             }
         }
+        info.ambiguous = ambiguous_names(&info.order);
+        info.implicit_idle = info
+            .order
+            .iter()
+            .filter(|r| r.is_constructor() && !names_thread_token(r.contract))
+            .filter(|r| r.class.is_some_and(|c| info.run_of(c).is_some()))
+            .map(|r| {
+                let at = r.method.name.span;
+                let idle = Expr {
+                    kind: ExprKind::Builtin {
+                        op: crate::syntax::Builtin::Idle,
+                        args: vec![Expr {
+                            kind: ExprKind::This,
+                            span: at,
+                        }],
+                    },
+                    span: at,
+                };
+                (r.span, idle)
+            })
+            .collect();
         info.cyclic = super::recursion::mutually_recursive(&info);
         info.may_not_terminate = super::termination::summaries(&info);
         info
@@ -172,6 +220,181 @@ impl<'p> ProgramInfo<'p> {
 
     pub fn functions(&self) -> impl Iterator<Item = &Routine<'p>> {
         self.routines.values().filter(|r| r.is_pure())
+    }
+
+    /// The constructor of `class` that takes `arity` arguments: `Ok(None)` where the class
+    /// declares none (`new C()` then gives write permission to every field), an error where
+    /// it declares several of that arity (overloads are resolved by arity only).
+    pub fn constructor_of(
+        &self,
+        class: &str,
+        arity: usize,
+        span: Span,
+    ) -> Result<Option<Routine<'p>>, EncodeError> {
+        let of_class: Vec<&Routine<'p>> = self
+            .order
+            .iter()
+            .filter(|r| r.class == Some(class) && r.is_constructor())
+            .collect();
+        if of_class.is_empty() {
+            return Ok(None);
+        }
+        let fitting: Vec<&Routine<'p>> = of_class
+            .into_iter()
+            .filter(|r| r.method.params.len() == arity)
+            .collect();
+        match fitting[..] {
+            [one] => Ok(Some(*one)),
+            _ => Err(EncodeError::Unsupported {
+                what: format!(
+                    "`new {class}(..)` with {} constructors of {arity} parameters",
+                    fitting.len()
+                ),
+                span,
+            }),
+        }
+    }
+
+    /// The thread body of `class`: its `run` method (`run { .. }`, or 1.x `void run()`).
+    pub fn run_of(&self, class: &str) -> Option<Routine<'p>> {
+        self.order.iter().copied().find(|r| {
+            r.class == Some(class)
+                && r.method.name.name == "run"
+                && r.method.params.is_empty()
+                && r.has_this()
+        })
+    }
+
+    /// What constructor `r` ensures without saying so: `idle(this)` where its class has a
+    /// `run` method and its contract names no thread token.
+    pub fn implicit_post(&self, r: &Routine<'_>) -> Option<&Expr> {
+        self.implicit_idle
+            .iter()
+            .find(|(span, _)| *span == r.span)
+            .map(|(_, e)| e)
+    }
+
+    /// The fields of `class`, by name, in declaration order.
+    pub fn fields_of(&self, class: &str) -> Vec<(&str, &FieldInfo)> {
+        let mut fields: Vec<(&str, &FieldInfo)> = self
+            .fields
+            .iter()
+            .filter(|((c, _), _)| c == class)
+            .map(|((_, name), info)| (name.as_str(), info))
+            .collect();
+        fields.sort_by_key(|(_, info)| -info.index);
+        fields
+    }
+
+    /// The first use in `r` (contract, body, nested contracts) of a name whose lookup may
+    /// reach the wrong declaration, as an "unsupported" error at that use.
+    pub fn ambiguous_use(&self, r: &Routine<'_>) -> Option<EncodeError> {
+        self.ambiguous_in(|f| super::recursion::routine_exprs(r, f))
+    }
+
+    /// [`ProgramInfo::ambiguous_use`] in the contract of `r` only: what a caller, `fork` or
+    /// `join` reads of it.
+    pub fn ambiguous_in_contract(&self, r: &Routine<'_>) -> Option<EncodeError> {
+        self.ambiguous_in(|f| super::recursion::contract_exprs(r.contract, f))
+    }
+
+    fn ambiguous_in(&self, walk: impl FnOnce(&mut dyn FnMut(&Expr))) -> Option<EncodeError> {
+        if self.ambiguous.is_empty() {
+            return None;
+        }
+        let mut found = None;
+        walk(&mut |e: &Expr| {
+            e.visit(&mut |x| {
+                if let (None, ExprKind::Call { name, .. }) = (&found, &x.kind) {
+                    if let Some(why) = self.ambiguous.get(&name.name) {
+                        found = Some((name.clone(), why.clone()));
+                    }
+                }
+            })
+        });
+        let (name, why) = found?;
+        Some(EncodeError::Unsupported {
+            what: format!(
+                "a use of `{}`, {why}: calls are resolved by name, so which declaration is \
+                 meant is not decided",
+                name.name
+            ),
+            span: name.span,
+        })
+    }
+}
+
+/// Whether a contract mentions `idle(..)` or `running(..)`.
+fn names_thread_token(contract: &Contract) -> bool {
+    let mut found = false;
+    super::recursion::contract_exprs(contract, &mut |e: &Expr| {
+        e.visit(&mut |x| {
+            found |= matches!(
+                x.kind,
+                ExprKind::Builtin {
+                    op: crate::syntax::Builtin::Idle | crate::syntax::Builtin::Running,
+                    ..
+                }
+            )
+        })
+    });
+    found
+}
+
+/// Names whose lookup may reach the wrong declaration, with why: names declared by more
+/// than one routine (constructors aside: `new C(..)` names its class), and every routine
+/// whose contract — or whole text, for a function or predicate, which the checker unfolds —
+/// uses a name already found (a fixpoint, so a chain of such uses is followed to its end).
+fn ambiguous_names(order: &[Routine<'_>]) -> BTreeMap<String, String> {
+    let mut declared: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for r in order.iter().filter(|r| !r.is_constructor()) {
+        declared
+            .entry(&r.method.name.name)
+            .or_default()
+            .push(match r.class {
+                Some(c) => format!("class `{c}`"),
+                None => "the top level".to_string(),
+            });
+    }
+    let mut out: BTreeMap<String, String> = declared
+        .into_iter()
+        .filter(|(_, places)| places.len() > 1)
+        .map(|(n, places)| {
+            (
+                n.to_string(),
+                format!("declared in {}", places.join(" and ")),
+            )
+        })
+        .collect();
+    loop {
+        let mut found = Vec::new();
+        for r in order.iter().filter(|r| !r.is_constructor()) {
+            let name = &r.method.name.name;
+            if out.contains_key(name) {
+                continue;
+            }
+            let mut used = None;
+            let mut look = |e: &Expr| {
+                e.visit(&mut |x| match &x.kind {
+                    ExprKind::Call { name, .. } if out.contains_key(&name.name) => {
+                        used.get_or_insert(name.name.clone());
+                    }
+                    _ => {}
+                })
+            };
+            if r.method.is_function() {
+                super::recursion::routine_exprs(r, &mut look);
+            } else {
+                super::recursion::contract_exprs(r.contract, &mut look);
+            }
+            if let Some(u) = used {
+                found.push((name.clone(), format!("whose specification uses `{u}`")));
+            }
+        }
+        if found.is_empty() {
+            return out;
+        }
+        out.extend(found);
     }
 }
 

@@ -167,16 +167,8 @@ fn routine_calls(r: &Routine<'_>, out: &mut BTreeSet<String>) {
 }
 
 /// Calls `f` on every expression of a routine: contract, body, nested contracts.
-fn routine_exprs(r: &Routine<'_>, f: &mut dyn FnMut(&Expr)) {
-    for c in &r.contract.clauses {
-        if let crate::syntax::ClauseKind::Requires(e)
-        | crate::syntax::ClauseKind::Ensures(e)
-        | crate::syntax::ClauseKind::Context(e)
-        | crate::syntax::ClauseKind::ContextEverywhere(e) = &c.kind
-        {
-            f(e);
-        }
-    }
+pub(super) fn routine_exprs(r: &Routine<'_>, f: &mut dyn FnMut(&Expr)) {
+    contract_exprs(r.contract, f);
     match &r.method.body {
         MethodBody::Abstract => {}
         MethodBody::Expr(e) => f(e),
@@ -188,20 +180,30 @@ fn routine_exprs(r: &Routine<'_>, f: &mut dyn FnMut(&Expr)) {
     }
 }
 
+/// Calls `f` on every expression of a contract: its clauses and `decreases` measures.
+pub(super) fn contract_exprs(contract: &crate::syntax::Contract, f: &mut dyn FnMut(&Expr)) {
+    use crate::syntax::ClauseKind;
+    for c in &contract.clauses {
+        match &c.kind {
+            ClauseKind::Requires(e)
+            | ClauseKind::Ensures(e)
+            | ClauseKind::Context(e)
+            | ClauseKind::ContextEverywhere(e)
+            | ClauseKind::LoopInvariant(e)
+            | ClauseKind::LockInvariant(e) => f(e),
+            ClauseKind::Decreases(crate::syntax::Decreases::Measure(es)) => {
+                es.iter().for_each(&mut *f)
+            }
+            ClauseKind::Decreases(crate::syntax::Decreases::Assume)
+            | ClauseKind::Given(_)
+            | ClauseKind::Yields(_) => {}
+        }
+    }
+}
+
 /// Calls `f` on every expression of a statement, contracts included.
 pub(super) fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
-    let contract = |c: &crate::syntax::Contract, f: &mut dyn FnMut(&Expr)| {
-        for clause in &c.clauses {
-            if let crate::syntax::ClauseKind::Requires(e)
-            | crate::syntax::ClauseKind::Ensures(e)
-            | crate::syntax::ClauseKind::Context(e)
-            | crate::syntax::ClauseKind::ContextEverywhere(e)
-            | crate::syntax::ClauseKind::LoopInvariant(e) = &clause.kind
-            {
-                f(e);
-            }
-        }
-    };
+    let contract = contract_exprs;
     match &s.kind {
         StmtKind::LocalDecl { vars, .. } => {
             for v in vars {
@@ -221,6 +223,8 @@ pub(super) fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
         | StmtKind::Assume(e)
         | StmtKind::Lock(e)
         | StmtKind::Unlock(e)
+        | StmtKind::Fork(e)
+        | StmtKind::Join(e)
         | StmtKind::Fold(e)
         | StmtKind::Unfold(e) => f(e),
         StmtKind::Return(e) => {

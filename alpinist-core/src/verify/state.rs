@@ -358,6 +358,11 @@ pub struct World {
 /// The location index of predicate 0's instances; predicate k's is this minus k.
 const PREDICATE_INDEX: i64 = -(1 << 40);
 
+/// The location indices of an object's thread tokens `idle(t)` and `running(t)`, below every
+/// field's and every predicate's.
+const IDLE_INDEX: i64 = -(1 << 41);
+const RUNNING_INDEX: i64 = IDLE_INDEX - 1;
+
 impl World {
     /// A world whose heaps have the [`BASE_HEAP_KINDS`] only.
     pub fn new() -> World {
@@ -486,6 +491,14 @@ impl World {
             })
             .collect();
         (r, index, facts)
+    }
+
+    /// The location of the token `idle(t)` (`running` false) or `running(t)` of object `t`:
+    /// on the object itself, at an index no field or predicate uses, so no facts are needed
+    /// to keep tokens of different objects apart.
+    pub fn thread_token_location(&self, t: &Dynamic, running: bool) -> (Dynamic, Int) {
+        let index = if running { RUNNING_INDEX } else { IDLE_INDEX };
+        (t.clone(), Int::from_i64(index))
     }
 
     pub fn has_heap_kind(&self, kind: HeapKind) -> bool {

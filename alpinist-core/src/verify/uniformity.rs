@@ -574,6 +574,8 @@ impl<'a> Analysis<'a> {
             | StmtKind::Assume(_)
             | StmtKind::Lock(_)
             | StmtKind::Unlock(_)
+            | StmtKind::Fork(_)
+            | StmtKind::Join(_)
             | StmtKind::Fold(_)
             | StmtKind::Unfold(_)
             | StmtKind::GpuOpt(_) => {}

@@ -58,6 +58,8 @@ impl Stmt {
             | StmtKind::Assume(_)
             | StmtKind::Lock(_)
             | StmtKind::Unlock(_)
+            | StmtKind::Fork(_)
+            | StmtKind::Join(_)
             | StmtKind::Fold(_)
             | StmtKind::Unfold(_)
             | StmtKind::GpuOpt(_) => Vec::new(),
@@ -91,6 +93,8 @@ impl Stmt {
             | StmtKind::Assume(e)
             | StmtKind::Lock(e)
             | StmtKind::Unlock(e)
+            | StmtKind::Fork(e)
+            | StmtKind::Join(e)
             | StmtKind::Fold(e)
             | StmtKind::Unfold(e) => f(e),
             StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => f(cond),
@@ -170,6 +174,8 @@ impl Stmt {
                 | StmtKind::Atomic { .. }
                 | StmtKind::Lock(_)
                 | StmtKind::Unlock(_)
+                | StmtKind::Fork(_)
+                | StmtKind::Join(_)
                 | StmtKind::Fold(_)
                 | StmtKind::Unfold(_)
                 | StmtKind::GpuOpt(_) => {}
@@ -297,6 +303,8 @@ impl Program {
                 | StmtKind::Assume(_)
                 | StmtKind::Lock(_)
                 | StmtKind::Unlock(_)
+                | StmtKind::Fork(_)
+                | StmtKind::Join(_)
                 | StmtKind::Fold(_)
                 | StmtKind::Unfold(_)
                 | StmtKind::GpuOpt(_) => {}

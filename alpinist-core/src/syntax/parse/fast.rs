@@ -306,6 +306,37 @@ impl<'s> Fast<'s> {
             self.pos += self.word().len();
             self.skip();
         }
+        // run_decl = k_run ~ &"{" ~ block
+        if self.word() == "run" && self.at(self.skip_from(self.pos + 3)) == b'{' {
+            if !modifiers.is_empty() {
+                return bail();
+            }
+            let at = Span::new(self.pos, self.pos + 3);
+            self.pos += 3;
+            self.skip();
+            let body = MethodBody::Block(self.block()?);
+            let method = Method {
+                modifiers,
+                return_type: Some(Type {
+                    kind: TypeKind::Void,
+                    span: at,
+                }),
+                name: Ident {
+                    name: "run".to_string(),
+                    span: at,
+                },
+                params: Vec::new(),
+                body,
+                span: self.span_from(decl_start),
+                is_run: true,
+            };
+            return Ok(vec![Member {
+                gpuopts,
+                contract,
+                kind: MemberKind::Method(method),
+                span: self.span_from(start),
+            }]);
+        }
         if !is_ident_start(self.peek()) {
             return bail();
         }
@@ -388,6 +419,7 @@ impl<'s> Fast<'s> {
             params,
             body,
             span: self.span_from(decl_start),
+            is_run: false,
         };
         Ok(vec![Member {
             gpuopts,
@@ -720,7 +752,7 @@ impl<'s> Fast<'s> {
                 self.expect(b";")?;
                 StmtKind::Return(e)
             }
-            "assert" | "assume" | "lock" | "unlock" | "fold" | "unfold" => {
+            "assert" | "assume" | "lock" | "unlock" | "fold" | "unfold" | "fork" | "join" => {
                 self.keyword(w);
                 self.skip();
                 let e = self.expr()?.expr;
@@ -732,6 +764,8 @@ impl<'s> Fast<'s> {
                     "lock" => StmtKind::Lock(e),
                     "unlock" => StmtKind::Unlock(e),
                     "fold" => StmtKind::Fold(e),
+                    "fork" => StmtKind::Fork(e),
+                    "join" => StmtKind::Join(e),
                     _ => StmtKind::Unfold(e),
                 }
             }
@@ -1518,10 +1552,12 @@ impl<'s> Fast<'s> {
             "unfolding" => return self.unfolding(),
             "seq" | "set" | "bag" if next == b'<' => return self.collection(w),
             "map" if next == b'<' => return bail(),
-            "Perm" | "PointsTo" | "Value" if next == b'(' => {
+            "Perm" | "PointsTo" | "Value" | "idle" | "running" if next == b'(' => {
                 let op = match w {
                     "Perm" => Builtin::Perm,
                     "PointsTo" => Builtin::PointsTo,
+                    "idle" => Builtin::Idle,
+                    "running" => Builtin::Running,
                     _ => Builtin::Value,
                 };
                 self.pos += w.len();

@@ -868,6 +868,52 @@ fn specification_statements() {
     assert!(matches!(body.stmts[0].kind, StmtKind::Atomic { .. }));
 }
 
+/// `fork t;` and `join t;` are statements, never declarations of `t` with a class `fork`
+/// (pest once tried `for` first and gave up on the keyword), also where the file takes the
+/// pest path (a `run` block sends it there); `idle(t)`/`running(t)` are built-ins.
+#[test]
+fn fork_join_run_and_thread_tokens() {
+    for src in [
+        "class T { void run() { } void m(T t) { fork t; join t; assert idle(t); } }",
+        "class T { run { } void m(T t) { fork t; join t; assert running(t); } }",
+    ] {
+        let ms = members(src);
+        let run = ms
+            .iter()
+            .find_map(|m| match &m.kind {
+                MemberKind::Method(x) if x.name.name == "run" => Some(x),
+                _ => None,
+            })
+            .expect("a run method");
+        assert_eq!(run.is_run, src.contains("run {"), "{src}");
+        let Some(MemberKind::Method(Method {
+            body: MethodBody::Block(b),
+            ..
+        })) = ms.last().map(|m| &m.kind)
+        else {
+            panic!("{src}")
+        };
+        assert!(matches!(b.stmts[0].kind, StmtKind::Fork(_)), "{src}");
+        assert!(matches!(b.stmts[1].kind, StmtKind::Join(_)), "{src}");
+        let StmtKind::Assert(token) = &b.stmts[2].kind else {
+            panic!("{src}")
+        };
+        assert!(
+            matches!(
+                token.kind,
+                ExprKind::Builtin {
+                    op: Builtin::Idle | Builtin::Running,
+                    ..
+                }
+            ),
+            "{src}"
+        );
+    }
+    // Still names where they are not keywords.
+    let s = stmts("int fork = 1; fork = fork + 1; int idle = fork;");
+    assert_eq!(s.len(), 3);
+}
+
 #[test]
 fn comments_everywhere_and_harness_lines() {
     let src = "//:: verdict Pass\n/* a */ class /* b */ C // c\n{ int /*[/expect x]*/ x; // d\n}\n";
