@@ -212,6 +212,18 @@ pub enum CheckError {
         span: Span,
     },
 
+    #[error("`{name}` has no return type, but is not named after its class `{class}`")]
+    #[diagnostic(
+        code(E0223),
+        help("a constructor is written `{class}(..)` or `constructor(..)`; a method needs a return type (`void {name}(..)`)")
+    )]
+    ConstructorName {
+        name: String,
+        class: String,
+        #[label("neither a constructor nor a method")]
+        span: Span,
+    },
+
     // ---- E03xx: types ------------------------------------------------------------------
     #[error("type mismatch in {what}: expected {expected}, found {found}")]
     #[diagnostic(code(E0301))]
@@ -454,6 +466,7 @@ impl CheckError {
             | GhostCallHasEffect { span, .. }
             | GhostControl { span, .. }
             | DuplicateDecreases { span, .. }
+            | ConstructorName { span, .. }
             | Mismatch { span, .. }
             | BadOperands { span, .. }
             | ArgCount { span, .. }

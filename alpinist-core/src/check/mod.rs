@@ -194,6 +194,15 @@ fn build_tables(program: &Program, errors: &mut Vec<CheckError>) -> Tables {
                         MemberKind::Method(method) => {
                             let sig = signature(&tables, member, method);
                             if sig.kind == MethodKind::Constructor {
+                                if method.name.name != class.name.name
+                                    && method.name.name != "constructor"
+                                {
+                                    errors.push(CheckError::ConstructorName {
+                                        name: method.name.name.clone(),
+                                        class: class.name.name.clone(),
+                                        span: method.name.span,
+                                    });
+                                }
                                 info.constructors.push(sig);
                             } else {
                                 add_method(&mut info.method_index, &mut info.methods, sig, errors);

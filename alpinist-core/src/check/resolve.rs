@@ -483,11 +483,17 @@ impl<'a> Checker<'a> {
                 self.check_invariant_name(name);
                 self.check_block(body);
             }
-            StmtKind::Lock(e) | StmtKind::Unlock(e) => {
-                let what = if matches!(stmt.kind, StmtKind::Lock(_)) {
-                    "a `lock`"
-                } else {
-                    "an `unlock`"
+            StmtKind::Lock(e)
+            | StmtKind::Unlock(e)
+            | StmtKind::Commit(e)
+            | StmtKind::Wait(e)
+            | StmtKind::Notify(e) => {
+                let what = match stmt.kind {
+                    StmtKind::Lock(_) => "a `lock`",
+                    StmtKind::Unlock(_) => "an `unlock`",
+                    StmtKind::Commit(_) => "a `commit`",
+                    StmtKind::Wait(_) => "a `wait`",
+                    _ => "a `notify`",
                 };
                 self.no_ghost_control(what, stmt.span);
                 self.effects.direct_effect(
@@ -495,7 +501,7 @@ impl<'a> Checker<'a> {
                     stmt.span,
                     "takes or releases a lock",
                 );
-                self.expr(e);
+                self.lock_object(e, what);
             }
             StmtKind::Fork(e) | StmtKind::Join(e) => {
                 let what = if matches!(stmt.kind, StmtKind::Fork(_)) {
@@ -1237,6 +1243,20 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The object of a lock operation, `held(..)` or `committed(..)`: an object.
+    fn lock_object(&mut self, e: &'a Expr, what: &str) {
+        let t = self.expr(e);
+        if !matches!(t, Ty::Class(_) | Ty::Unknown) {
+            let found = self.show(&t);
+            self.err(CheckError::Mismatch {
+                what: what.to_string(),
+                expected: "an object".into(),
+                found,
+                span: e.span,
+            });
+        }
+    }
+
     fn builtin(&mut self, e: &'a Expr, op: Builtin, args: &'a [Expr]) -> Ty {
         let expected = match op {
             Builtin::Perm => 2,
@@ -1244,7 +1264,7 @@ impl<'a> Checker<'a> {
             Builtin::Value => 1,
             Builtin::Array => 2,
             Builtin::Matrix => 3,
-            Builtin::Idle | Builtin::Running => 1,
+            Builtin::Idle | Builtin::Running | Builtin::Held | Builtin::Committed => 1,
         };
         if args.len() != expected {
             self.err(CheckError::ArgCount {
@@ -1258,7 +1278,7 @@ impl<'a> Checker<'a> {
                 self.expr(a);
             }
             return match op {
-                Builtin::Array | Builtin::Matrix => Ty::Bool,
+                Builtin::Array | Builtin::Matrix | Builtin::Committed => Ty::Bool,
                 _ => Ty::Resource,
             };
         }
@@ -1296,6 +1316,14 @@ impl<'a> Checker<'a> {
                     },
                 );
                 Ty::Resource
+            }
+            Builtin::Held => {
+                self.lock_object(&args[0], "`held`");
+                Ty::Resource
+            }
+            Builtin::Committed => {
+                self.lock_object(&args[0], "`committed`");
+                Ty::Bool
             }
         }
     }

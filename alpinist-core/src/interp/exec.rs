@@ -208,9 +208,11 @@ impl<'p> Machine<'p, '_> {
             StmtKind::Atomic { .. } => {
                 return Err(InterpError::unsupported("`atomic` blocks", stmt.span))
             }
-            StmtKind::Lock(_) | StmtKind::Unlock(_) => {
-                return Err(InterpError::unsupported("`lock`/`unlock`", stmt.span))
-            }
+            StmtKind::Lock(_)
+            | StmtKind::Unlock(_)
+            | StmtKind::Commit(_)
+            | StmtKind::Wait(_)
+            | StmtKind::Notify(_) => return Err(InterpError::unsupported("locks", stmt.span)),
             StmtKind::Fork(_) | StmtKind::Join(_) => {
                 return Err(InterpError::unsupported("`fork`/`join`", stmt.span))
             }

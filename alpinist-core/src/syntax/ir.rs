@@ -334,6 +334,12 @@ pub enum StmtKind {
     Fork(Expr),
     /// `join t;`: waits for the thread `fork t` started.
     Join(Expr),
+    /// `commit o;`: hands the lock invariant of `o` to its lock (VerCors 2.x).
+    Commit(Expr),
+    /// `wait o;`: releases the lock of `o` until notified, then takes it again.
+    Wait(Expr),
+    /// `notify o;`: wakes a thread waiting on the lock of `o` (which must be held).
+    Notify(Expr),
     /// A `gpuopt` line in statement position. It must stand directly before the loop
     /// (`loop_unroll`, `iter_merge`) or the first par block (`fuse`) it targets; `check`
     /// reports it otherwise.
@@ -941,6 +947,10 @@ pub enum Builtin {
     Idle,
     /// `running(t)`: the token that `fork t` gives and `join t` takes.
     Running,
+    /// `held(o)`: the token that `lock o` gives and `unlock o` takes.
+    Held,
+    /// `committed(o)`: the lock of `o` holds its invariant (after `commit o`); a boolean.
+    Committed,
 }
 
 impl Builtin {
@@ -953,6 +963,8 @@ impl Builtin {
             Builtin::Matrix => "\\matrix",
             Builtin::Idle => "idle",
             Builtin::Running => "running",
+            Builtin::Held => "held",
+            Builtin::Committed => "committed",
         }
     }
 }

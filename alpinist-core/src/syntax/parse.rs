@@ -390,6 +390,8 @@ const EXPRESSION_START_TOKENS: &[&str] = &[
     "Value",
     "idle",
     "running",
+    "held",
+    "committed",
     "\\array",
     "\\matrix",
     "\\old",
@@ -540,7 +542,10 @@ fn rule_in_words(rule: Rule) -> Option<String> {
         | Rule::fold_stmt
         | Rule::unfold_stmt
         | Rule::fork_stmt
-        | Rule::join_stmt => Some("a statement".into()),
+        | Rule::join_stmt
+        | Rule::commit_stmt
+        | Rule::wait_stmt
+        | Rule::notify_stmt => Some("a statement".into()),
         Rule::gpuopt => word("gpuopt"),
         Rule::bracket_suffix => word("["),
         Rule::member_suffix => word("."),
@@ -764,6 +769,9 @@ fn is_keyword(rule: Rule) -> bool {
             | k_assert
             | k_fork
             | k_join
+            | k_commit
+            | k_wait
+            | k_notify
             | k_assume
             | k_ghost
             | k_invariant
@@ -1320,6 +1328,9 @@ impl Builder {
             Rule::unfold_stmt => StmtKind::Unfold(self.expr(kids.next("a predicate")?)?),
             Rule::fork_stmt => StmtKind::Fork(self.expr(kids.next("an object")?)?),
             Rule::join_stmt => StmtKind::Join(self.expr(kids.next("an object")?)?),
+            Rule::commit_stmt => StmtKind::Commit(self.expr(kids.next("an object")?)?),
+            Rule::wait_stmt => StmtKind::Wait(self.expr(kids.next("an object")?)?),
+            Rule::notify_stmt => StmtKind::Notify(self.expr(kids.next("an object")?)?),
             Rule::gpuopt => match self.gpuopt(pair) {
                 Some(g) => StmtKind::GpuOpt(g),
                 // The error is recorded; an empty block keeps the tree well formed meanwhile.
@@ -1792,6 +1803,8 @@ impl Builder {
                     Rule::b_array => Builtin::Array,
                     Rule::b_idle => Builtin::Idle,
                     Rule::b_running => Builtin::Running,
+                    Rule::b_held => Builtin::Held,
+                    Rule::b_committed => Builtin::Committed,
                     _ => Builtin::Matrix,
                 };
                 let (args, d) = self.args(kids.next("arguments")?)?;

@@ -697,6 +697,9 @@ fn simple_stmt_text(stmt: &Stmt) -> Option<String> {
         StmtKind::Unfold(e) => keyword("unfold", e),
         StmtKind::Fork(e) => keyword("fork", e),
         StmtKind::Join(e) => keyword("join", e),
+        StmtKind::Commit(e) => keyword("commit", e),
+        StmtKind::Wait(e) => keyword("wait", e),
+        StmtKind::Notify(e) => keyword("notify", e),
         StmtKind::Ghost(inner) => format!("ghost {}", simple_stmt_text(inner)?),
         _ => return None,
     })
@@ -2023,6 +2026,9 @@ mod tests {
             (st(StmtKind::Unlock(ex(ExprKind::This))), "unlock this;\n"),
             (st(StmtKind::Fork(var("t"))), "fork t;\n"),
             (st(StmtKind::Join(var("t"))), "join t;\n"),
+            (st(StmtKind::Commit(ex(ExprKind::This))), "commit this;\n"),
+            (st(StmtKind::Wait(var("o"))), "wait o;\n"),
+            (st(StmtKind::Notify(var("o"))), "notify o;\n"),
             (
                 st(StmtKind::Fold(call("p", vec![var("x")]))),
                 "fold p(x);\n",

@@ -131,7 +131,8 @@ pub fn is_pure(e: &Expr) -> bool {
                 | Builtin::Matrix
                 | Builtin::Value
                 | Builtin::Idle
-                | Builtin::Running,
+                | Builtin::Running
+                | Builtin::Held,
             ..
         } = x.kind
         {
@@ -340,7 +341,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                 args,
             } if args.len() == 3 => self.matrix(e, &args[0], &args[1], &args[2]),
             ExprKind::Builtin {
-                op: op @ (Builtin::Idle | Builtin::Running),
+                op: op @ (Builtin::Idle | Builtin::Running | Builtin::Held),
                 args,
             } if args.len() == 1 => {
                 let at = self.thread_token(*op, &args[0])?;
@@ -485,16 +486,13 @@ impl<'w, 'a> Walker<'w, 'a> {
         }
     }
 
-    /// The location of the token `idle(t)` or `running(t)` (`World::thread_token_location`),
-    /// held like a predicate instance: whole, taken by `fork`/`join` and given back by them.
+    /// The location of the token `idle(t)`, `running(t)` or `held(t)` (`World::token_location`),
+    /// held like a predicate instance: whole, taken and given by `fork`/`join` and
+    /// `lock`/`unlock`.
     fn thread_token(&mut self, op: Builtin, thread: &Expr) -> Result<(Dynamic, Int), EncodeError> {
         let t = self.non_null(thread)?;
         self.flush();
-        Ok(self
-            .eval
-            .decls
-            .world
-            .thread_token_location(&t, op == Builtin::Running))
+        Ok(self.eval.decls.world.token_location(&t, op))
     }
 
     /// The reference `r` evaluates to, with the check (where definedness is checked) that it

@@ -287,6 +287,7 @@ pub fn check_routine<'p>(
         fraction_locals: std::collections::BTreeMap::new(),
         ghost: false,
         own_measure: None,
+        commit_at_end: None,
     };
     let error = if let Some(e) = program.ambiguous_use(routine) {
         Some(e)
@@ -339,6 +340,9 @@ struct Verifier<'c, 'p> {
     ghost: bool,
     /// The routine's own `decreases` clause, which its recursive calls must respect.
     own_measure: Option<OwnMeasure>,
+    /// A 1.x constructor of a class with a lock invariant (no `commit` in the program): its
+    /// end hands the invariant to the lock (`objects.rs`), before the postcondition.
+    commit_at_end: Option<(&'p str, Span)>,
 }
 
 /// A method's `decreases` clause as its recursive calls see it.
@@ -455,9 +459,10 @@ impl<'c, 'p> Verifier<'c, 'p> {
             // A predicate: its body must be self-framing and well-defined (every read covered
             // by a permission inhaled before it), which is all there is to check.
             if let MethodBody::Expr(body) = routine.body() {
-                let st = self.fresh_state(store);
+                let st = self.fresh_state(store.clone());
                 self.check_framing(&st, &[body])?;
             }
+            self.default_construction_commits(routine, store)?;
             return Ok(());
         }
         self.result_ty = match &routine.method.return_type {
@@ -511,6 +516,46 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let mut st = self.fresh_state(store);
         if let (true, Some(class)) = (routine.is_constructor(), routine.class) {
             st = self.start_constructor(st, class, routine.method.name.span)?;
+            if !self.ctx.program.explicit_commit
+                && !self.ctx.program.lock_invariant(class).is_empty()
+            {
+                self.commit_at_end = Some((class, routine.method.name.span));
+                if let MethodBody::Block(b) = routine.body() {
+                    let mut leak = None;
+                    for s in &b.stmts {
+                        recursion::stmt_exprs(s, &mut |e| {
+                            leak = leak.or_else(|| objects::this_as_value(e));
+                            // A call of an instance method on the implicit `this` hands it on.
+                            e.visit(&mut |x| {
+                                if let ExprKind::Call {
+                                    receiver: None,
+                                    name,
+                                    ..
+                                } = &x.kind
+                                {
+                                    let on_this = self
+                                        .ctx
+                                        .program
+                                        .routine(&name.name)
+                                        .is_some_and(|r| r.has_this() && !r.is_pure());
+                                    if on_this && leak.is_none() {
+                                        leak = Some(x.span);
+                                    }
+                                }
+                            });
+                        });
+                    }
+                    if let Some(at) = leak {
+                        return Err(unsupported(
+                            "`this` used as a value in a constructor of a class with a lock \
+                             invariant, in a program without `commit` (its lock is committed \
+                             only where the constructor ends, so code it reaches could take \
+                             the invariant before it holds)",
+                            at,
+                        ));
+                    }
+                }
+            }
         }
         let mut ev = eval(self.ctx, &st, true);
         ev.old_is_now = true;
@@ -781,6 +826,10 @@ impl<'c, 'p> Verifier<'c, 'p> {
     /// Exhales the routine's postcondition at an exit with `result`: its parameters read as
     /// at entry ([`Verifier::entry`]), everything else (fields, `yields`) as now.
     fn exhale_post(&mut self, st: State, result: Option<Value>) -> Result<(), EncodeError> {
+        let st = match (self.commit_at_end, st.store.get("this").cloned()) {
+            (Some((class, span)), Some(this)) => self.hand_to_lock(st, &this, class, span)?,
+            _ => st,
+        };
         let mut ev = eval(self.ctx, &st, false);
         ev.store.extend(self.entry.clone());
         ev.result = result;
@@ -1018,11 +1067,12 @@ impl<'c, 'p> Verifier<'c, 'p> {
             }
             StmtKind::Invariant { name, inv, body } => self.invariant_block(st, name, inv, body),
             StmtKind::Atomic { name, body } => self.atomic(st, name, body),
-            StmtKind::Lock(_) | StmtKind::Unlock(_) => Err(unsupported(
-                "this statement (locks are not encoded)",
-                s.span,
-            )),
+            StmtKind::Lock(o) => self.lock(st, o, s.span).map(Flow::Normal),
+            StmtKind::Unlock(o) => self.unlock(st, o, s.span).map(Flow::Normal),
             StmtKind::Fork(t) => self.fork(st, t, s.span).map(Flow::Normal),
+            StmtKind::Commit(o) => self.commit(st, o, s.span).map(Flow::Normal),
+            StmtKind::Wait(o) => self.wait(st, o, s.span).map(Flow::Normal),
+            StmtKind::Notify(o) => self.notify(st, o, s.span).map(Flow::Normal),
             StmtKind::Join(t) => self.join(st, t, s.span).map(Flow::Normal),
         }
     }

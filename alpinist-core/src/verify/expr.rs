@@ -613,6 +613,13 @@ impl<'a> Eval<'a> {
                 op: Builtin::Perm | Builtin::Value,
                 ..
             } if self.permissions_as_true => Value::bool(Bool::from_bool(true)),
+            ExprKind::Builtin {
+                op: Builtin::Committed,
+                args,
+            } if args.len() == 1 => {
+                let (o, _) = self.reference(&args[0])?;
+                Value::bool(self.decls.world.committed(&o))
+            }
             ExprKind::Builtin { op, .. } => {
                 return Err(unsupported(
                     format!("`{}` in a pure position", op.spelling()),

@@ -62,6 +62,15 @@ pub enum ObligationKind {
     ForkNotIdle,
     /// `join t`: the thread may not be running (not forked, or joined already).
     JoinNotRunning,
+    /// `lock o` where the lock's invariant may never have been handed to it (`commit o`).
+    LockNotCommitted,
+    /// `lock o` where the lock may be held already (a second `lock` is not re-entrant).
+    LockMayBeHeld,
+    /// `unlock o`, `wait o`, `notify o` without `held(o)`.
+    LockNotHeld,
+    /// The lock invariant may not hold where it is handed to the lock: at `commit`, at the end
+    /// of a (1.x) constructor, at `unlock` and `wait`.
+    LockInvariantFailed,
 }
 
 impl ObligationKind {
@@ -103,6 +112,10 @@ impl ObligationKind {
             DecreasesFailed => "E0631",
             ForkNotIdle => "E0634",
             JoinNotRunning => "E0635",
+            LockNotCommitted => "E0636",
+            LockMayBeHeld => "E0637",
+            LockNotHeld => "E0638",
+            LockInvariantFailed => "E0639",
         }
     }
 
@@ -170,6 +183,13 @@ impl ObligationKind {
                 "the thread may not be running: it may not have been forked, or been joined \
                  already (`running(t)` is needed)"
             }
+            LockNotCommitted => {
+                "the lock may not be committed: its invariant may never have been established \
+                 (`commit` it first; `committed(o)` is needed)"
+            }
+            LockMayBeHeld => "the lock may be held already (locks are not re-entrant)",
+            LockNotHeld => "the lock may not be held here (`held(o)` is needed)",
+            LockInvariantFailed => "the lock invariant may not hold where it is handed to the lock",
             RecursionMayNotTerminate => {
                 "the recursion may not terminate: no integer parameter, difference of two, or \
                  sequence length decreases at every recursive call while staying non-negative"

@@ -120,6 +120,13 @@ pub struct ProgramInfo<'p> {
     /// ensures it implicitly (and its body must keep it); one that names a token (2.x
     /// writes `ensures idle(this);`) gives what it says.
     implicit_idle: Vec<(Span, Expr)>,
+    /// Each class's lock invariant: `lock_invariant R;` before the class (2.x) or the body of
+    /// its predicate `resource lock_invariant() = R;` (1.x).
+    lock_invariants: BTreeMap<String, Vec<&'p Expr>>,
+    /// Whether locks are committed explicitly (`commit o;`, VerCors 2.x): the program says
+    /// `commit` or `committed` somewhere. Otherwise (1.x) a constructor hands the invariant to
+    /// the lock where it ends, and every object outside its constructor is committed.
+    pub explicit_commit: bool,
 }
 
 impl<'p> ProgramInfo<'p> {
@@ -132,6 +139,8 @@ impl<'p> ProgramInfo<'p> {
             may_not_terminate: BTreeMap::new(),
             ambiguous: BTreeMap::new(),
             implicit_idle: Vec::new(),
+            lock_invariants: BTreeMap::new(),
+            explicit_commit: false,
         };
         let mut next_field = 0i64;
         let mut add =
@@ -172,6 +181,26 @@ impl<'p> ProgramInfo<'p> {
             }
         }
         info.ambiguous = ambiguous_names(&info.order);
+        for item in &program.items {
+            let Item::Class(c) = item else { continue };
+            let mut inv: Vec<&'p Expr> = clauses(&c.contract, |k| match k {
+                ClauseKind::LockInvariant(e) => Some(e),
+                _ => None,
+            });
+            for m in &c.members {
+                if let MemberKind::Method(method) = &m.kind {
+                    if let (true, MethodBody::Expr(body)) =
+                        (method.name.name == "lock_invariant", &method.body)
+                    {
+                        inv.push(body);
+                    }
+                }
+            }
+            if !inv.is_empty() {
+                info.lock_invariants.insert(c.name.name.clone(), inv);
+            }
+        }
+        info.explicit_commit = mentions_commit(program, &info.order);
         info.implicit_idle = info
             .order
             .iter()
@@ -255,6 +284,13 @@ impl<'p> ProgramInfo<'p> {
         }
     }
 
+    /// Whether `class` declares a constructor.
+    pub fn has_constructor(&self, class: &str) -> bool {
+        self.order
+            .iter()
+            .any(|r| r.class == Some(class) && r.is_constructor())
+    }
+
     /// The thread body of `class`: its `run` method (`run { .. }`, or 1.x `void run()`).
     pub fn run_of(&self, class: &str) -> Option<Routine<'p>> {
         self.order.iter().copied().find(|r| {
@@ -272,6 +308,11 @@ impl<'p> ProgramInfo<'p> {
             .iter()
             .find(|(span, _)| *span == r.span)
             .map(|(_, e)| e)
+    }
+
+    /// The lock invariant of `class` (empty: `true`), with `this` the locked object.
+    pub fn lock_invariant(&self, class: &str) -> Vec<&'p Expr> {
+        self.lock_invariants.get(class).cloned().unwrap_or_default()
     }
 
     /// The fields of `class`, by name, in declaration order.
@@ -322,6 +363,26 @@ impl<'p> ProgramInfo<'p> {
             span: name.span,
         })
     }
+}
+
+/// Whether the program says `commit o;` or `committed(o)` anywhere.
+fn mentions_commit(program: &Program, order: &[Routine<'_>]) -> bool {
+    let mut found = false;
+    program.visit_stmts(&mut |s| found |= matches!(s.kind, crate::syntax::StmtKind::Commit(_)));
+    for r in order {
+        super::recursion::routine_exprs(r, &mut |e: &Expr| {
+            e.visit(&mut |x| {
+                found |= matches!(
+                    x.kind,
+                    ExprKind::Builtin {
+                        op: crate::syntax::Builtin::Committed,
+                        ..
+                    }
+                )
+            })
+        });
+    }
+    found
 }
 
 /// Whether a contract mentions `idle(..)` or `running(..)`.

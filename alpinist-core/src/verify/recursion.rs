@@ -225,6 +225,9 @@ pub(super) fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
         | StmtKind::Unlock(e)
         | StmtKind::Fork(e)
         | StmtKind::Join(e)
+        | StmtKind::Commit(e)
+        | StmtKind::Wait(e)
+        | StmtKind::Notify(e)
         | StmtKind::Fold(e)
         | StmtKind::Unfold(e) => f(e),
         StmtKind::Return(e) => {

@@ -358,10 +358,11 @@ pub struct World {
 /// The location index of predicate 0's instances; predicate k's is this minus k.
 const PREDICATE_INDEX: i64 = -(1 << 40);
 
-/// The location indices of an object's thread tokens `idle(t)` and `running(t)`, below every
-/// field's and every predicate's.
+/// The location indices of an object's tokens `idle(t)`, `running(t)` and `held(t)`, below
+/// every field's and every predicate's.
 const IDLE_INDEX: i64 = -(1 << 41);
 const RUNNING_INDEX: i64 = IDLE_INDEX - 1;
+const HELD_INDEX: i64 = IDLE_INDEX - 2;
 
 impl World {
     /// A world whose heaps have the [`BASE_HEAP_KINDS`] only.
@@ -493,12 +494,23 @@ impl World {
         (r, index, facts)
     }
 
-    /// The location of the token `idle(t)` (`running` false) or `running(t)` of object `t`:
-    /// on the object itself, at an index no field or predicate uses, so no facts are needed
-    /// to keep tokens of different objects apart.
-    pub fn thread_token_location(&self, t: &Dynamic, running: bool) -> (Dynamic, Int) {
-        let index = if running { RUNNING_INDEX } else { IDLE_INDEX };
+    /// The location of the token `idle(t)`, `running(t)` or `held(t)` of object `t` (`op`
+    /// names which): on the object itself, at an index no field or predicate uses, so no facts
+    /// are needed to keep tokens of different objects apart.
+    pub fn token_location(&self, t: &Dynamic, op: crate::syntax::Builtin) -> (Dynamic, Int) {
+        let index = match op {
+            crate::syntax::Builtin::Running => RUNNING_INDEX,
+            crate::syntax::Builtin::Held => HELD_INDEX,
+            _ => IDLE_INDEX,
+        };
         (t.clone(), Int::from_i64(index))
+    }
+
+    /// `committed(o)`: the lock of `o` holds its invariant. A fact that, once true, stays
+    /// true (no heap or mask is involved), assumed by `commit o`.
+    pub fn committed(&self, o: &Dynamic) -> Bool {
+        let f = FuncDecl::new("committed'", &[&self.ref_sort], &Z3Sort::bool());
+        f.apply(&[o as &dyn Ast]).as_bool().expect("a boolean")
     }
 
     pub fn has_heap_kind(&self, kind: HeapKind) -> bool {

@@ -576,6 +576,9 @@ impl<'a> Analysis<'a> {
             | StmtKind::Unlock(_)
             | StmtKind::Fork(_)
             | StmtKind::Join(_)
+            | StmtKind::Commit(_)
+            | StmtKind::Wait(_)
+            | StmtKind::Notify(_)
             | StmtKind::Fold(_)
             | StmtKind::Unfold(_)
             | StmtKind::GpuOpt(_) => {}

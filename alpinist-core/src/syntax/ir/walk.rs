@@ -60,6 +60,9 @@ impl Stmt {
             | StmtKind::Unlock(_)
             | StmtKind::Fork(_)
             | StmtKind::Join(_)
+            | StmtKind::Commit(_)
+            | StmtKind::Wait(_)
+            | StmtKind::Notify(_)
             | StmtKind::Fold(_)
             | StmtKind::Unfold(_)
             | StmtKind::GpuOpt(_) => Vec::new(),
@@ -95,6 +98,9 @@ impl Stmt {
             | StmtKind::Unlock(e)
             | StmtKind::Fork(e)
             | StmtKind::Join(e)
+            | StmtKind::Commit(e)
+            | StmtKind::Wait(e)
+            | StmtKind::Notify(e)
             | StmtKind::Fold(e)
             | StmtKind::Unfold(e) => f(e),
             StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => f(cond),
@@ -176,6 +182,9 @@ impl Stmt {
                 | StmtKind::Unlock(_)
                 | StmtKind::Fork(_)
                 | StmtKind::Join(_)
+                | StmtKind::Commit(_)
+                | StmtKind::Wait(_)
+                | StmtKind::Notify(_)
                 | StmtKind::Fold(_)
                 | StmtKind::Unfold(_)
                 | StmtKind::GpuOpt(_) => {}
@@ -305,6 +314,9 @@ impl Program {
                 | StmtKind::Unlock(_)
                 | StmtKind::Fork(_)
                 | StmtKind::Join(_)
+                | StmtKind::Commit(_)
+                | StmtKind::Wait(_)
+                | StmtKind::Notify(_)
                 | StmtKind::Fold(_)
                 | StmtKind::Unfold(_)
                 | StmtKind::GpuOpt(_) => {}

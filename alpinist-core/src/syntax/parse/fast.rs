@@ -752,7 +752,8 @@ impl<'s> Fast<'s> {
                 self.expect(b";")?;
                 StmtKind::Return(e)
             }
-            "assert" | "assume" | "lock" | "unlock" | "fold" | "unfold" | "fork" | "join" => {
+            "assert" | "assume" | "lock" | "unlock" | "fold" | "unfold" | "fork" | "join"
+            | "commit" | "wait" | "notify" => {
                 self.keyword(w);
                 self.skip();
                 let e = self.expr()?.expr;
@@ -766,6 +767,9 @@ impl<'s> Fast<'s> {
                     "fold" => StmtKind::Fold(e),
                     "fork" => StmtKind::Fork(e),
                     "join" => StmtKind::Join(e),
+                    "commit" => StmtKind::Commit(e),
+                    "wait" => StmtKind::Wait(e),
+                    "notify" => StmtKind::Notify(e),
                     _ => StmtKind::Unfold(e),
                 }
             }
@@ -1552,12 +1556,16 @@ impl<'s> Fast<'s> {
             "unfolding" => return self.unfolding(),
             "seq" | "set" | "bag" if next == b'<' => return self.collection(w),
             "map" if next == b'<' => return bail(),
-            "Perm" | "PointsTo" | "Value" | "idle" | "running" if next == b'(' => {
+            "Perm" | "PointsTo" | "Value" | "idle" | "running" | "held" | "committed"
+                if next == b'(' =>
+            {
                 let op = match w {
                     "Perm" => Builtin::Perm,
                     "PointsTo" => Builtin::PointsTo,
                     "idle" => Builtin::Idle,
                     "running" => Builtin::Running,
+                    "held" => Builtin::Held,
+                    "committed" => Builtin::Committed,
                     _ => Builtin::Value,
                 };
                 self.pos += w.len();

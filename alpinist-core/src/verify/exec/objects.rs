@@ -1,8 +1,13 @@
-//! Objects and threads: `new C(args)` (a fresh object, the constructor's contract), the start
-//! of a constructor's own body (write permission to every field of the new object at its
-//! default value, and the `idle` token where the class has a `run` method), and `fork t` /
+//! Objects, threads and locks: `new C(args)` (a fresh object, the constructor's contract), the
+//! start of a constructor's own body (write permission to every field of the new object at its
+//! default value, and the `idle` token where the class has a `run` method), `fork t` /
 //! `join t` (VerCors' thread tokens `idle(t)` and `running(t)`, and the `run` method's
-//! contract).
+//! contract), and locks: `commit o` (the invariant handed to the lock, `committed(o)` from then
+//! on), `lock o` (requires `committed(o)` and that the lock is not held, gives `held(o)` and the
+//! invariant), `unlock o` (takes `held(o)` and the invariant), `wait o` (the invariant handed
+//! back and taken again), `notify o` (requires `held(o)`). A 1.x program, which never says
+//! `commit`, commits where each constructor ends: every object outside its constructor is
+//! committed.
 //!
 //! The tokens are held like predicate instances (`assertion.rs`, `thread_token`): a new
 //! object of a runnable class comes with `idle`; `fork` takes `idle` and the precondition of
@@ -46,7 +51,11 @@ impl<'c, 'p> Verifier<'c, 'p> {
             }
             None => {
                 let object = self.allocate_object(&st.mask, &st.store, &Store::new(), class);
-                let st = self.grant_new_object(st, &object, class, span)?;
+                let mut st = self.grant_new_object(st, &object, class, span)?;
+                if !program.explicit_commit {
+                    // 1.x: the implicit constructor ends by committing the lock.
+                    st = self.hand_to_lock(st, &object, class, span)?;
+                }
                 Ok((st, object))
             }
         }
@@ -164,21 +173,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
         held: Builtin,
         span: Span,
     ) -> Result<(State, Value, Routine<'p>), EncodeError> {
-        let mut ev = self.code_eval(&st);
-        let object = ev.value(thread)?;
-        if let Term::Ref(t) = &object.term {
-            ev.checks.push(Check {
-                goal: t.eq(&self.ctx.world.null).not(),
-                kind: ObligationKind::NullDereference,
-                span: thread.span,
-                note: None,
-            });
-        }
-        self.flush(&mut ev);
-        let Ty::Object(class) = &object.ty else {
-            return Err(unsupported("a thread that is not an object", thread.span));
-        };
-        let Some(run) = self.ctx.program.run_of(class) else {
+        let (object, class) = self.object_of(&st, thread, "a thread")?;
+        let Some(run) = self.ctx.program.run_of(&class) else {
             return Err(unsupported(
                 format!("a thread of class `{class}`, which has no `run` method"),
                 thread.span,
@@ -265,6 +261,238 @@ impl<'c, 'p> Verifier<'c, 'p> {
             }
         }
         self.grant_new_object(st, &object, class, span)
+    }
+}
+
+impl<'c, 'p> Verifier<'c, 'p> {
+    /// `lock o`: `o` committed, its lock not held already (locks are not re-entrant), then
+    /// `held(o)` and the invariant.
+    pub(super) fn lock(
+        &mut self,
+        st: State,
+        o: &'p Expr,
+        span: Span,
+    ) -> Result<State, EncodeError> {
+        let (object, class) = self.lock_object(&st, o)?;
+        let Term::Ref(r) = &object.term else {
+            unreachable!("an object is a reference")
+        };
+        let w = &self.ctx.world;
+        if self.ctx.program.explicit_commit {
+            self.prover.check(Check {
+                goal: w.committed(r),
+                kind: ObligationKind::LockNotCommitted,
+                span,
+                note: None,
+            });
+        } else if let Some(this) = self.committing_this(&st) {
+            // 1.x: the object under construction is committed only where its constructor
+            // ends.
+            self.prover.check(Check {
+                goal: r.eq(&this).not(),
+                kind: ObligationKind::LockNotCommitted,
+                span,
+                note: None,
+            });
+        }
+        let (at, index) = w.token_location(r, Builtin::Held);
+        self.prover.check(Check {
+            goal: st.mask.amount(&at, &index).eq(real(0)),
+            kind: ObligationKind::LockMayBeHeld,
+            span,
+            note: None,
+        });
+        let held = token(Builtin::Held, span);
+        let mut parts = vec![&held];
+        let invariant = self.ctx.program.lock_invariant(&class);
+        parts.extend(invariant.iter().copied());
+        self.inhale_as_this(st, &object, &parts)
+    }
+
+    /// `unlock o`: takes `held(o)`, then the invariant.
+    pub(super) fn unlock(
+        &mut self,
+        st: State,
+        o: &'p Expr,
+        span: Span,
+    ) -> Result<State, EncodeError> {
+        let (object, class) = self.lock_object(&st, o)?;
+        let held = token(Builtin::Held, span);
+        let st = self.take_token(
+            st,
+            &held,
+            &this_store(&object),
+            ObligationKind::LockNotHeld,
+            span,
+        )?;
+        self.hand_to_lock(st, &object, &class, span)
+    }
+
+    /// `wait o`: `held(o)` is needed; the invariant is handed to the lock while the thread
+    /// waits, and taken again when it wakes.
+    pub(super) fn wait(
+        &mut self,
+        st: State,
+        o: &'p Expr,
+        span: Span,
+    ) -> Result<State, EncodeError> {
+        let (object, class) = self.lock_object(&st, o)?;
+        self.check_held(&st, &object, span)?;
+        let st = self.hand_to_lock(st, &object, &class, span)?;
+        let invariant = self.ctx.program.lock_invariant(&class);
+        self.inhale_as_this(st, &object, &invariant)
+    }
+
+    /// `notify o`: `held(o)` is needed.
+    pub(super) fn notify(
+        &mut self,
+        st: State,
+        o: &'p Expr,
+        span: Span,
+    ) -> Result<State, EncodeError> {
+        let (object, _) = self.lock_object(&st, o)?;
+        self.check_held(&st, &object, span)?;
+        Ok(st)
+    }
+
+    /// `commit o`: hands the invariant to the lock; `committed(o)` from then on.
+    pub(super) fn commit(
+        &mut self,
+        st: State,
+        o: &'p Expr,
+        span: Span,
+    ) -> Result<State, EncodeError> {
+        let (object, class) = self.lock_object(&st, o)?;
+        self.hand_to_lock(st, &object, &class, span)
+    }
+
+    /// Exhales the lock invariant of `object` (failures are `lock_invariant_failed` at `span`)
+    /// and assumes `committed(object)`.
+    pub(super) fn hand_to_lock(
+        &mut self,
+        st: State,
+        object: &Value,
+        class: &str,
+        span: Span,
+    ) -> Result<State, EncodeError> {
+        let invariant = self.ctx.program.lock_invariant(class);
+        let first = self.prover.obligations.len();
+        let st = self.exhale_state(
+            st,
+            &[(invariant, Vec::new())],
+            ObligationKind::LockInvariantFailed,
+            Some(this_store(object)),
+        )?;
+        for o in &mut self.prover.obligations[first..] {
+            if matches!(
+                o.kind,
+                ObligationKind::InsufficientPermission | ObligationKind::LockInvariantFailed
+            ) {
+                o.kind = ObligationKind::LockInvariantFailed;
+                o.span = span;
+            }
+        }
+        if let Term::Ref(r) = &object.term {
+            self.prover.assume(self.ctx.world.committed(r));
+        }
+        Ok(st)
+    }
+
+    /// `held(object)` is held in `st` (checked on a copy: nothing is taken).
+    fn check_held(&mut self, st: &State, object: &Value, span: Span) -> Result<(), EncodeError> {
+        let held = token(Builtin::Held, span);
+        self.take_token(
+            st.clone(),
+            &held,
+            &this_store(object),
+            ObligationKind::LockNotHeld,
+            span,
+        )?;
+        Ok(())
+    }
+
+    /// With the 1.x `resource lock_invariant() = R;` of a class without a constructor, in a
+    /// program without `commit`: the implicit constructor commits the lock, so the fields'
+    /// default values must establish R (checked here, where the class declares it, whether
+    /// or not the program ever says `new`).
+    pub(super) fn default_construction_commits(
+        &mut self,
+        predicate: &Routine<'p>,
+        store: Store,
+    ) -> Result<(), EncodeError> {
+        let program = self.ctx.program;
+        let (Some(class), Some(this)) = (predicate.class, store.get("this").cloned()) else {
+            return Ok(());
+        };
+        let implicit = predicate.method.name.name == "lock_invariant"
+            && !program.explicit_commit
+            && !program.has_constructor(class);
+        if !implicit {
+            return Ok(());
+        }
+        let span = predicate.method.name.span;
+        let st = self.fresh_state(store);
+        let st = self.grant_new_object(st, &this, class, span)?;
+        self.hand_to_lock(st, &this, class, span)?;
+        Ok(())
+    }
+
+    /// The object of a lock operation.
+    fn lock_object(&mut self, st: &State, o: &'p Expr) -> Result<(Value, String), EncodeError> {
+        self.object_of(st, o, "a lock")
+    }
+
+    /// The object `o` (`what`: a thread, a lock) evaluates to, checked non-null, and its class.
+    fn object_of(
+        &mut self,
+        st: &State,
+        o: &'p Expr,
+        what: &str,
+    ) -> Result<(Value, String), EncodeError> {
+        let mut ev = self.code_eval(st);
+        let object = ev.value(o)?;
+        if let Term::Ref(t) = &object.term {
+            ev.checks.push(Check {
+                goal: t.eq(&self.ctx.world.null).not(),
+                kind: ObligationKind::NullDereference,
+                span: o.span,
+                note: None,
+            });
+        }
+        self.flush(&mut ev);
+        let Ty::Object(class) = &object.ty else {
+            return Err(unsupported(format!("{what} that is not an object"), o.span));
+        };
+        let class = class.clone();
+        Ok((object, class))
+    }
+
+    /// In a 1.x constructor whose end commits the lock of `this`: `this`.
+    fn committing_this(&self, st: &State) -> Option<z3::ast::Dynamic> {
+        self.commit_at_end?;
+        match st.store.get("this").map(|v| &v.term) {
+            Some(Term::Ref(r)) => Some(r.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The first place where `e` uses `this` as a value — not as the object of a field access —
+/// so that it could reach code that locks it (`exec.rs` refuses that in a 1.x constructor whose
+/// lock is committed only where it ends).
+pub(super) fn this_as_value(e: &Expr) -> Option<Span> {
+    match &e.kind {
+        ExprKind::This => Some(e.span),
+        ExprKind::Field { base, .. } if matches!(base.kind, ExprKind::This) => None,
+        _ => {
+            let mut found = None;
+            e.for_each_child(&mut |c| {
+                if found.is_none() {
+                    found = this_as_value(c);
+                }
+            });
+            found
+        }
     }
 }
 
