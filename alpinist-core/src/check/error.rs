@@ -224,6 +224,18 @@ pub enum CheckError {
         span: Span,
     },
 
+    #[error("`*` stands for every index only in a permission's location")]
+    #[diagnostic(
+        code(E0224),
+        help(
+            "write `Perm(a[*], p)`, or quantify: `(\\forall* int i; 0 <= i && i < a.length; ..)`"
+        )
+    )]
+    AllIndicesOutsideLocation {
+        #[label("not the index of `Perm`, `PointsTo` or `Value`")]
+        span: Span,
+    },
+
     // ---- E03xx: types ------------------------------------------------------------------
     #[error("type mismatch in {what}: expected {expected}, found {found}")]
     #[diagnostic(code(E0301))]
@@ -467,6 +479,7 @@ impl CheckError {
             | GhostControl { span, .. }
             | DuplicateDecreases { span, .. }
             | ConstructorName { span, .. }
+            | AllIndicesOutsideLocation { span }
             | Mismatch { span, .. }
             | BadOperands { span, .. }
             | ArgCount { span, .. }

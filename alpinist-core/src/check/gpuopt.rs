@@ -320,6 +320,7 @@ fn mentions(e: &Expr, name: &str) -> bool {
         | ExprKind::Null
         | ExprKind::This
         | ExprKind::Result
+        | ExprKind::AllIndices
         | ExprKind::PermLit(_)
         | ExprKind::NewArray { .. }
         | ExprKind::Collection { .. }

@@ -929,6 +929,10 @@ impl<'a> Checker<'a> {
                     Ty::Unknown
                 }
             },
+            ExprKind::AllIndices => {
+                self.err(CheckError::AllIndicesOutsideLocation { span: e.span });
+                Ty::Int
+            }
             ExprKind::Result => match &self.result_ty {
                 Some(t) => t.clone(),
                 None => {
@@ -1385,7 +1389,12 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Index { base, index } => {
                 let bt = self.expr(base);
-                let t = self.index(&bt, base, index);
+                let t = match (&index.kind, &bt) {
+                    // `a[*]`: every cell.
+                    (ExprKind::AllIndices, Ty::Array(elem)) => (**elem).clone(),
+                    (ExprKind::AllIndices, _) => Ty::Unknown,
+                    _ => self.index(&bt, base, index),
+                };
                 if !matches!(bt, Ty::Array(_) | Ty::Unknown) {
                     let shown = self.show(&bt);
                     not_heap(self, format!("an element of a {shown}"));

@@ -57,6 +57,7 @@ impl<'p> Machine<'p, '_> {
                 .map_err(|_| InterpError::Overflow { span }),
             ExprKind::BoolLit(b) => Ok(Value::Bool(*b)),
             ExprKind::Null => Ok(Value::Null),
+            ExprKind::AllIndices => Err(InterpError::unsupported("`a[*]`", span)),
             ExprKind::Name(id) => match env.get(&id.name) {
                 Some(Some(v)) => Ok(v),
                 Some(None) => Err(InterpError::Uninitialised {
@@ -867,6 +868,7 @@ fn children<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
         | ExprKind::Null
         | ExprKind::This
         | ExprKind::Result
+        | ExprKind::AllIndices
         | ExprKind::PermLit(_)
         | ExprKind::Name(_) => {}
         ExprKind::NewArray { dims, .. } => out.extend(dims),

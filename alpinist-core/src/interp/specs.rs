@@ -307,6 +307,28 @@ impl<'p> Machine<'p, '_> {
         let ExprKind::Index { base, index } = &loc.kind else {
             return Ok(false);
         };
+        if matches!(index.kind, ExprKind::AllIndices) {
+            // `Perm(a[*], p)`: every cell of `a`.
+            self.in_spec += 1;
+            let array = self.eval(env, base);
+            self.in_spec -= 1;
+            let r = match array {
+                Ok(Value::Array(r)) => r,
+                Ok(_) => return Ok(false),
+                Err(err) if undecided(&err) => return Ok(false),
+                Err(err) => return Err(err),
+            };
+            let Some(amount) = self.frac(env, amount)? else {
+                return Ok(false);
+            };
+            let len = self.memory.get(r).map_or(0, <[Value]>::len);
+            out.extend((0..len).map(|i| Chunk {
+                cell: (r, i),
+                amount,
+                span,
+            }));
+            return Ok(true);
+        }
         self.in_spec += 1;
         let cell = self.cell_of(env, base, index, loc.span);
         self.in_spec -= 1;

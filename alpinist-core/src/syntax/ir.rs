@@ -427,6 +427,9 @@ pub enum ExprKind {
     This,
     /// `\result`
     Result,
+    /// The `*` of `a[*]`: every index of the array, only as the index of a permission's
+    /// location (`Perm(a[*], p)` is `Perm(a[i], p)` for every `0 <= i < a.length`).
+    AllIndices,
     /// Permission literals `write`, `read`, `none`.
     PermLit(PermLit),
     Name(Ident),
@@ -590,6 +593,7 @@ macro_rules! for_each_child {
             | ExprKind::Null
             | ExprKind::This
             | ExprKind::Result
+            | ExprKind::AllIndices
             | ExprKind::PermLit(_)
             | ExprKind::Name(_) => {}
             ExprKind::Unary { operand: x, .. }

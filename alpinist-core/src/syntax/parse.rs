@@ -1591,6 +1591,10 @@ impl Builder {
             Rule::bracket_suffix => {
                 let parts: Vec<Pair<'_, Rule>> = suffix.into_inner().collect();
                 let rules: Vec<Rule> = parts.iter().map(|p| p.as_rule()).collect();
+                let star = parts
+                    .iter()
+                    .find(|p| p.as_rule() == Rule::all_indices)
+                    .map(span_of);
                 let mut exprs = Vec::new();
                 for p in parts.into_iter().filter(|p| p.as_rule() == Rule::expr) {
                     let b = self.expr_built(p)?;
@@ -1599,6 +1603,13 @@ impl Builder {
                 }
                 let mut exprs = exprs.into_iter();
                 match rules.as_slice() {
+                    [Rule::all_indices] => ExprKind::Index {
+                        base: base_box,
+                        index: Box::new(Expr {
+                            kind: ExprKind::AllIndices,
+                            span: star.unwrap_or(span),
+                        }),
+                    },
                     [Rule::expr] => ExprKind::Index {
                         base: base_box,
                         index: exprs.next().ok_or_else(|| internal(span, "an index"))?,

@@ -235,6 +235,7 @@ fn write_expr_bare(out: &mut String, expr: &Expr) {
         ExprKind::Null => out.push_str("null"),
         ExprKind::This => out.push_str("this"),
         ExprKind::Result => out.push_str("\\result"),
+        ExprKind::AllIndices => out.push('*'),
         ExprKind::PermLit(perm) => out.push_str(match perm {
             PermLit::Write => "write",
             PermLit::Read => "read",

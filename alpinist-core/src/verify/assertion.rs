@@ -142,6 +142,51 @@ pub fn is_pure(e: &Expr) -> bool {
     pure
 }
 
+/// `Perm(a[*], p)` (also `PointsTo`, `Value`) as the quantified permission it stands for:
+/// `(\forall* int i; 0 <= i && i < a.length; Perm(a[i], p))`, the binder a name no source can
+/// write. `None` for any other atom.
+fn every_cell(op: Builtin, args: &[Expr]) -> Option<Expr> {
+    if !matches!(op, Builtin::Perm | Builtin::PointsTo | Builtin::Value) {
+        return None;
+    }
+    let (first, rest) = args.split_first()?;
+    let ExprKind::Index { base, index } = &first.kind else {
+        return None;
+    };
+    if !matches!(index.kind, ExprKind::AllIndices) {
+        return None;
+    }
+    let s = first.span;
+    let i = "cell'";
+    let cell = syn::index((**base).clone(), Expr::name(i, index.span), s);
+    let mut atom_args = vec![cell];
+    atom_args.extend(rest.iter().cloned());
+    let in_range = syn::and(
+        syn::bin(BinaryOp::Le, syn::int(0, s), Expr::name(i, s), s),
+        syn::bin(
+            BinaryOp::Lt,
+            Expr::name(i, s),
+            syn::length((**base).clone(), s),
+            s,
+        ),
+        s,
+    );
+    let atom = Expr {
+        kind: ExprKind::Builtin {
+            op,
+            args: atom_args,
+        },
+        span: s,
+    };
+    Some(syn::forall(
+        QuantifierKind::ForallStar,
+        &[i],
+        in_range,
+        atom,
+        s,
+    ))
+}
+
 /// Whether `e` applies an abstract predicate, outside the instance an `unfolding` names (that
 /// one is only read: the value is what is asserted).
 fn applies_predicate(e: &Expr, program: &super::program::ProgramInfo<'_>) -> bool {
@@ -321,6 +366,10 @@ impl<'w, 'a> Walker<'w, 'a> {
                 r
             }
             ExprKind::Trigger(inner) => self.walk(inner),
+            ExprKind::Builtin { op, args } if every_cell(*op, args).is_some() => {
+                let quantified = every_cell(*op, args).expect("matched Some");
+                self.walk(&quantified)
+            }
             ExprKind::Builtin {
                 op: Builtin::Perm,
                 args,

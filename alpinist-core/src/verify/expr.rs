@@ -496,6 +496,12 @@ impl<'a> Eval<'a> {
             },
             ExprKind::Name(id) => self.name(&id.name, span)?,
             ExprKind::This => self.name("this", span)?,
+            ExprKind::AllIndices => {
+                return Err(unsupported(
+                    "`a[*]` outside the location of `Perm`, `PointsTo` or `Value`",
+                    span,
+                ))
+            }
             ExprKind::Result => match &self.result {
                 Some(v) => v.clone(),
                 None => return Err(unsupported("`\\result` outside a postcondition", span)),

@@ -1361,7 +1361,19 @@ impl<'s> Fast<'s> {
         };
         let base_span = base.expr.span;
         let base = Box::new(base.expr);
-        let kind = if self.starts_with(b"..") {
+        let kind = if self.peek() == b'*' && self.at(self.skip_from(self.pos + 1)) == b']' {
+            // all_indices = "*" ~ &"]"
+            let star = Span::new(self.pos, self.pos + 1);
+            self.pos += 1;
+            self.skip();
+            ExprKind::Index {
+                base,
+                index: Box::new(Expr {
+                    kind: ExprKind::AllIndices,
+                    span: star,
+                }),
+            }
+        } else if self.starts_with(b"..") {
             self.pos += 2;
             self.skip();
             let to = sub(self.expr()?);

@@ -47,6 +47,7 @@ fn sexp(e: &Expr) -> String {
         ExprKind::Null => "null".into(),
         ExprKind::This => "this".into(),
         ExprKind::Result => "\\result".into(),
+        ExprKind::AllIndices => "*".into(),
         ExprKind::PermLit(p) => format!("{p:?}").to_lowercase(),
         ExprKind::Name(n) => n.name.clone(),
         ExprKind::Unary { op, operand } => {
@@ -909,6 +910,16 @@ fn fork_join_run_and_thread_tokens() {
             "{src}"
         );
     }
+    // `a[*]`: every index, as a permission's location.
+    let e = expr_of("Perm(a[*], 1\\2)");
+    assert_eq!(sexp(&e), sexp(&expr_of("Perm(a[*], 1\\2)")));
+    let ExprKind::Builtin { args, .. } = &e.kind else {
+        panic!("{e:?}")
+    };
+    assert!(matches!(
+        &args[0].kind,
+        ExprKind::Index { index, .. } if matches!(index.kind, ExprKind::AllIndices)
+    ));
     // Still names where they are not keywords.
     let s = stmts("int fork = 1; fork = fork + 1; int idle = fork;");
     assert_eq!(s.len(), 3);
