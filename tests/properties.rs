@@ -577,7 +577,13 @@ fn expr_depth(depth: u32) -> BoxedStrategy<Expr> {
                 value_type(),
                 proptest::collection::vec(inner.clone(), 0..=3),
             )
-                .prop_map(|(kind, elem, elems)| ex(ExprKind::Collection { kind, elem, elems }));
+                .prop_map(|(kind, elem, elems)| {
+                    ex(ExprKind::Collection {
+                        kind,
+                        elem: Some(elem),
+                        elems,
+                    })
+                });
             let map_lit = (
                 value_type(),
                 value_type(),

@@ -1100,8 +1100,12 @@ impl<'a> Checker<'a> {
                 result
             }
             ExprKind::Collection { kind, elem, elems } => {
-                let t = self.resolve_type(elem);
-                for x in elems {
+                let t = match elem {
+                    Some(elem) => self.resolve_type(elem),
+                    // `[e1, .., en]`: the type of the first element.
+                    None => elems.first().map_or(Ty::Unknown, |x| self.expr(x)),
+                };
+                for x in elems.iter().skip(usize::from(elem.is_none())) {
                     self.expect(x, &t, "collection element");
                 }
                 let t = Box::new(t);

@@ -506,10 +506,11 @@ pub enum ExprKind {
         value: Box<Expr>,
         body: Box<Expr>,
     },
-    /// `seq<T>{..}`, `set<T>{..}`, `bag<T>{..}`
+    /// `seq<T>{..}`, `set<T>{..}`, `bag<T>{..}`; also the sequence literals `[e1, .., en]`
+    /// (`elem` `None`: the elements' type, n ≥ 1) and `[t: T]` (the empty `seq<T>{}`).
     Collection {
         kind: CollectionKind,
-        elem: Type,
+        elem: Option<Type>,
         elems: Vec<Expr>,
     },
     /// `map<K,V>{k -> v, ...}`

@@ -1860,12 +1860,31 @@ impl Builder {
                     Some("set") => CollectionKind::Set,
                     _ => CollectionKind::Bag,
                 };
-                let elem = self.ty(kids.next("an element type")?)?;
+                let elem = Some(self.ty(kids.next("an element type")?)?);
                 let elems = kids
                     .rest()
                     .map(|p| Ok(sub_expr(self.expr_built(p)?)))
                     .collect::<Res<Vec<_>>>()?;
                 ExprKind::Collection { kind, elem, elems }
+            }
+            Rule::seq_list => {
+                let elems = kids
+                    .rest()
+                    .map(|p| Ok(sub_expr(self.expr_built(p)?)))
+                    .collect::<Res<Vec<_>>>()?;
+                ExprKind::Collection {
+                    kind: CollectionKind::Seq,
+                    elem: None,
+                    elems,
+                }
+            }
+            Rule::seq_empty => {
+                let elem = Some(self.ty(kids.next("an element type")?)?);
+                ExprKind::Collection {
+                    kind: CollectionKind::Seq,
+                    elem,
+                    elems: Vec::new(),
+                }
             }
             Rule::map_lit => {
                 let key = self.ty(kids.next("a key type")?)?;

@@ -406,7 +406,18 @@ fn write_expr_bare(out: &mut String, expr: &Expr) {
             write_expr(out, body, LOOSEST);
             out.push(')');
         }
-        ExprKind::Collection { kind, elem, elems } => {
+        ExprKind::Collection {
+            elem: None, elems, ..
+        } => {
+            out.push('[');
+            write_list(out, elems);
+            out.push(']');
+        }
+        ExprKind::Collection {
+            kind,
+            elem: Some(elem),
+            elems,
+        } => {
             out.push_str(match kind {
                 CollectionKind::Seq => "seq<",
                 CollectionKind::Set => "set<",
@@ -1856,13 +1867,19 @@ mod tests {
         );
         let seq = ex(ExprKind::Collection {
             kind: CollectionKind::Seq,
-            elem: int_ty(),
+            elem: Some(int_ty()),
             elems: vec![int(1), int(2)],
         });
         assert_eq!(print_expr(&seq), "seq<int>{1, 2}");
+        let list = ex(ExprKind::Collection {
+            kind: CollectionKind::Seq,
+            elem: None,
+            elems: vec![int(1), int(2)],
+        });
+        assert_eq!(print_expr(&list), "[1, 2]");
         let empty_set = ex(ExprKind::Collection {
             kind: CollectionKind::Set,
-            elem: ty(TypeKind::Bool),
+            elem: Some(ty(TypeKind::Bool)),
             elems: vec![],
         });
         assert_eq!(print_expr(&empty_set), "set<boolean>{}");

@@ -393,6 +393,14 @@ impl<'w, 'a> Walker<'w, 'a> {
                 op: op @ (Builtin::Idle | Builtin::Running | Builtin::Held),
                 args,
             } if args.len() == 1 => {
+                if !self.binder_names.is_empty() {
+                    // Z3 (4.8.12) was seen to run past every limit on tokens of a sequence
+                    // of threads under `\forall*`: refused rather than left running.
+                    return Err(unsupported(
+                        format!("`{}(..)` under `\\forall*`", op.spelling()),
+                        e.span,
+                    ));
+                }
                 let at = self.thread_token(*op, &args[0])?;
                 self.acc(e, e, None, Some(at))
             }

@@ -686,10 +686,17 @@ impl<'a> Eval<'a> {
                 elem,
                 elems,
             } => {
-                let elem_ty = ty_of(elem)?;
+                let values = elems
+                    .iter()
+                    .map(|x| self.value(x))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let elem_ty = match (elem, values.first()) {
+                    (Some(elem), _) => ty_of(elem)?,
+                    (None, Some(first)) => first.ty.clone(),
+                    (None, None) => return Err(unsupported("an empty `[]`", span)),
+                };
                 let mut parts = vec![Seq::empty(&self.decls.world.sort_of(&elem_ty))];
-                for x in elems {
-                    let v = self.value(x)?;
+                for v in values {
                     parts.push(Seq::unit(&v.term.as_dynamic()));
                 }
                 Value {

@@ -1892,6 +1892,14 @@ impl<'s> Fast<'s> {
             sub = sub.max(b.depth);
             Ok(b.expr)
         })?;
-        self.wrap(ExprKind::Collection { kind, elem, elems }, start, sub)
+        self.wrap(
+            ExprKind::Collection {
+                kind,
+                elem: Some(elem),
+                elems,
+            },
+            start,
+            sub,
+        )
     }
 }

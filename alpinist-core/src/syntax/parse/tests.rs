@@ -920,6 +920,15 @@ fn fork_join_run_and_thread_tokens() {
         &args[0].kind,
         ExprKind::Index { index, .. } if matches!(index.kind, ExprKind::AllIndices)
     ));
+    // Sequence literals: `[e1, .., en]` (element type from the elements), `[t: T]` (empty).
+    assert!(matches!(
+        expr_of("[1, 2]").kind,
+        ExprKind::Collection { elem: None, ref elems, .. } if elems.len() == 2
+    ));
+    assert!(matches!(
+        expr_of("[t: int]").kind,
+        ExprKind::Collection { elem: Some(_), ref elems, .. } if elems.is_empty()
+    ));
     // Still names where they are not keywords.
     let s = stmts("int fork = 1; fork = fork + 1; int idle = fork;");
     assert_eq!(s.len(), 3);
