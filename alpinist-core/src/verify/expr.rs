@@ -1189,8 +1189,8 @@ impl<'a> Eval<'a> {
         }
     }
 
-    /// The 1.x sequence members `s.head`, `s.tail`, `s.isEmpty`, `s.size` (also written as
-    /// calls).
+    /// The 1.x sequence members `s.head`, `s.tail`, `s.isEmpty`, `s.size` and `s.length` (also
+    /// written as calls).
     fn seq_member(
         &mut self,
         s: &Seq,
@@ -1202,7 +1202,7 @@ impl<'a> Eval<'a> {
         let zero = Int::from_i64(0);
         match name {
             "isEmpty" => Ok(Value::bool(len.eq(&zero))),
-            "size" => Ok(Value::int(len)),
+            "size" | "length" => Ok(Value::int(len)),
             "head" => {
                 let Ty::Seq(elem) = ty else {
                     return Err(ill_sorted("a sequence", ty, span));
