@@ -304,6 +304,11 @@ impl<'w, 'a> Walker<'w, 'a> {
         if is_pure(e) && !self.has_predicate(e) {
             return self.pure_atom(e);
         }
+        if let ExprKind::Builtin { op, args } = &e.kind {
+            if let Some(quantified) = every_cell(*op, args) {
+                return self.walk(&quantified);
+            }
+        }
         match &e.kind {
             ExprKind::Binary {
                 op: BinaryOp::And | BinaryOp::Star,
@@ -366,10 +371,6 @@ impl<'w, 'a> Walker<'w, 'a> {
                 r
             }
             ExprKind::Trigger(inner) => self.walk(inner),
-            ExprKind::Builtin { op, args } if every_cell(*op, args).is_some() => {
-                let quantified = every_cell(*op, args).expect("matched Some");
-                self.walk(&quantified)
-            }
             ExprKind::Builtin {
                 op: Builtin::Perm,
                 args,
@@ -401,7 +402,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                         e.span,
                     ));
                 }
-                let at = self.thread_token(*op, &args[0])?;
+                let at = self.token_location(*op, &args[0])?;
                 self.acc(e, e, None, Some(at))
             }
             _ => match inline::predicate_call(e) {
@@ -546,27 +547,14 @@ impl<'w, 'a> Walker<'w, 'a> {
     /// The location of the token `idle(t)`, `running(t)` or `held(t)` (`World::token_location`),
     /// held like a predicate instance: whole, taken and given by `fork`/`join` and
     /// `lock`/`unlock`.
-    fn thread_token(&mut self, op: Builtin, thread: &Expr) -> Result<(Dynamic, Int), EncodeError> {
-        let t = self.non_null(thread)?;
+    fn token_location(
+        &mut self,
+        op: Builtin,
+        object: &Expr,
+    ) -> Result<(Dynamic, Int), EncodeError> {
+        let (t, _) = self.eval.non_null(object)?;
         self.flush();
         Ok(self.eval.decls.world.token_location(&t, op))
-    }
-
-    /// The reference `r` evaluates to, with the check (where definedness is checked) that it
-    /// is not null.
-    fn non_null(&mut self, r: &Expr) -> Result<Dynamic, EncodeError> {
-        let (t, _) = self.eval.reference(r)?;
-        if self.eval.definedness {
-            let null = &self.eval.decls.world.null;
-            let goal = self.eval.close(&t.eq(null).not());
-            self.eval.checks.push(Check {
-                goal,
-                kind: ObligationKind::NullDereference,
-                span: r.span,
-                note: None,
-            });
-        }
-        Ok(t)
     }
 
     /// The location of the predicate instance `receiver.name(args)` (an abstract predicate:
@@ -598,7 +586,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         let mut values = Vec::new();
         match (has_this, receiver) {
             (true, Some(r)) => {
-                let this = self.non_null(r)?;
+                let (this, _) = self.eval.non_null(r)?;
                 values.push(this);
             }
             (true, None) => values.push(self.eval.value(&syn::this(span))?.term.as_dynamic()),

@@ -514,48 +514,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
         self.post = self.with_everywhere(routine.post());
         self.post.extend(self.ctx.program.implicit_post(routine));
         let mut st = self.fresh_state(store);
-        if let (true, Some(class)) = (routine.is_constructor(), routine.class) {
-            st = self.start_constructor(st, class, routine.method.name.span)?;
-            if !self.ctx.program.explicit_commit
-                && !self.ctx.program.lock_invariant(class).is_empty()
-            {
-                self.commit_at_end = Some((class, routine.method.name.span));
-                if let MethodBody::Block(b) = routine.body() {
-                    let mut leak = None;
-                    for s in &b.stmts {
-                        recursion::stmt_exprs(s, &mut |e| {
-                            leak = leak.or_else(|| objects::this_as_value(e));
-                            // A call of an instance method on the implicit `this` hands it on.
-                            e.visit(&mut |x| {
-                                if let ExprKind::Call {
-                                    receiver: None,
-                                    name,
-                                    ..
-                                } = &x.kind
-                                {
-                                    let on_this = self
-                                        .ctx
-                                        .program
-                                        .routine(&name.name)
-                                        .is_some_and(|r| r.has_this() && !r.is_pure());
-                                    if on_this && leak.is_none() {
-                                        leak = Some(x.span);
-                                    }
-                                }
-                            });
-                        });
-                    }
-                    if let Some(at) = leak {
-                        return Err(unsupported(
-                            "`this` used as a value in a constructor of a class with a lock \
-                             invariant, in a program without `commit` (its lock is committed \
-                             only where the constructor ends, so code it reaches could take \
-                             the invariant before it holds)",
-                            at,
-                        ));
-                    }
-                }
-            }
+        if routine.is_constructor() {
+            st = self.start_constructor(st, routine)?;
         }
         let mut ev = eval(self.ctx, &st, true);
         ev.old_is_now = true;
@@ -1067,12 +1027,15 @@ impl<'c, 'p> Verifier<'c, 'p> {
             }
             StmtKind::Invariant { name, inv, body } => self.invariant_block(st, name, inv, body),
             StmtKind::Atomic { name, body } => self.atomic(st, name, body),
-            StmtKind::Lock(o) => self.lock(st, o, s.span).map(Flow::Normal),
-            StmtKind::Unlock(o) => self.unlock(st, o, s.span).map(Flow::Normal),
+            StmtKind::Lock(o)
+            | StmtKind::Unlock(o)
+            | StmtKind::Commit(o)
+            | StmtKind::Wait(o)
+            | StmtKind::Notify(o) => self
+                .lock_operation(st, &s.kind, o, s.span)
+                .map(Flow::Normal),
             StmtKind::Fork(t) => self.fork(st, t, s.span).map(Flow::Normal),
-            StmtKind::Commit(o) => self.commit(st, o, s.span).map(Flow::Normal),
-            StmtKind::Wait(o) => self.wait(st, o, s.span).map(Flow::Normal),
-            StmtKind::Notify(o) => self.notify(st, o, s.span).map(Flow::Normal),
+
             StmtKind::Join(t) => self.join(st, t, s.span).map(Flow::Normal),
         }
     }
@@ -1251,24 +1214,10 @@ impl<'c, 'p> Verifier<'c, 'p> {
         init: &dyn Fn(&Int) -> Dynamic,
         span: Span,
     ) -> Result<(State, Value), EncodeError> {
-        let w = &self.ctx.world;
-        let r = Dynamic::fresh_const("new", &w.ref_sort);
+        let r = self.fresh_reference(&st.mask, &[&st.store]);
         let ty = Ty::Array(Box::new(elem.clone()));
-        let k = Int::fresh_const("k");
-        let nothing = super::expr::close(
-            std::slice::from_ref(&k),
-            &st.mask.amount(&r, &k).eq(real(0)),
-        );
-        self.prover.assume(r.eq(&w.null).not());
-        // A new object differs from every reference that exists already (those in locals are
-        // among them); the mask fact below says the same, but needs quantifier reasoning.
-        for v in st.store.values() {
-            if let Term::Ref(other) = &v.term {
-                self.prover.assume(r.eq(other).not());
-            }
-        }
+        let w = &self.ctx.world;
         self.prover.assume(w.len_of(&r).eq(&n));
-        self.prover.assume(nothing);
         let (rr, kk) = (r.clone(), n.clone());
         let mask = st.mask.clone();
         let (new_mask, fact) = Mask::from_fn(w, |r2, k2| {
@@ -1292,6 +1241,44 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 ty,
             },
         ))
+    }
+
+    /// A new reference (an array's or an object's): non-null, different from every reference
+    /// in `stores` (locals are among the references that exist already; the mask fact says the
+    /// same, but needs quantifier reasoning), and nothing of it held in `mask`, the state
+    /// before the allocation — so it differs from every object anything is held of.
+    fn fresh_reference(&mut self, mask: &Mask, stores: &[&Store]) -> Dynamic {
+        let w = &self.ctx.world;
+        let r = Dynamic::fresh_const("new", &w.ref_sort);
+        self.prover.assume(r.eq(&w.null).not());
+        for v in stores.iter().flat_map(|s| s.values()) {
+            if let Term::Ref(other) = &v.term {
+                self.prover.assume(r.eq(other).not());
+            }
+        }
+        let k = Int::fresh_const("k");
+        self.prover.assume(super::expr::close(
+            std::slice::from_ref(&k),
+            &mask.amount(&r, &k).eq(real(0)),
+        ));
+        r
+    }
+
+    /// Failures recorded since obligation `first` whose kind is one of `kinds` are reported
+    /// at `span` (a call, `fork`, `lock`, ..), as `as_kind` where given.
+    fn report_at(
+        &mut self,
+        first: usize,
+        kinds: &[ObligationKind],
+        as_kind: Option<ObligationKind>,
+        span: Span,
+    ) {
+        for o in &mut self.prover.obligations[first..] {
+            if kinds.contains(&o.kind) {
+                o.kind = as_kind.unwrap_or(o.kind);
+                o.span = span;
+            }
+        }
     }
 
     /// The default value of a new cell of type `elem`: zero, false, or null.
@@ -1503,13 +1490,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 Some(r) => {
                     let v = ev.value(r)?;
                     if let Term::Ref(t) = &v.term {
-                        let w = &self.ctx.world;
-                        ev.checks.push(Check {
-                            goal: t.eq(&w.null).not(),
-                            kind: ObligationKind::NullDereference,
-                            span: r.span,
-                            note: None,
-                        });
+                        ev.require_not_null(t, r.span);
                     }
                     Some(v)
                 }
@@ -1633,7 +1614,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let mut after = self.exhale_at(st, &pre, store.clone(), span)?;
         let result = match (&callee.method.return_type, how) {
             (_, Callee::Constructor(class)) => {
-                let object = self.allocate_object(&before_mask, &after.store, &store, class);
+                let object = self.allocate_object(&before_mask, &[&after.store, &store], class);
                 store.insert("this".to_string(), object.clone());
                 object
             }
@@ -1684,13 +1665,15 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 Some(store),
             )
         })?;
-        for o in &mut self.prover.obligations[first..] {
-            if o.kind == ObligationKind::PreconditionFailed
-                || o.kind == ObligationKind::InsufficientPermission
-            {
-                o.span = span;
-            }
-        }
+        self.report_at(
+            first,
+            &[
+                ObligationKind::PreconditionFailed,
+                ObligationKind::InsufficientPermission,
+            ],
+            None,
+            span,
+        );
         Ok(st)
     }
 

@@ -466,6 +466,20 @@ impl<'a> Eval<'a> {
         }
     }
 
+    /// [`Eval::reference`], with the obligation (where definedness is checked) that it is not
+    /// null: a receiver, the object of a token or a lock operation.
+    pub fn non_null(&mut self, e: &Expr) -> Result<(Dynamic, Ty), EncodeError> {
+        let (r, ty) = self.reference(e)?;
+        self.require_not_null(&r, e.span);
+        Ok((r, ty))
+    }
+
+    /// The obligation (where definedness is checked) that `r`, written at `span`, is not null.
+    pub fn require_not_null(&mut self, r: &Dynamic, span: Span) {
+        let null = self.decls.world.null.clone();
+        self.require(r.eq(&null).not(), ObligationKind::NullDereference, span);
+    }
+
     /// A numeric value as a real (permission arithmetic mixes ints and fractions).
     pub fn real(&mut self, e: &Expr) -> Result<Real, EncodeError> {
         let v = self.value(e)?;
@@ -1319,9 +1333,7 @@ impl<'a> Eval<'a> {
         let mut vals = Vec::with_capacity(args.len() + 1);
         let receiver = match receiver {
             Some(r) => {
-                let (t, ty) = self.reference(r)?;
-                let null = self.decls.world.null.clone();
-                self.require(t.eq(&null).not(), ObligationKind::NullDereference, r.span);
+                let (t, ty) = self.non_null(r)?;
                 Some(Value {
                     term: Term::Ref(t),
                     ty,

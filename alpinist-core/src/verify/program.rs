@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::syntax::{
-    ClauseKind, Contract, Expr, ExprKind, Item, Member, MemberKind, Method, MethodBody, Modifier,
-    Program, Span, Type, TypeKind,
+    Builtin, ClauseKind, Contract, Expr, ExprKind, Item, Member, MemberKind, Method, MethodBody,
+    Modifier, Program, Span, Type, TypeKind,
 };
 
 use super::expr::EncodeError;
@@ -210,7 +210,7 @@ impl<'p> ProgramInfo<'p> {
                 let at = r.method.name.span;
                 let idle = Expr {
                     kind: ExprKind::Builtin {
-                        op: crate::syntax::Builtin::Idle,
+                        op: Builtin::Idle,
                         args: vec![Expr {
                             kind: ExprKind::This,
                             span: at,
@@ -370,17 +370,7 @@ fn mentions_commit(program: &Program, order: &[Routine<'_>]) -> bool {
     let mut found = false;
     program.visit_stmts(&mut |s| found |= matches!(s.kind, crate::syntax::StmtKind::Commit(_)));
     for r in order {
-        super::recursion::routine_exprs(r, &mut |e: &Expr| {
-            e.visit(&mut |x| {
-                found |= matches!(
-                    x.kind,
-                    ExprKind::Builtin {
-                        op: crate::syntax::Builtin::Committed,
-                        ..
-                    }
-                )
-            })
-        });
+        super::recursion::routine_exprs(r, &mut |e| found |= applies(e, &[Builtin::Committed]));
     }
     found
 }
@@ -388,17 +378,16 @@ fn mentions_commit(program: &Program, order: &[Routine<'_>]) -> bool {
 /// Whether a contract mentions `idle(..)` or `running(..)`.
 fn names_thread_token(contract: &Contract) -> bool {
     let mut found = false;
-    super::recursion::contract_exprs(contract, &mut |e: &Expr| {
-        e.visit(&mut |x| {
-            found |= matches!(
-                x.kind,
-                ExprKind::Builtin {
-                    op: crate::syntax::Builtin::Idle | crate::syntax::Builtin::Running,
-                    ..
-                }
-            )
-        })
+    super::recursion::contract_exprs(contract, &mut |e| {
+        found |= applies(e, &[Builtin::Idle, Builtin::Running])
     });
+    found
+}
+
+/// Whether `e` applies one of the built-ins `ops` anywhere.
+fn applies(e: &Expr, ops: &[Builtin]) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| found |= matches!(&x.kind, ExprKind::Builtin { op, .. } if ops.contains(op)));
     found
 }
 

@@ -9,19 +9,17 @@
 //! `commit`, commits where each constructor ends: every object outside its constructor is
 //! committed.
 //!
-//! The tokens are held like predicate instances (`assertion.rs`, `thread_token`): a new
+//! The tokens are held like predicate instances (`assertion.rs`, `token_location`): a new
 //! object of a runnable class comes with `idle`; `fork` takes `idle` and the precondition of
 //! `run` and gives `running`; `join` takes `running` and gives `idle` and the postcondition
 //! of `run`. So a thread is joined at most once per fork, and only a started one.
 
-use z3::ast::{Bool, Int};
-
-use crate::syntax::{Builtin, Expr, ExprKind, Span};
+use crate::syntax::{Builtin, Expr, ExprKind, MethodBody, Span, StmtKind};
 
 use super::super::assertion::{self, Prover};
-use super::super::expr::{close, unsupported, EncodeError};
+use super::super::expr::{unsupported, EncodeError};
 use super::super::obligation::{Check, ObligationKind};
-use super::super::program::Routine;
+use super::super::program::{ProgramInfo, Routine};
 use super::super::state::{real, Mask, Store, Term, Ty, Value};
 use super::super::syn;
 use super::{eval, Callee, Ghosts, State, Verifier};
@@ -50,7 +48,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 self.invoke(st, ctor, Callee::Constructor(class), args, none, span)
             }
             None => {
-                let object = self.allocate_object(&st.mask, &st.store, &Store::new(), class);
+                let object = self.allocate_object(&st.mask, &[&st.store], class);
                 let mut st = self.grant_new_object(st, &object, class, span)?;
                 if !program.explicit_commit {
                     // 1.x: the implicit constructor ends by committing the lock.
@@ -61,33 +59,12 @@ impl<'c, 'p> Verifier<'c, 'p> {
         }
     }
 
-    /// A new object of `class`: non-null, different from every reference in `stores`, and
-    /// nothing of it held in `mask` (the state before the allocation, so it differs from
-    /// every object anything is held of).
-    pub(super) fn allocate_object(
-        &mut self,
-        mask: &Mask,
-        caller: &Store,
-        callee: &Store,
-        class: &str,
-    ) -> Value {
-        let w = &self.ctx.world;
-        let object = w.fresh("new", &Ty::Object(class.to_string()));
-        let Term::Ref(r) = &object.term else {
-            unreachable!("an object is a reference")
-        };
-        self.prover.assume(r.eq(&w.null).not());
-        for v in caller.values().chain(callee.values()) {
-            if let Term::Ref(other) = &v.term {
-                self.prover.assume(r.eq(other).not());
-            }
+    /// A new object of `class` ([`Verifier::fresh_reference`]).
+    pub(super) fn allocate_object(&mut self, mask: &Mask, stores: &[&Store], class: &str) -> Value {
+        Value {
+            term: Term::Ref(self.fresh_reference(mask, stores)),
+            ty: Ty::Object(class.to_string()),
         }
-        let k = Int::fresh_const("k");
-        self.prover.assume(close(
-            std::slice::from_ref(&k),
-            &mask.amount(r, &k).eq(real(0)),
-        ));
-        object
     }
 
     /// What a new object of `class` starts with: write permission to each field, holding its
@@ -211,12 +188,12 @@ impl<'c, 'p> Verifier<'c, 'p> {
     ) -> Result<State, EncodeError> {
         let first = self.prover.obligations.len();
         let st = self.exhale_state(st, &[(vec![token], Vec::new())], kind, Some(store.clone()))?;
-        for o in &mut self.prover.obligations[first..] {
-            if o.kind == ObligationKind::InsufficientPermission {
-                o.kind = kind;
-                o.span = span;
-            }
-        }
+        self.report_at(
+            first,
+            &[ObligationKind::InsufficientPermission],
+            Some(kind),
+            span,
+        );
         Ok(st)
     }
 
@@ -237,59 +214,108 @@ impl<'c, 'p> Verifier<'c, 'p> {
     /// different from every reference argument — with what [`Verifier::grant_new_object`]
     /// gives. (A precondition that also claims a field of `this` then contradicts it, which
     /// the routine reports as an unsatisfiable precondition instead of verifying vacuously.)
+    /// In a 1.x program (no `commit`) a class's lock is committed where its constructor ends,
+    /// so a constructor that hands `this` on before then is refused.
     pub(super) fn start_constructor(
         &mut self,
         st: State,
-        class: &str,
-        span: Span,
+        ctor: &Routine<'p>,
     ) -> Result<State, EncodeError> {
-        let Some(object) = st.store.get("this").cloned() else {
+        let (Some(class), Some(object)) = (ctor.class, st.store.get("this").cloned()) else {
             return Ok(st);
         };
+        let program = self.ctx.program;
+        if !program.explicit_commit && !program.lock_invariant(class).is_empty() {
+            // The body only: the contract speaks of `this` without handing it to anyone.
+            let mut leak = None;
+            if let MethodBody::Block(b) = ctor.body() {
+                for s in &b.stmts {
+                    super::super::recursion::stmt_exprs(s, &mut |e| {
+                        leak = leak.or_else(|| hands_this_on(program, e));
+                    });
+                }
+            }
+            if let Some(at) = leak {
+                return Err(unsupported(
+                    "`this` handed on in a constructor of a class with a lock invariant, in a \
+                     program without `commit` (its lock is committed only where the \
+                     constructor ends, so code it reaches could take the invariant before it \
+                     holds)",
+                    at,
+                ));
+            }
+            self.commit_at_end = Some((class, ctor.method.name.span));
+        }
         if let Term::Ref(r) = &object.term {
-            let others: Vec<Bool> = st
-                .store
-                .iter()
-                .filter(|(n, _)| n.as_str() != "this")
-                .filter_map(|(_, v)| match &v.term {
-                    Term::Ref(o) => Some(r.eq(o).not()),
-                    _ => None,
-                })
-                .collect();
-            for f in others {
-                self.prover.assume(f);
+            for (name, v) in st.store.iter() {
+                if let (true, Term::Ref(other)) = (name != "this", &v.term) {
+                    self.prover.assume(r.eq(other).not());
+                }
             }
         }
-        self.grant_new_object(st, &object, class, span)
+        self.grant_new_object(st, &object, class, ctor.method.name.span)
     }
 }
 
 impl<'c, 'p> Verifier<'c, 'p> {
-    /// `lock o`: `o` committed, its lock not held already (locks are not re-entrant), then
-    /// `held(o)` and the invariant.
-    pub(super) fn lock(
+    /// A lock operation on the object `o` (`stmt`: `lock`, `unlock`, `wait`, `notify` or
+    /// `commit`):
+    /// - `lock o`: `o` committed, its lock not held already (locks are not re-entrant), then
+    ///   `held(o)` and the invariant;
+    /// - `unlock o`: takes `held(o)`, then the invariant;
+    /// - `wait o`: `held(o)` is needed; the invariant is handed to the lock while the thread
+    ///   waits, and taken again when it wakes;
+    /// - `notify o`: `held(o)` is needed;
+    /// - `commit o`: hands the invariant to the lock; `committed(o)` from then on.
+    pub(super) fn lock_operation(
         &mut self,
         st: State,
+        stmt: &'p StmtKind,
         o: &'p Expr,
         span: Span,
     ) -> Result<State, EncodeError> {
-        let (object, class) = self.lock_object(&st, o)?;
+        let (object, class) = self.object_of(&st, o, "a lock")?;
+        let invariant = self.ctx.program.lock_invariant(&class);
+        match stmt {
+            StmtKind::Lock(_) => {
+                self.may_lock(&st, &object, span);
+                let held = token(Builtin::Held, span);
+                let mut parts = vec![&held];
+                parts.extend(invariant.iter().copied());
+                self.inhale_as_this(st, &object, &parts)
+            }
+            StmtKind::Unlock(_) => {
+                let st = self.take_held(st, &object, span)?;
+                self.hand_to_lock(st, &object, &class, span)
+            }
+            StmtKind::Wait(_) => {
+                self.take_held(st.clone(), &object, span)?;
+                let st = self.hand_to_lock(st, &object, &class, span)?;
+                self.inhale_as_this(st, &object, &invariant)
+            }
+            StmtKind::Notify(_) => {
+                self.take_held(st.clone(), &object, span)?;
+                Ok(st)
+            }
+            _ => self.hand_to_lock(st, &object, &class, span),
+        }
+    }
+
+    /// What `lock object` needs: the lock is committed (in a 1.x program, every object but
+    /// the one whose constructor is running is) and not held already.
+    fn may_lock(&mut self, st: &State, object: &Value, span: Span) {
         let Term::Ref(r) = &object.term else {
             unreachable!("an object is a reference")
         };
         let w = &self.ctx.world;
-        if self.ctx.program.explicit_commit {
+        let committed = if self.ctx.program.explicit_commit {
+            Some(w.committed(r))
+        } else {
+            self.committing_this(st).map(|this| r.eq(&this).not())
+        };
+        if let Some(goal) = committed {
             self.prover.check(Check {
-                goal: w.committed(r),
-                kind: ObligationKind::LockNotCommitted,
-                span,
-                note: None,
-            });
-        } else if let Some(this) = self.committing_this(&st) {
-            // 1.x: the object under construction is committed only where its constructor
-            // ends.
-            self.prover.check(Check {
-                goal: r.eq(&this).not(),
+                goal,
                 kind: ObligationKind::LockNotCommitted,
                 span,
                 note: None,
@@ -302,68 +328,18 @@ impl<'c, 'p> Verifier<'c, 'p> {
             span,
             note: None,
         });
-        let held = token(Builtin::Held, span);
-        let mut parts = vec![&held];
-        let invariant = self.ctx.program.lock_invariant(&class);
-        parts.extend(invariant.iter().copied());
-        self.inhale_as_this(st, &object, &parts)
     }
 
-    /// `unlock o`: takes `held(o)`, then the invariant.
-    pub(super) fn unlock(
-        &mut self,
-        st: State,
-        o: &'p Expr,
-        span: Span,
-    ) -> Result<State, EncodeError> {
-        let (object, class) = self.lock_object(&st, o)?;
+    /// Takes `held(object)` from `st`; a shortfall is `lock_not_held` at the statement.
+    fn take_held(&mut self, st: State, object: &Value, span: Span) -> Result<State, EncodeError> {
         let held = token(Builtin::Held, span);
-        let st = self.take_token(
+        self.take_token(
             st,
             &held,
-            &this_store(&object),
+            &this_store(object),
             ObligationKind::LockNotHeld,
             span,
-        )?;
-        self.hand_to_lock(st, &object, &class, span)
-    }
-
-    /// `wait o`: `held(o)` is needed; the invariant is handed to the lock while the thread
-    /// waits, and taken again when it wakes.
-    pub(super) fn wait(
-        &mut self,
-        st: State,
-        o: &'p Expr,
-        span: Span,
-    ) -> Result<State, EncodeError> {
-        let (object, class) = self.lock_object(&st, o)?;
-        self.check_held(&st, &object, span)?;
-        let st = self.hand_to_lock(st, &object, &class, span)?;
-        let invariant = self.ctx.program.lock_invariant(&class);
-        self.inhale_as_this(st, &object, &invariant)
-    }
-
-    /// `notify o`: `held(o)` is needed.
-    pub(super) fn notify(
-        &mut self,
-        st: State,
-        o: &'p Expr,
-        span: Span,
-    ) -> Result<State, EncodeError> {
-        let (object, _) = self.lock_object(&st, o)?;
-        self.check_held(&st, &object, span)?;
-        Ok(st)
-    }
-
-    /// `commit o`: hands the invariant to the lock; `committed(o)` from then on.
-    pub(super) fn commit(
-        &mut self,
-        st: State,
-        o: &'p Expr,
-        span: Span,
-    ) -> Result<State, EncodeError> {
-        let (object, class) = self.lock_object(&st, o)?;
-        self.hand_to_lock(st, &object, &class, span)
+        )
     }
 
     /// Exhales the lock invariant of `object` (failures are `lock_invariant_failed` at `span`)
@@ -383,32 +359,19 @@ impl<'c, 'p> Verifier<'c, 'p> {
             ObligationKind::LockInvariantFailed,
             Some(this_store(object)),
         )?;
-        for o in &mut self.prover.obligations[first..] {
-            if matches!(
-                o.kind,
-                ObligationKind::InsufficientPermission | ObligationKind::LockInvariantFailed
-            ) {
-                o.kind = ObligationKind::LockInvariantFailed;
-                o.span = span;
-            }
-        }
+        self.report_at(
+            first,
+            &[
+                ObligationKind::InsufficientPermission,
+                ObligationKind::LockInvariantFailed,
+            ],
+            Some(ObligationKind::LockInvariantFailed),
+            span,
+        );
         if let Term::Ref(r) = &object.term {
             self.prover.assume(self.ctx.world.committed(r));
         }
         Ok(st)
-    }
-
-    /// `held(object)` is held in `st` (checked on a copy: nothing is taken).
-    fn check_held(&mut self, st: &State, object: &Value, span: Span) -> Result<(), EncodeError> {
-        let held = token(Builtin::Held, span);
-        self.take_token(
-            st.clone(),
-            &held,
-            &this_store(object),
-            ObligationKind::LockNotHeld,
-            span,
-        )?;
-        Ok(())
     }
 
     /// With the 1.x `resource lock_invariant() = R;` of a class without a constructor, in a
@@ -437,11 +400,6 @@ impl<'c, 'p> Verifier<'c, 'p> {
         Ok(())
     }
 
-    /// The object of a lock operation.
-    fn lock_object(&mut self, st: &State, o: &'p Expr) -> Result<(Value, String), EncodeError> {
-        self.object_of(st, o, "a lock")
-    }
-
     /// The object `o` (`what`: a thread, a lock) evaluates to, checked non-null, and its class.
     fn object_of(
         &mut self,
@@ -450,20 +408,15 @@ impl<'c, 'p> Verifier<'c, 'p> {
         what: &str,
     ) -> Result<(Value, String), EncodeError> {
         let mut ev = self.code_eval(st);
-        let object = ev.value(o)?;
-        if let Term::Ref(t) = &object.term {
-            ev.checks.push(Check {
-                goal: t.eq(&self.ctx.world.null).not(),
-                kind: ObligationKind::NullDereference,
-                span: o.span,
-                note: None,
-            });
-        }
+        let (r, ty) = ev.non_null(o)?;
         self.flush(&mut ev);
-        let Ty::Object(class) = &object.ty else {
+        let Ty::Object(class) = ty else {
             return Err(unsupported(format!("{what} that is not an object"), o.span));
         };
-        let class = class.clone();
+        let object = Value {
+            term: Term::Ref(r),
+            ty: Ty::Object(class.clone()),
+        };
         Ok((object, class))
     }
 
@@ -477,20 +430,25 @@ impl<'c, 'p> Verifier<'c, 'p> {
     }
 }
 
-/// The first place where `e` uses `this` as a value — not as the object of a field access —
-/// so that it could reach code that locks it (`exec.rs` refuses that in a 1.x constructor whose
-/// lock is committed only where it ends).
-pub(super) fn this_as_value(e: &Expr) -> Option<Span> {
+/// The first place where `e` hands `this` on: `this` as a value (not as the object of a field
+/// access), or a call of an instance method on the implicit `this`.
+fn hands_this_on(program: &ProgramInfo<'_>, e: &Expr) -> Option<Span> {
     match &e.kind {
         ExprKind::This => Some(e.span),
         ExprKind::Field { base, .. } if matches!(base.kind, ExprKind::This) => None,
+        ExprKind::Call {
+            receiver: None,
+            name,
+            ..
+        } if program
+            .routine(&name.name)
+            .is_some_and(|r| r.has_this() && !r.is_pure()) =>
+        {
+            Some(e.span)
+        }
         _ => {
             let mut found = None;
-            e.for_each_child(&mut |c| {
-                if found.is_none() {
-                    found = this_as_value(c);
-                }
-            });
+            e.for_each_child(&mut |c| found = found.or_else(|| hands_this_on(program, c)));
             found
         }
     }
