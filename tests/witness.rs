@@ -66,7 +66,10 @@ fn no_run_of_a_verified_program_fails() {
             if let Some(w) = found.witness {
                 problems.push(format!("{} `{name}`: {w:?}", relative(path)));
             }
-            searched += 1;
+            // Methods the search could not start (no input it can build) do not count; of
+            // the others, most must run to their end. Instance methods still count: the
+            // interpreter not running objects is a gap this bound keeps visible.
+            searched += usize::from(found.runs > 0);
             passed += usize::from(found.passed > 0);
         }
     }

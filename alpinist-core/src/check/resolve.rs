@@ -1370,6 +1370,7 @@ impl<'a> Checker<'a> {
             });
         };
         match &e.kind {
+            ExprKind::Trigger(inner) => self.heap_location(inner),
             ExprKind::Name(id) => {
                 if let Some(v) = self.lookup(&id.name) {
                     let t = v.ty.clone();

@@ -304,7 +304,7 @@ impl<'p> Machine<'p, '_> {
         span: Span,
         out: &mut Vec<Chunk>,
     ) -> Result<bool, InterpError> {
-        let ExprKind::Index { base, index } = &loc.kind else {
+        let ExprKind::Index { base, index } = &loc.peel_triggers().kind else {
             return Ok(false);
         };
         if matches!(index.kind, ExprKind::AllIndices) {

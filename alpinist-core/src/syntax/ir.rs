@@ -677,6 +677,16 @@ macro_rules! for_each_child {
 }
 
 impl Expr {
+    /// `e` without the trigger markers `{: .. :}` around it: a trigger only guides quantifier
+    /// instantiation, so `Perm({: a[i] :}, p)` names the location `a[i]`.
+    pub fn peel_triggers(&self) -> &Expr {
+        let mut e = self;
+        while let ExprKind::Trigger(inner) = &e.kind {
+            e = inner;
+        }
+        e
+    }
+
     /// The name `name` as an expression, both carrying `span` (for generated code).
     pub fn name(name: &str, span: Span) -> Expr {
         Expr {
@@ -730,6 +740,16 @@ impl Expr {
     /// quantifiers and `\let` itself.
     pub fn for_each_child(&self, f: &mut dyn FnMut(&Expr)) {
         for_each_child!(self, f, iter)
+    }
+
+    /// The direct subexpressions, as [`Expr::for_each_child`] visits them, borrowed as long
+    /// as `self` is.
+    pub fn children<'a>(&'a self) -> Vec<&'a Expr> {
+        let mut out = Vec::new();
+        let mut push_one = |x: &'a Expr| out.push(x);
+        let push: &mut dyn FnMut(&'a Expr) = &mut push_one;
+        for_each_child!(self, push, iter);
+        out
     }
 
     /// [`Expr::for_each_child`], mutably.

@@ -150,7 +150,7 @@ fn every_cell(op: Builtin, args: &[Expr]) -> Option<Expr> {
         return None;
     }
     let (first, rest) = args.split_first()?;
-    let ExprKind::Index { base, index } = &first.kind else {
+    let ExprKind::Index { base, index } = &first.peel_triggers().kind else {
         return None;
     };
     if !matches!(index.kind, ExprKind::AllIndices) {
@@ -707,6 +707,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         amount: Option<&Expr>,
         at: Option<(Dynamic, Int)>,
     ) -> Result<(), EncodeError> {
+        let loc = loc.peel_triggers();
         let (r, i, ty) = match at {
             Some((r, i)) => (r, i, None),
             None => {

@@ -43,6 +43,7 @@ use super::solver::{model_value, Limits};
 use super::state::{real, value_of, Heap, Mask, Snapshot, Store, Term, Ty, Value, World};
 use super::termination;
 
+mod effects;
 mod objects;
 
 /// Z3's budget for each candidate termination measure at a recursive call.
@@ -288,6 +289,7 @@ pub fn check_routine<'p>(
         ghost: false,
         own_measure: None,
         commit_at_end: None,
+        precomputed: Vec::new(),
     };
     let error = if let Some(e) = program.ambiguous_use(routine) {
         Some(e)
@@ -343,6 +345,9 @@ struct Verifier<'c, 'p> {
     /// A 1.x constructor of a class with a lock invariant (no `commit` in the program): its
     /// end hands the invariant to the lock (`objects.rs`), before the postcondition.
     commit_at_end: Option<(&'p str, Span)>,
+    /// The values of the calls and allocations inside the code expression being evaluated,
+    /// by the address of their node (`effects.rs`).
+    precomputed: Vec<(usize, Value)>,
 }
 
 /// A method's `decreases` clause as its recursive calls see it.
@@ -370,6 +375,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         if self.code {
             e.int32 = self.ctx.int32.map(|p| &p.exempt);
         }
+        e.precomputed.clone_from(&self.precomputed);
         e
     }
 
@@ -1155,53 +1161,33 @@ impl<'c, 'p> Verifier<'c, 'p> {
     }
 
     /// Evaluates a right-hand side: a method call, an array allocation or an expression.
-    fn rhs(&mut self, st: State, e: &'p Expr) -> Result<(State, Value), EncodeError> {
-        match &e.kind {
-            ExprKind::Call {
-                receiver,
-                name,
-                args,
-                given,
-                yields,
-            } if self
-                .ctx
-                .program
-                .routine(&name.name)
-                .is_some_and(|r| !r.is_pure()) =>
-            {
-                let ghosts = Ghosts { given, yields };
-                self.call(st, receiver.as_deref(), &name.name, args, ghosts, e.span)
-            }
-            ExprKind::New { class, args } => self.new_object(st, &class.name, args, e.span),
-            ExprKind::NewArray { elem, dims } if !dims.is_empty() => {
-                let elem = ty_of(elem)?;
-                let mut ev = self.code_eval(&st);
-                let mut sizes = Vec::new();
-                for d in dims {
-                    sizes.push(ev.int(d)?);
-                }
-                self.flush(&mut ev);
-                for (n, d) in sizes.iter().zip(dims) {
-                    self.prover.check(Check {
-                        goal: n.ge(Int::from_i64(0)),
-                        kind: ObligationKind::IndexNegative,
-                        span: d.span,
-                        note: None,
-                    });
-                }
-                if let [n] = &sizes[..] {
-                    let zero = self.zero_of(&elem);
-                    return self.allocate(st, elem, n.clone(), &|_| zero.clone(), e.span);
-                }
-                self.allocate_nested(st, elem, &sizes, e.span)
-            }
-            _ => {
-                let mut ev = self.code_eval(&st);
-                let v = ev.value(e)?;
-                self.flush(&mut ev);
-                Ok((st, v))
-            }
+    /// `new T[n]`, `new T[m][n]`: the sizes checked non-negative, the cells zero.
+    fn new_array(
+        &mut self,
+        st: State,
+        elem: Ty,
+        dims: &'p [Expr],
+        span: Span,
+    ) -> Result<(State, Value), EncodeError> {
+        let mut ev = self.code_eval(&st);
+        let mut sizes = Vec::new();
+        for d in dims {
+            sizes.push(ev.int(d)?);
         }
+        self.flush(&mut ev);
+        for (n, d) in sizes.iter().zip(dims) {
+            self.prover.check(Check {
+                goal: n.ge(Int::from_i64(0)),
+                kind: ObligationKind::IndexNegative,
+                span: d.span,
+                note: None,
+            });
+        }
+        if let [n] = &sizes[..] {
+            let zero = self.zero_of(&elem);
+            return self.allocate(st, elem, n.clone(), &|_| zero.clone(), span);
+        }
+        self.allocate_nested(st, elem, &sizes, span)
     }
 
     /// A new array of `n` cells: a reference nobody holds anything of, with full permission to
@@ -1684,9 +1670,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         then_branch: &'p Stmt,
         else_branch: Option<&'p Stmt>,
     ) -> Result<Flow, EncodeError> {
-        let mut ev = self.code_eval(&st);
-        let c = ev.bool(cond)?;
-        self.flush(&mut ev);
+        let (st, c) = self.rhs_bool(st, cond)?;
 
         self.prover.push_scope();
         self.prover.assume(c.clone());
@@ -1746,14 +1730,21 @@ impl<'c, 'p> Verifier<'c, 'p> {
         }));
         // Every local the body (or update) may assign, however nested: in ghost code,
         // `invariant`/`atomic` blocks, `then { r = y; }` on calls (`Stmt::assigned_locals`).
+        // The condition's calls are part of every iteration too.
         let mut assigned: Vec<String> = Vec::new();
+        let mut note = |name: &str| {
+            if !assigned.iter().any(|a| a == name) {
+                assigned.push(name.to_string());
+            }
+        };
         for a in std::iter::once(body)
             .chain(update)
             .flat_map(|s| s.assigned_locals())
         {
-            if !assigned.contains(&a.name) {
-                assigned.push(a.name);
-            }
+            note(&a.name);
+        }
+        if let Some(c) = cond {
+            c.ghost_result_targets(&mut |target| note(&target.name));
         }
         let havoc = |w: &World, st: &mut State| {
             for name in &assigned {
@@ -1778,7 +1769,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
         havoc(&self.ctx.world, &mut inner);
         self.set_vars(&inner.store);
         let inner = self.inhale_state(inner, &invs, &[], true)?;
-        let c = self.condition(&inner, cond)?;
+        // The invariant holds before each evaluation of the condition, whose calls run then.
+        let (inner, c) = self.condition(inner, cond)?;
         self.prover.assume(c);
         // The measure where the iteration starts, the guard holding.
         let measure = match termination::explicit(contract) {
@@ -1827,20 +1819,19 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let mut after = st;
         havoc(&self.ctx.world, &mut after);
         let after = self.inhale_state(after, &invs, &[], false)?;
-        let c = self.condition(&after, cond)?;
+        let (after, c) = self.condition(after, cond)?;
         self.prover.assume(c.not());
         Ok(Flow::Normal(after))
     }
 
-    fn condition(&mut self, st: &State, cond: Option<&'p Expr>) -> Result<Bool, EncodeError> {
+    fn condition(
+        &mut self,
+        st: State,
+        cond: Option<&'p Expr>,
+    ) -> Result<(State, Bool), EncodeError> {
         match cond {
-            Some(c) => {
-                let mut ev = self.code_eval(st);
-                let b = ev.bool(c)?;
-                self.flush(&mut ev);
-                Ok(b)
-            }
-            None => Ok(Bool::from_bool(true)),
+            Some(c) => self.rhs_bool(st, c),
+            None => Ok((st, Bool::from_bool(true))),
         }
     }
 

@@ -279,6 +279,9 @@ pub struct Eval<'a> {
     instantiating: Vec<String>,
     /// Pure functions whose bodies are being checked at a call (`--int32`), innermost last.
     inlining: Vec<String>,
+    /// The values of the method calls and allocations of the code expression being
+    /// evaluated, which the verifier ran first (`exec/effects.rs`), by node address.
+    pub precomputed: Vec<(usize, Value)>,
 }
 
 impl<'a> Eval<'a> {
@@ -304,6 +307,7 @@ impl<'a> Eval<'a> {
             permissions_as_true: false,
             facts: Vec::new(),
             instantiating: Vec::new(),
+            precomputed: Vec::new(),
         }
     }
 
@@ -488,6 +492,15 @@ impl<'a> Eval<'a> {
 
     pub fn value(&mut self, e: &Expr) -> Result<Value, EncodeError> {
         let span = e.span;
+        if matches!(
+            e.kind,
+            ExprKind::Call { .. } | ExprKind::New { .. } | ExprKind::NewArray { .. }
+        ) {
+            let at = e as *const Expr as usize;
+            if let Some((_, v)) = self.precomputed.iter().rev().find(|(a, _)| *a == at) {
+                return Ok(v.clone());
+            }
+        }
         Ok(match &e.kind {
             ExprKind::IntLit(n) => match Int::from_str(&n.to_string()) {
                 Ok(i) => {
@@ -1090,7 +1103,7 @@ impl<'a> Eval<'a> {
         e: &Expr,
         base_value: Option<Value>,
     ) -> Result<(Dynamic, Int, Ty), EncodeError> {
-        match &e.kind {
+        match &e.peel_triggers().kind {
             ExprKind::Index { base, index } => {
                 let b = match base_value {
                     Some(b) => b,

@@ -45,6 +45,17 @@ impl<'p> Routine<'p> {
                 .is_some_and(|t| t.kind == TypeKind::Resource)
     }
 
+    /// A method proper — neither a pure function nor a predicate (abstract or not): calling
+    /// it is a statement's work, with an effect on the state.
+    pub fn is_method(&self) -> bool {
+        !self.method.is_function()
+            && !self
+                .method
+                .return_type
+                .as_ref()
+                .is_some_and(|t| t.kind == TypeKind::Resource)
+    }
+
     /// `C(..) { .. }` / `constructor(..) { .. }`: no return type.
     pub fn is_constructor(&self) -> bool {
         self.method.return_type.is_none()

@@ -190,6 +190,13 @@ impl<'s> Fast<'s> {
         self.pos += w.len();
     }
 
+    /// The `\\` of a 2.x keyword such as `\\in`, where 1.x spells it without one.
+    fn skip_backslash(&mut self) {
+        if self.peek() == b'\\' {
+            self.pos += 1;
+        }
+    }
+
     fn ident(&mut self) -> R<Ident> {
         let w = self.word();
         if w.is_empty() {
@@ -1258,6 +1265,7 @@ impl<'s> Fast<'s> {
             b':' if n == b':' => (BinaryOp::Cons, 2),
             b'/' => (BinaryOp::Div, 1),
             b'%' => (BinaryOp::Mod, 1),
+            b'\\' if self.word_at(i + 1) == "in" => (BinaryOp::In, 3),
             b'\\' => (BinaryOp::FracDiv, 1),
             _ => return None,
         })
@@ -1452,13 +1460,13 @@ impl<'s> Fast<'s> {
         let mut given = Vec::new();
         let mut yields = Vec::new();
         self.skip();
-        if self.word() == "with" {
-            self.keyword("with");
+        if matches!(self.word(), "with" | "given") {
+            self.pos += self.word().len();
             depth = depth.max(self.ghost_block(&mut given)?);
         }
         self.skip();
-        if self.word() == "then" {
-            self.keyword("then");
+        if matches!(self.word(), "then" | "yields") {
+            self.pos += self.word().len();
             depth = depth.max(self.ghost_block(&mut yields)?);
         }
         Ok((args, given, yields, depth))
@@ -1478,7 +1486,11 @@ impl<'s> Fast<'s> {
             let b = self.expr()?;
             depth = depth.max(b.depth);
             self.skip();
-            self.expect(b";")?;
+            match self.peek() {
+                b';' | b',' => self.pos += 1,
+                b'}' => {}
+                _ => return bail(),
+            }
             into.push(GhostArg {
                 name,
                 value: b.expr,
@@ -1789,6 +1801,7 @@ impl<'s> Fast<'s> {
                 self.expect(b")")?;
                 self.wrap(ExprKind::Old(Box::new(b.expr)), start, b.depth)
             }
+            "unfolding" => self.unfolding(),
             "array" | "matrix" => {
                 let op = if w == "array" {
                     Builtin::Array
@@ -1844,13 +1857,15 @@ impl<'s> Fast<'s> {
         self.wrap(ExprKind::New { class, args }, start, d)
     }
 
-    /// unfolding_expr = k_unfolding ~ unary ~ k_in ~ expr
+    /// unfolding_expr = k_unfolding ~ unary ~ k_in ~ expr (each keyword with or without `\\`)
     fn unfolding(&mut self) -> R<Built> {
         let start = self.pos;
+        self.skip_backslash();
         self.keyword("unfolding");
         self.skip();
         let pred = self.unary()?;
         self.skip();
+        self.skip_backslash();
         if self.word() != "in" {
             return bail();
         }
