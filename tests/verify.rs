@@ -199,6 +199,12 @@ fn broken_variants_fail_where_expected() {
                 expect.kind, expect.line, expect.column
             ));
         }
+        // `//:: definite`: Z3 must find the counterexample itself (exit 1, never unknown).
+        if source.lines().any(|l| l.trim() == "//:: definite") && code != Some(1) {
+            problems.push(format!(
+                "{file}: exit {code:?}, expected a definite failure (exit 1): {found:?}"
+            ));
+        }
         // `//:: concrete`: Z3 cannot decide it, a concrete run must show it (exit 1, with the
         // run's input).
         if source.lines().any(|l| l.trim() == "//:: concrete") {

@@ -382,12 +382,16 @@ impl Inputs {
                     Slot::Int(inputs.ints.len() - 1)
                 }
                 TypeKind::Bool => Slot::Bool,
-                TypeKind::Array { elem, .. }
+                TypeKind::Array { elem, size }
                     if matches!(elem.kind, TypeKind::Int | TypeKind::Bool) =>
                 {
+                    // `int[N] a` (1.x): the declared size is the length.
                     Slot::Array {
                         ints: elem.kind == TypeKind::Int,
-                        len: length_of(&conjuncts, &name),
+                        len: size
+                            .as_deref()
+                            .cloned()
+                            .or_else(|| length_of(&conjuncts, &name)),
                     }
                 }
                 TypeKind::Seq(elem) if matches!(elem.kind, TypeKind::Int | TypeKind::Bool) => {

@@ -411,6 +411,33 @@ impl<'c, 'p> Verifier<'c, 'p> {
             .collect();
     }
 
+    /// For each parameter declared with a size, `int[n] a` (1.x), the fact that the array
+    /// is null or has length `n` (`n` over the parameters in `store`), and the parameter's
+    /// position: assumed where the routine starts, proved by every caller.
+    fn declared_lengths(
+        &self,
+        params: &'p [crate::syntax::Param],
+        store: &Store,
+    ) -> Result<Vec<(Bool, usize)>, EncodeError> {
+        let mut facts = Vec::new();
+        for (k, p) in params.iter().enumerate() {
+            let crate::syntax::TypeKind::Array {
+                size: Some(size), ..
+            } = &p.ty.kind
+            else {
+                continue;
+            };
+            let Some(Term::Ref(r)) = store.get(&p.name.name).map(|v| &v.term) else {
+                continue;
+            };
+            let mut ev = Eval::new(self.ctx.decls(), store.clone());
+            let n = ev.int(size)?;
+            let w = &self.ctx.world;
+            facts.push((Bool::or(&[r.eq(&w.null), w.len_of(r).eq(&n)]), k));
+        }
+        Ok(facts)
+    }
+
     fn with_everywhere(&self, exprs: Vec<&'p Expr>) -> Vec<&'p Expr> {
         let mut all = self.everywhere.clone();
         all.extend(exprs);
@@ -439,6 +466,9 @@ impl<'c, 'p> Verifier<'c, 'p> {
                     .insert(p.name.name.clone(), p.ty.kind.clone());
             }
             store.insert(p.name.name.clone(), v);
+        }
+        for (fact, _) in self.declared_lengths(&routine.method.params, &store)? {
+            self.prover.assume(fact);
         }
         for c in &routine.contract.clauses {
             match &c.kind {
@@ -1500,6 +1530,16 @@ impl<'c, 'p> Verifier<'c, 'p> {
             fraction_argument(&mut ev, p, &v, a.span);
             store.insert(p.name.name.clone(), v);
         }
+        self.flush(&mut ev);
+        for (fact, k) in self.declared_lengths(&callee.method.params, &store)? {
+            self.prover.check(Check {
+                goal: fact,
+                kind: ObligationKind::PreconditionFailed,
+                span: args.get(k).map_or(span, |a| a.span),
+                note: Some("the array's length must be the size its parameter declares".into()),
+            });
+        }
+        let mut ev = self.code_eval(&st);
         // Ghost arguments are specification: no 32-bit obligations. They are parameters too:
         // of their declared type, with its range to prove.
         ev.int32 = None;

@@ -460,6 +460,13 @@ impl World {
     /// instances of different predicates, fields and cells never share a location. Returned
     /// with the facts making `inst` injective (an inverse per argument), which the caller
     /// assumes (every time: a scope may have dropped them).
+    ///
+    /// A predicate of one reference (`p()` of a class, applied to its object, or `list(n)`)
+    /// sits on that object itself, as tokens do: injective by construction, no facts. The
+    /// inverse-function facts are what the other shapes need, but they make every model of
+    /// the references infinite or hard to find (libz3 4.8.12 ran out of budget on
+    /// `this != null` and one injective `Ref -> Ref` function), so a failing obligation near
+    /// a predicate came back unknown instead of failed.
     pub fn predicate_location(&self, name: &str, args: &[Dynamic]) -> (Dynamic, Int, Vec<Bool>) {
         let id = {
             let mut names = self.predicates.borrow_mut();
@@ -472,6 +479,11 @@ impl World {
             }
         };
         let index = Int::from_i64(PREDICATE_INDEX - id as i64);
+        if let [object] = args {
+            if object.get_sort() == self.ref_sort {
+                return (object.clone(), index, Vec::new());
+            }
+        }
         let sorts: Vec<Z3Sort> = args.iter().map(|a| a.get_sort()).collect();
         let sort_refs: Vec<&Z3Sort> = sorts.iter().collect();
         let inst = FuncDecl::new(format!("pred_{name}"), &sort_refs, &self.ref_sort);
