@@ -1249,11 +1249,17 @@ impl Builder {
                 }
             }
             Rule::par_stmt => {
+                // A contract before a single block (1.x) comes first in the block's own.
+                let before = self.contract(&mut kids)?;
                 // `par_block` and the 1.x `and_block` differ only in the `par` keyword.
-                let blocks = kids
+                let mut blocks = kids
                     .rest()
                     .map(|p| self.par_block(p))
                     .collect::<Res<Vec<_>>>()?;
+                if let Some(first) = blocks.first_mut() {
+                    let own = std::mem::take(&mut first.contract.clauses);
+                    first.contract.clauses = before.clauses.into_iter().chain(own).collect();
+                }
                 StmtKind::Par(ParGroup {
                     blocks,
                     style: ParGroupStyle::And,
