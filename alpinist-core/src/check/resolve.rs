@@ -1687,6 +1687,7 @@ impl<'a> Checker<'a> {
                 "head" | "tail" | "isEmpty" if args.len() == 1 => {
                     (Some(self.expr(&args[0])), &args[1..])
                 }
+                "removeAt" if args.len() == 2 => (Some(self.expr(&args[0])), &args[1..]),
                 "Some" if args.len() == 1 => {
                     let t = self.expr(&args[0]);
                     return Ty::Option(Box::new(t));
@@ -1706,6 +1707,10 @@ impl<'a> Checker<'a> {
             }
             (Ty::Seq(el), "head", 0) => Some((**el).clone()),
             (Ty::Seq(_), "tail", 0) => Some(subject.clone()),
+            (Ty::Seq(_), "removeAt", 1) => {
+                self.expect(&rest[0], &Ty::Int, "`removeAt` index");
+                Some(subject.clone())
+            }
             (Ty::Seq(_) | Ty::Set(_) | Ty::Bag(_) | Ty::Map(..), "isEmpty", 0) => Some(Ty::Bool),
             (Ty::Option(el), "get", 0) => Some((**el).clone()),
             (Ty::Option(el), "getOrElse", 1) => {

@@ -340,6 +340,29 @@ impl<'p> Machine<'p, '_> {
         self.new_seq(elems, span)
     }
 
+    /// `s.removeAt(i)`: `s` without its element at `i`, which must be an index of `s`.
+    fn remove_at(
+        &mut self,
+        env: &mut Env<'p>,
+        q: SeqRef,
+        index: &'p Expr,
+        span: Span,
+    ) -> Result<Value, InterpError> {
+        let i = self.eval_int(env, index)?;
+        let mut elems = self.seq_elems(q, span)?.to_vec();
+        match usize::try_from(i).ok().filter(|k| *k < elems.len()) {
+            Some(k) => {
+                elems.remove(k);
+                self.new_seq(elems, span)
+            }
+            None => Err(InterpError::OutOfBounds {
+                index: i,
+                len: elems.len(),
+                span: index.span,
+            }),
+        }
+    }
+
     /// `|s|` (`size`, `length`), `head`, `tail`, `isEmpty`.
     fn seq_op(&mut self, q: SeqRef, op: &str, span: Span) -> Result<Value, InterpError> {
         let elems = self.seq_elems(q, span)?;
@@ -483,6 +506,13 @@ impl<'p> Machine<'p, '_> {
                 let q = self.eval_seq(env, &args[0])?;
                 return self.seq_op(q, &name.name, e.span).map(Some);
             }
+            None if args.len() == 2
+                && name.name == "removeAt"
+                && self.index.lookup(env.class, "removeAt").is_none() =>
+            {
+                let q = self.eval_seq(env, &args[0])?;
+                return self.remove_at(env, q, &args[1], e.span).map(Some);
+            }
             None | Some(ExprKind::This) => env.class,
             Some(ExprKind::Name(c)) if env.get(&c.name).is_none() => {
                 match self.index.class_id(&c.name) {
@@ -503,6 +533,9 @@ impl<'p> Machine<'p, '_> {
                 return match subject {
                     Value::Seq(q) if args.is_empty() => {
                         self.seq_op(q, &name.name, e.span).map(Some)
+                    }
+                    Value::Seq(q) if name.name == "removeAt" && args.len() == 1 => {
+                        self.remove_at(env, q, &args[0], e.span).map(Some)
                     }
                     _ => Err(InterpError::unsupported("method calls on objects", e.span)),
                 };

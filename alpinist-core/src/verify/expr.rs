@@ -1307,6 +1307,34 @@ impl<'a> Eval<'a> {
         let Some(functions) = self.decls.functions else {
             return Err(unsupported("calls in a pure context", span));
         };
+        if !functions.contains_key(name) && name == "removeAt" {
+            // `s.removeAt(i)`, 1.x `removeAt(s, i)`: `s` without its element at `i`.
+            let (seq_expr, index) = match (receiver, args) {
+                (Some(s), [i]) => (s, i),
+                (None, [s, i]) => (s, i),
+                _ => return Err(unsupported("this form of `removeAt`", span)),
+            };
+            let (seq, ty) = self.seq(seq_expr)?;
+            let i = self.int(index)?;
+            let zero = Int::from_i64(0);
+            self.require(i.ge(&zero), ObligationKind::IndexNegative, index.span);
+            self.require(
+                i.lt(seq.length()),
+                ObligationKind::IndexTooLarge,
+                index.span,
+            );
+            let one = Int::from_i64(1);
+            let after = Int::add(&[i.clone(), one]);
+            let rest = Int::sub(&[seq.length(), after.clone()]);
+            let term = Seq::concat(&[
+                seq_extract(&seq, &zero, &i),
+                seq_extract(&seq, &after, &rest),
+            ]);
+            return Ok(Value {
+                term: Term::Seq(term),
+                ty,
+            });
+        }
         if !functions.contains_key(name)
             && matches!(name, "head" | "tail" | "isEmpty")
             && args.len() == 1
