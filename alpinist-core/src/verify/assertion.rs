@@ -189,7 +189,7 @@ fn every_cell(op: Builtin, args: &[Expr]) -> Option<Expr> {
 
 /// Whether `e` applies an abstract predicate, outside the instance an `unfolding` names (that
 /// one is only read: the value is what is asserted).
-fn applies_predicate(e: &Expr, program: &super::program::ProgramInfo<'_>) -> bool {
+pub fn applies_predicate(e: &Expr, program: &super::program::ProgramInfo<'_>) -> bool {
     match &e.kind {
         ExprKind::Unfolding { body, .. } => applies_predicate(body, program),
         ExprKind::Call { name, .. }
@@ -567,46 +567,8 @@ impl<'w, 'a> Walker<'w, 'a> {
         args: &[Expr],
         span: crate::syntax::Span,
     ) -> Result<(Dynamic, Int), EncodeError> {
-        let program = self.eval.decls.program;
-        let Some((params, _)) = program.and_then(|p| inline::abstract_predicate(p, name)) else {
-            return Err(unsupported(
-                format!("`{name}(..)` as an assertion (only predicates are)"),
-                span,
-            ));
-        };
-        if params.len() != args.len() {
-            return Err(unsupported(
-                "a predicate applied to the wrong number of arguments",
-                span,
-            ));
-        }
-        let has_this = program
-            .and_then(|p| p.routine(name))
-            .is_some_and(|r| r.has_this());
-        let mut values = Vec::new();
-        match (has_this, receiver) {
-            (true, Some(r)) => {
-                let (this, _) = self.eval.non_null(r)?;
-                values.push(this);
-            }
-            (true, None) => values.push(self.eval.value(&syn::this(span))?.term.as_dynamic()),
-            (false, Some(r)) => {
-                return Err(unsupported(
-                    format!("a receiver for `{name}`, which is not a predicate of a class"),
-                    r.span,
-                ))
-            }
-            (false, None) => {}
-        }
-        // A fraction parameter's range is the predicate body's to assume (its own check does).
-        for (p, a) in params.iter().zip(args) {
-            let v = super::fraction::convert(&p.ty.kind, self.eval.value(a)?);
-            self.eval
-                .require_fraction(&p.ty.kind, &p.name.name, &v, a.span);
-            values.push(v.term.as_dynamic());
-        }
+        let (r, i, facts) = self.eval.predicate_location(receiver, name, args, span)?;
         self.flush();
-        let (r, i, facts) = self.eval.decls.world.predicate_location(name, &values);
         for f in facts {
             self.prover.assume(f);
         }

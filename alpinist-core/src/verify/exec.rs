@@ -2168,13 +2168,13 @@ fn declare_functions(
         let (Ok(mut params), Some(Ok(ret))) = (params, ret) else {
             continue;
         };
-        let reads_heap =
-            !expr::function_pre(f)
-                .into_iter()
-                .all(|e| match super::inline::expand(e, program) {
-                    Some(expanded) => assertion::is_pure(&expanded),
-                    None => assertion::is_pure(e),
-                });
+        // A precondition that holds permissions or a predicate instance: the function reads
+        // the heap they cover.
+        let reads_heap = !expr::function_pre(f).into_iter().all(|e| {
+            let expanded = super::inline::expand(e, program);
+            let e = expanded.as_ref().unwrap_or(e);
+            assertion::is_pure(e) && !assertion::applies_predicate(e, program)
+        });
         // Only a function that reads the heap can depend on `this` (through its fields); the
         // others keep their signature, and with it Z3's search on the proofs that use them.
         if let (true, true, Some(class)) = (reads_heap, f.has_this(), f.class) {
@@ -2317,6 +2317,14 @@ fn definition(
     let mut ev = Eval::new(decls, store.clone());
     ev.heap = heap.clone();
     ev.defining = Some(name.clone());
+    // A heap function's axioms are instantiated at its applications, not assumed from here:
+    // `pre` only serves the termination check, which a hypothesis weakened by reading its
+    // predicate instances as `true` makes harder, never easier.
+    ev.predicate_reading = if decl.reads_heap {
+        expr::PredicateReading::True
+    } else {
+        expr::PredicateReading::Refused
+    };
     let pre = expr::function_hypothesis(&mut ev, f)?;
     ev.recursive_calls.clear();
     let value = ev.value(body)?;
@@ -2394,7 +2402,16 @@ fn post_axiom(
     let full = decl.full.apply(&args);
     let app = value_of(&decl.ret, full.clone());
     let vals: Vec<Value> = decl.params.iter().map(|(p, _)| store[p].clone()).collect();
-    let Some(fact) = expr::function_fact(decls, heap, f, &decl.params, &vals, &app)? else {
+    let Some(fact) = expr::function_fact(
+        decls,
+        heap,
+        f,
+        &decl.params,
+        &vals,
+        &app,
+        expr::PredicateReading::Refused,
+    )?
+    else {
         return Ok(None);
     };
     let pattern = z3::Pattern::new(&[&full as &dyn Ast]);

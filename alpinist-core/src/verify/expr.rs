@@ -238,6 +238,23 @@ pub struct Decls<'a> {
     pub functions: Option<&'a Functions>,
 }
 
+/// How a predicate instance reads in a pure function's hypothesis (`permissions_as_true`),
+/// where `Perm` reads as `true`. Not simply `true`: a predicate's body may carry facts the
+/// function's proof used (`\unfolding p() \in val` with `val > 0` inside `p`), so a hypothesis
+/// without them would make an axiom that holds of no heap.
+#[derive(Clone)]
+pub enum PredicateReading {
+    /// Unsupported (a heap-universal axiom: there is no mask to read the instance in).
+    Refused,
+    /// `true`: where a weaker hypothesis is sound (the termination check of a heap function,
+    /// whose axioms are not assumed from there).
+    True,
+    /// Held in this mask, the caller's at an application: positive permission to the
+    /// instance. Holding it, its body's facts hold on the current heap, as `\unfolding`
+    /// assumes (nothing can write what a folded predicate holds).
+    HeldIn(Mask),
+}
+
 /// Evaluates expressions in one state. See the module docs.
 pub struct Eval<'a> {
     pub decls: Decls<'a>,
@@ -272,6 +289,8 @@ pub struct Eval<'a> {
     /// A pure function's precondition as the hypothesis of its axioms: `Perm` and `Value`
     /// are `true` (see [`function_fact`]).
     pub permissions_as_true: bool,
+    /// With `permissions_as_true`: how a predicate instance reads.
+    pub predicate_reading: PredicateReading,
     /// Facts the terms built so far come with (a recursive call's postcondition, a heap
     /// function's axioms at its application), handed out by [`Eval::take_axioms`].
     facts: Vec<Bool>,
@@ -305,6 +324,7 @@ impl<'a> Eval<'a> {
             int32: None,
             inlining: Vec::new(),
             permissions_as_true: false,
+            predicate_reading: PredicateReading::Refused,
             facts: Vec::new(),
             instantiating: Vec::new(),
             precomputed: Vec::new(),
@@ -1348,6 +1368,17 @@ impl<'a> Eval<'a> {
                 .decls
                 .program
                 .is_some_and(|p| inline::abstract_predicate(p, name).is_some());
+            if predicate && self.permissions_as_true {
+                match self.predicate_reading.clone() {
+                    PredicateReading::Refused => {}
+                    PredicateReading::True => return Ok(Value::bool(Bool::from_bool(true))),
+                    PredicateReading::HeldIn(mask) => {
+                        let (r, i, facts) = self.predicate_location(receiver, name, args, span)?;
+                        self.facts.extend(facts);
+                        return Ok(Value::bool(mask.amount(&r, &i).gt(real(0))));
+                    }
+                }
+            }
             return Err(unsupported(
                 if predicate {
                     format!(
@@ -1443,7 +1474,16 @@ impl<'a> Eval<'a> {
             let routine = self.decls.program.and_then(|p| p.routine(name)).copied();
             let fact = match routine {
                 Some(r) => {
-                    function_fact(self.decls, self.heap.clone(), &r, &f.params, &vals, &app)?
+                    let held = self.held_in_mask();
+                    function_fact(
+                        self.decls,
+                        self.heap.clone(),
+                        &r,
+                        &f.params,
+                        &vals,
+                        &app,
+                        held,
+                    )?
                 }
                 None => None,
             };
@@ -1453,6 +1493,14 @@ impl<'a> Eval<'a> {
             }
         }
         Ok(app)
+    }
+
+    /// [`PredicateReading::HeldIn`] this evaluation's mask, where it has one.
+    fn held_in_mask(&self) -> PredicateReading {
+        match &self.mask {
+            Some(m) => PredicateReading::HeldIn(m.clone()),
+            None => PredicateReading::Refused,
+        }
     }
 
     fn function_precondition(
@@ -1513,6 +1561,58 @@ impl<'a> Eval<'a> {
             );
         }
         Ok(())
+    }
+}
+
+impl Eval<'_> {
+    /// The location of the predicate instance `receiver.name(args)` (an abstract predicate:
+    /// a predicate of a class applied to `receiver`, or to `this` without one), with the
+    /// facts the caller must assume. See `World::predicate_location`.
+    pub fn predicate_location(
+        &mut self,
+        receiver: Option<&Expr>,
+        name: &str,
+        args: &[Expr],
+        span: Span,
+    ) -> Result<(Dynamic, Int, Vec<Bool>), EncodeError> {
+        let program = self.decls.program;
+        let Some((params, _)) = program.and_then(|p| inline::abstract_predicate(p, name)) else {
+            return Err(unsupported(
+                format!("`{name}(..)` as an assertion (only predicates are)"),
+                span,
+            ));
+        };
+        if params.len() != args.len() {
+            return Err(unsupported(
+                "a predicate applied to the wrong number of arguments",
+                span,
+            ));
+        }
+        let has_this = program
+            .and_then(|p| p.routine(name))
+            .is_some_and(|r| r.has_this());
+        let mut values = Vec::new();
+        match (has_this, receiver) {
+            (true, Some(r)) => {
+                let (this, _) = self.non_null(r)?;
+                values.push(this);
+            }
+            (true, None) => values.push(self.value(&super::syn::this(span))?.term.as_dynamic()),
+            (false, Some(r)) => {
+                return Err(unsupported(
+                    format!("a receiver for `{name}`, which is not a predicate of a class"),
+                    r.span,
+                ))
+            }
+            (false, None) => {}
+        }
+        // A fraction parameter's range is the predicate body's to assume (its own check does).
+        for (p, a) in params.iter().zip(args) {
+            let v = fraction::convert(&p.ty.kind, self.value(a)?);
+            self.require_fraction(&p.ty.kind, &p.name.name, &v, a.span);
+            values.push(v.term.as_dynamic());
+        }
+        Ok(self.decls.world.predicate_location(name, &values))
     }
 }
 
@@ -1613,8 +1713,11 @@ impl Eval<'_> {
             return Ok(());
         }
         let mut facts = vec![app.term.as_dynamic().eq(limited.term.as_dynamic())];
+        // The predicate instances of its precondition: held in the caller's mask.
+        let held = self.held_in_mask();
         if let (true, MethodBody::Expr(body)) = (f.terminates, routine.body()) {
             let mut inner = Eval::new(self.decls, bind_params(&f.params, args));
+            inner.predicate_reading = held.clone();
             inner.heap = self.heap.clone();
             inner.defining = Some(name.to_string());
             inner.instantiating = self.instantiating.clone();
@@ -1632,6 +1735,7 @@ impl Eval<'_> {
                 &f.params,
                 args,
                 app,
+                held,
             )?;
             if let Some(post) = post {
                 facts.push(post);
@@ -1699,6 +1803,7 @@ pub fn function_fact(
     params: &[(String, Ty)],
     args: &[Value],
     app: &Value,
+    predicate_reading: PredicateReading,
 ) -> Result<Option<Bool>, EncodeError> {
     let mut post = routine.everywhere();
     post.extend(routine.post());
@@ -1713,6 +1818,7 @@ pub fn function_fact(
     let mut ev = Eval::new(decls, bind_params(params, args));
     ev.heap = heap;
     ev.result = Some(app.clone());
+    ev.predicate_reading = predicate_reading;
     let pre = function_hypothesis(&mut ev, routine)?;
     let mut facts = Vec::new();
     for e in post {
