@@ -358,8 +358,29 @@ pub struct World {
 /// The location index of predicate 0's instances; predicate k's is this minus k.
 const PREDICATE_INDEX: i64 = -(1 << 40);
 
+/// The location index of `p(.., x)` for predicate `id` and an integer last argument `x`:
+/// `INTEGER_PREDICATE_INDEX - id - 2^20 * zigzag(x)`, where `zigzag` maps 0, -1, 1, -2, .. to
+/// 0, 1, 2, 3, ..; distinct for distinct `(id, x)` while there are fewer than 2^20 predicates,
+/// and below every token's index.
+fn integer_predicate_index(id: usize, x: &Int) -> Int {
+    let zero = Int::from_i64(0);
+    let two = Int::from_i64(2);
+    let zigzag = x.ge(&zero).ite(
+        &Int::mul(&[two.clone(), x.clone()]),
+        &Int::sub(&[Int::mul(&[Int::from_i64(-2), x.clone()]), Int::from_i64(1)]),
+    );
+    Int::sub(&[
+        Int::from_i64(INTEGER_PREDICATE_INDEX - id as i64),
+        Int::mul(&[Int::from_i64(1 << 20), zigzag]),
+    ])
+}
+
+/// Where the instances of predicates with an integer argument start (see
+/// [`integer_predicate_index`]).
+const INTEGER_PREDICATE_INDEX: i64 = -(1 << 42);
+
 /// The location indices of an object's tokens `idle(t)`, `running(t)` and `held(t)`, below
-/// every field's and every predicate's.
+/// every field's and every predicate's of references only (above those with an integer).
 const IDLE_INDEX: i64 = -(1 << 41);
 const RUNNING_INDEX: i64 = IDLE_INDEX - 1;
 const HELD_INDEX: i64 = IDLE_INDEX - 2;
@@ -479,10 +500,24 @@ impl World {
             }
         };
         let index = Int::from_i64(PREDICATE_INDEX - id as i64);
-        if let [object] = args {
-            if object.get_sort() == self.ref_sort {
-                return (object.clone(), index, Vec::new());
+        let is_ref = |d: &Dynamic| d.get_sort() == self.ref_sort;
+        match args {
+            [object] if is_ref(object) => return (object.clone(), index, Vec::new()),
+            // One integer, after an optional reference: folded into the index, injectively,
+            // below every token's index, so again no facts (an injection `Int -> Ref` would
+            // need infinitely many references: Z3 could never show a failing obligation).
+            [object, x] if is_ref(object) => {
+                if let Some(x) = x.as_int() {
+                    return (object.clone(), integer_predicate_index(id, &x), Vec::new());
+                }
             }
+            [x] => {
+                if let Some(x) = x.as_int() {
+                    let holder = Dynamic::new_const("predicates'", &self.ref_sort);
+                    return (holder, integer_predicate_index(id, &x), Vec::new());
+                }
+            }
+            _ => {}
         }
         let sorts: Vec<Z3Sort> = args.iter().map(|a| a.get_sort()).collect();
         let sort_refs: Vec<&Z3Sort> = sorts.iter().collect();
