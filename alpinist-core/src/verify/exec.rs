@@ -345,8 +345,8 @@ struct Verifier<'c, 'p> {
     /// A 1.x constructor of a class with a lock invariant (no `commit` in the program): its
     /// end hands the invariant to the lock (`objects.rs`), before the postcondition.
     commit_at_end: Option<(&'p str, Span)>,
-    /// The values of the calls and allocations inside the code expression being evaluated,
-    /// by the address of their node (`effects.rs`).
+    /// Values of the nodes of the code expression being evaluated that were evaluated in
+    /// their turn around its calls and allocations, by node address (`effects.rs`).
     precomputed: Vec<(usize, Value)>,
 }
 
@@ -1071,7 +1071,6 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 .lock_operation(st, &s.kind, o, s.span)
                 .map(Flow::Normal),
             StmtKind::Fork(t) => self.fork(st, t, s.span).map(Flow::Normal),
-
             StmtKind::Join(t) => self.join(st, t, s.span).map(Flow::Normal),
         }
     }
@@ -1190,7 +1189,6 @@ impl<'c, 'p> Verifier<'c, 'p> {
         }
     }
 
-    /// Evaluates a right-hand side: a method call, an array allocation or an expression.
     /// `new T[n]`, `new T[m][n]`: the sizes checked non-negative, the cells zero.
     fn new_array(
         &mut self,
@@ -1530,16 +1528,14 @@ impl<'c, 'p> Verifier<'c, 'p> {
             fraction_argument(&mut ev, p, &v, a.span);
             store.insert(p.name.name.clone(), v);
         }
-        self.flush(&mut ev);
         for (fact, k) in self.declared_lengths(&callee.method.params, &store)? {
-            self.prover.check(Check {
-                goal: fact,
-                kind: ObligationKind::PreconditionFailed,
-                span: args.get(k).map_or(span, |a| a.span),
-                note: Some("the array's length must be the size its parameter declares".into()),
-            });
+            ev.require_noted(
+                fact,
+                ObligationKind::PreconditionFailed,
+                args.get(k).map_or(span, |a| a.span),
+                Some("the array's length must be the size its parameter declares".into()),
+            );
         }
-        let mut ev = self.code_eval(&st);
         // Ghost arguments are specification: no 32-bit obligations. They are parameters too:
         // of their declared type, with its range to prove.
         ev.int32 = None;

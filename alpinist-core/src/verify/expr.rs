@@ -298,8 +298,9 @@ pub struct Eval<'a> {
     instantiating: Vec<String>,
     /// Pure functions whose bodies are being checked at a call (`--int32`), innermost last.
     inlining: Vec<String>,
-    /// The values of the method calls and allocations of the code expression being
-    /// evaluated, which the verifier ran first (`exec/effects.rs`), by node address.
+    /// Values of nodes of the code expression being evaluated that the verifier already
+    /// evaluated in their turn, around its calls and allocations (`exec/effects.rs`), by
+    /// node address.
     pub precomputed: Vec<(usize, Value)>,
 }
 
@@ -410,7 +411,13 @@ impl<'a> Eval<'a> {
         self.require_noted(ob, kind, span, None);
     }
 
-    fn require_noted(&mut self, ob: Bool, kind: ObligationKind, span: Span, note: Option<String>) {
+    pub fn require_noted(
+        &mut self,
+        ob: Bool,
+        kind: ObligationKind,
+        span: Span,
+        note: Option<String>,
+    ) {
         if self.definedness {
             let goal = self.close(&ob);
             self.checks.push(Check {
@@ -512,10 +519,7 @@ impl<'a> Eval<'a> {
 
     pub fn value(&mut self, e: &Expr) -> Result<Value, EncodeError> {
         let span = e.span;
-        if matches!(
-            e.kind,
-            ExprKind::Call { .. } | ExprKind::New { .. } | ExprKind::NewArray { .. }
-        ) {
+        if !self.precomputed.is_empty() {
             let at = e as *const Expr as usize;
             if let Some((_, v)) = self.precomputed.iter().rev().find(|(a, _)| *a == at) {
                 return Ok(v.clone());

@@ -366,7 +366,7 @@ fn integer_predicate_index(id: usize, x: &Int) -> Int {
     let zero = Int::from_i64(0);
     let two = Int::from_i64(2);
     let zigzag = x.ge(&zero).ite(
-        &Int::mul(&[two.clone(), x.clone()]),
+        &Int::mul(&[two, x.clone()]),
         &Int::sub(&[Int::mul(&[Int::from_i64(-2), x.clone()]), Int::from_i64(1)]),
     );
     Int::sub(&[

@@ -1,13 +1,13 @@
 //! Calls of methods and allocations inside expressions: `int s = next() + next();`,
 //! `while (f() < 3)`, `c ? f() : 0`, `b && f()`, `g(new C())`.
 //!
-//! Code expressions are evaluated in two passes. [`Verifier::effects`] runs the sub-expressions
-//! with an effect (a call of a non-pure routine, `new C(..)`, `new T[n]`) in Java's evaluation
-//! order — receiver, then arguments left to right, operands left to right, innermost first —
-//! each as the statement it would be on its own (precondition exhaled, postcondition inhaled,
-//! fresh object allocated), and records the value each gave. Then the whole expression is
-//! evaluated purely, each such sub-expression standing for its recorded value
-//! (`Eval::precomputed`).
+//! [`Verifier::effects`] walks an expression that has effects (a call of a method, `new C(..)`,
+//! `new T[n]`) in Java's evaluation order — receiver, then arguments left to right, operands
+//! left to right, innermost first. Each effect runs as the statement it would be on its own
+//! (precondition exhaled, postcondition inhaled, fresh object allocated); every operand and
+//! every node on the way is evaluated in the state of its turn — so `issued + next()` reads
+//! the field before the call — and its value recorded by node address (`Eval::precomputed`),
+//! which the evaluator then returns for that node instead of evaluating it again.
 //!
 //! Short-circuiting is respected: the right operand of `&&`, `||` and `==>` and the branches
 //! of `?:` run only under the path condition that reaches them, and the states of the two
@@ -63,7 +63,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
         self.evaluated(st, e, |ev, e| ev.bool(e))
     }
 
-    /// Runs the effects of `e`, then evaluates it purely with `pure`.
+    /// Runs the effects of `e`, then evaluates it purely with `pure` (its value recorded where
+    /// it has effects).
     fn evaluated<T>(
         &mut self,
         st: State,
@@ -71,75 +72,126 @@ impl<'c, 'p> Verifier<'c, 'p> {
         pure: impl FnOnce(&mut Eval<'_>, &Expr) -> Result<T, EncodeError>,
     ) -> Result<(State, T), EncodeError> {
         let mark = self.precomputed.len();
-        let st = self.effects(st, e)?;
-        let mut ev = self.code_eval(&st);
-        let v = pure(&mut ev, e);
-        self.flush(&mut ev);
+        let st = if self.has_effects(e) {
+            self.effects(st, e)?
+        } else {
+            st
+        };
+        let v = self.now(&st, |ev| pure(ev, e));
         self.precomputed.truncate(mark);
         Ok((st, v?))
     }
 
-    /// Runs the effects of `e` in evaluation order and records their values.
+    /// Runs the effects of `e` in evaluation order and records the value of `e` and of each
+    /// operand evaluated before an effect, each in the state Java evaluates it in: in
+    /// `issued + next()` the field is read before the call changes it.
+    /// `e` has effects (the callers check).
     fn effects(&mut self, st: State, e: &'p Expr) -> Result<State, EncodeError> {
-        if !self.has_effects(e) {
-            return Ok(st);
+        if matches!(
+            e.kind,
+            ExprKind::Quantifier(_)
+                | ExprKind::Let { .. }
+                | ExprKind::Old(_)
+                | ExprKind::Unfolding { .. }
+        ) {
+            return Err(unsupported(
+                "a call of a method or an allocation under a quantifier, `\\let`, `\\old` or \
+                 `unfolding`",
+                e.span,
+            ));
         }
-        match &e.kind {
+        let st = match &e.kind {
             ExprKind::Binary {
                 op: op @ (BinaryOp::And | BinaryOp::Or | BinaryOp::Implies),
                 lhs,
                 rhs,
-            } if self.has_effects(rhs) => {
-                let st = self.effects(st, lhs)?;
-                let mut ev = self.code_eval(&st);
-                let l = ev.bool(lhs)?;
-                self.flush(&mut ev);
+            } => {
+                let st = self.operand(st, lhs)?;
+                let l = self.now(&st, |ev| ev.bool(lhs))?;
                 let reaches_rhs = if *op == BinaryOp::Or { l.not() } else { l };
-                self.on_path(st, reaches_rhs, |v, st| v.effects(st, rhs))
+                self.on_path(st, reaches_rhs, rhs)?
             }
             ExprKind::Cond {
                 cond,
                 then_expr,
                 else_expr,
-            } if self.has_effects(then_expr) || self.has_effects(else_expr) => {
-                let st = self.effects(st, cond)?;
-                let mut ev = self.code_eval(&st);
-                let c = ev.bool(cond)?;
-                self.flush(&mut ev);
-                let st = self.on_path(st, c.clone(), |v, st| v.effects(st, then_expr))?;
-                self.on_path(st, c.not(), |v, st| v.effects(st, else_expr))
+            } => {
+                let st = self.operand(st, cond)?;
+                let c = self.now(&st, |ev| ev.bool(cond))?;
+                let st = self.on_path(st, c.clone(), then_expr)?;
+                self.on_path(st, c.not(), else_expr)?
             }
-            ExprKind::Quantifier(_) | ExprKind::Let { .. } | ExprKind::Old(_) => Err(unsupported(
-                "a call of a method or an allocation under a quantifier, `\\let` or `\\old`",
-                e.span,
-            )),
             _ => {
-                let mut st = st;
-                for child in e.children() {
-                    st = self.effects(st, child)?;
-                }
+                let st = self.operands(st, e)?;
                 if self.is_effect(e) {
                     let (st, v) = self.effect(st, e)?;
-                    self.precomputed.push((e as *const Expr as usize, v));
-                    Ok(st)
-                } else {
-                    Ok(st)
+                    self.record(e, v);
+                    return Ok(st);
                 }
+                st
             }
-        }
+        };
+        // `e`'s own operation, on the recorded values of its operands (an operand on a path
+        // not taken, or without effects under `&&`/`?:`, is evaluated here, under its guard).
+        let v = self.now(&st, |ev| ev.value(e))?;
+        self.record(e, v);
+        Ok(st)
     }
 
-    /// Runs `f` on the path where `c` holds; on the other path the state is unchanged. The
-    /// two are joined as after an `if` without `else`.
-    fn on_path(
+    /// The operands of `e`, left to right. A `then { r = y; }` item names the callee's `y`:
+    /// bound by the call, not an operand of the caller.
+    fn operands(&mut self, mut st: State, e: &'p Expr) -> Result<State, EncodeError> {
+        let yielded: Vec<*const Expr> = match &e.kind {
+            ExprKind::Call { yields, .. } => {
+                yields.iter().map(|g| &g.value as *const Expr).collect()
+            }
+            _ => Vec::new(),
+        };
+        for child in e.children() {
+            if !yielded.contains(&(child as *const Expr)) {
+                st = self.operand(st, child)?;
+            }
+        }
+        Ok(st)
+    }
+
+    /// An operand that is always evaluated: its effects run, or its value is recorded now.
+    fn operand(&mut self, st: State, e: &'p Expr) -> Result<State, EncodeError> {
+        if self.has_effects(e) {
+            return self.effects(st, e);
+        }
+        let v = self.now(&st, |ev| ev.value(e))?;
+        self.record(e, v);
+        Ok(st)
+    }
+
+    /// `f` on an evaluator of the current state (recorded values included), its checks and
+    /// facts handed to the prover.
+    fn now<T>(
         &mut self,
-        st: State,
-        c: Bool,
-        f: impl FnOnce(&mut Self, State) -> Result<State, EncodeError>,
-    ) -> Result<State, EncodeError> {
+        st: &State,
+        f: impl FnOnce(&mut Eval<'_>) -> Result<T, EncodeError>,
+    ) -> Result<T, EncodeError> {
+        let mut ev = self.code_eval(st);
+        let r = f(&mut ev);
+        self.flush(&mut ev);
+        r
+    }
+
+    fn record(&mut self, e: &'p Expr, v: Value) {
+        self.precomputed.push((e as *const Expr as usize, v));
+    }
+
+    /// Runs the effects of `e` on the path where `c` holds; on the other path the state is
+    /// unchanged. The two are joined as after an `if` without `else`. Without effects, `e` is
+    /// left to its parent's evaluation, which guards it.
+    fn on_path(&mut self, st: State, c: Bool, e: &'p Expr) -> Result<State, EncodeError> {
+        if !self.has_effects(e) {
+            return Ok(st);
+        }
         self.prover.push_scope();
         self.prover.assume(c.clone());
-        let taken = f(self, st.clone())?;
+        let taken = self.effects(st.clone(), e)?;
         let facts = Bool::and(&self.prover.pop_scope());
         self.prover.assume(c.implies(&facts));
         Ok(join(&c, taken, st))
