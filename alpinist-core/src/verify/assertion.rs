@@ -805,8 +805,9 @@ impl<'w, 'a> Walker<'w, 'a> {
             _ => None,
         };
         // Two binders laid out row-major, `a[c * row + col + e]` (constant c > 1): solved by
-        // `div` and `mod`. The update checks the solution names the location, and injectivity
-        // (which needs `0 <= col < c`) is still proved.
+        // `div` and `mod`. That solution is proved to give back the binders of every location
+        // the atom covers (which implies injectivity): a mask update whose solution missed a
+        // covered location would keep, on exhale, a permission it gave away.
         let row_major = match (&loc.kind, &binder_names[..]) {
             (ExprKind::Index { base, index }, [x, y])
                 if !self.scope.mentions(base, x) && !self.scope.mentions(base, y) =>
@@ -858,7 +859,9 @@ impl<'w, 'a> Walker<'w, 'a> {
             _ => None,
         };
         let injective_by_construction = linear.is_some() && binders.len() == 1;
-        if !binders.is_empty() && !injective_by_construction {
+        if let Some((row, col, c)) = row_major {
+            self.check_row_major(&binders, (row, col, c), &positive, &i, atom);
+        } else if !binders.is_empty() && !injective_by_construction {
             self.check_injective(&binders, &positive, &r, &i, atom);
         }
         let held = self.mask.amount(&r, &i);
@@ -910,6 +913,29 @@ impl<'w, 'a> Walker<'w, 'a> {
             }
         }
         Ok(())
+    }
+
+    /// Wherever the amount is positive, the row-major solution of the index gives back the
+    /// binders (so the layout is also injective). Fails where a column may leave `0 .. c`, even
+    /// in a layout that is injective otherwise: the mask update relies on the solution.
+    fn check_row_major(
+        &mut self,
+        xs: &[Int],
+        (row, col, c): (usize, usize, i64),
+        positive: &Bool,
+        i: &Int,
+        atom: &Expr,
+    ) {
+        let (solved_row, solved_col) = row_major_solution(xs, c, i, i);
+        let exact = Bool::and(&[solved_row.eq(&xs[row]), solved_col.eq(&xs[col])]);
+        self.prover.check(Check {
+            goal: close(xs, &positive.implies(exact)),
+            kind: ObligationKind::NotInjective,
+            span: atom.span,
+            note: Some(format!(
+                "the index is read as `{c} * row + col` (row-major): the column must stay within 0 .. {c}"
+            )),
+        });
     }
 
     /// Two different values of the binders, both with a positive amount, name two different
@@ -981,12 +1007,10 @@ impl<'w, 'a> Walker<'w, 'a> {
         // Whether the solution names (R, K)'s index by construction (one linear binder).
         let mut index_exact = false;
         if let Some((row, col, c)) = row_major {
-            let offset = i.substitute(&[(&xs[0], &zero), (&xs[1], &zero)]);
-            let diff = Int::sub(&[kk.clone(), offset]);
-            let c = Int::from_i64(c);
+            let (solved_row, solved_col) = row_major_solution(xs, c, i, &kk);
             solved = vec![zero.clone(), zero.clone()];
-            solved[row] = diff.div(&c);
-            solved[col] = diff.modulo(&c);
+            solved[row] = solved_row;
+            solved[col] = solved_col;
         } else {
             let id = INVERSES.fetch_add(1, Ordering::Relaxed);
             let mut inv_at_loc = Vec::new();
@@ -1040,6 +1064,16 @@ impl<'w, 'a> Walker<'w, 'a> {
         self.prover.assume(fact);
         Mask { array }
     }
+}
+
+/// The row and column that the row-major index `i` (`c * row + col + e` over the two binders
+/// `xs`, `e` free of them) solves to when it equals `at`: `(at - e) div c` and `(at - e) mod c`.
+fn row_major_solution(xs: &[Int], c: i64, i: &Int, at: &Int) -> (Int, Int) {
+    let zero = Int::from_i64(0);
+    let offset = i.substitute(&[(&xs[0], &zero), (&xs[1], &zero)]);
+    let diff = Int::sub(&[at.clone(), offset]);
+    let c = Int::from_i64(c);
+    (diff.div(&c), diff.modulo(&c))
 }
 
 /// The coefficient `a` when `e` is `a * x + (terms without x)` for a constant `a`, else `None`;
