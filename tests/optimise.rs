@@ -72,6 +72,56 @@ fn refused_inputs_exit_1_with_their_reason() {
     }
 }
 
+/// An applicability probe never succeeds vacuously: with `--no-verify`, a probe whose prefix
+/// fails (a field written without permission) or whose statement is unreachable is refused
+/// as "cannot check" (exit 1) by every optimisation — unrolling the 3-iteration loop by 6
+/// used to apply. The twin: with the permission, unrolling by 3 applies.
+#[test]
+fn applicability_probes_never_succeed_vacuously() {
+    let cases = [
+        (
+            "tests/data/vacuous/unroll_after_failing_write.pvl",
+            "E0906",
+            "the code before it does not verify: `m` fails there",
+        ),
+        (
+            "tests/data/vacuous/unroll_unreachable.pvl",
+            "E0906",
+            "it is unreachable: the facts before it contradict each other",
+        ),
+        (
+            "tests/data/vacuous/merge_after_failing_write.pvl",
+            "E0924",
+            "the code before it does not verify: `m` fails there",
+        ),
+        (
+            "tests/data/vacuous/tile_unreachable.pvl",
+            "E0935",
+            "the code before it does not verify: `zero` fails there (the precondition is unsatisfiable",
+        ),
+    ];
+    assert_eq!(cases.len(), pvl_files("tests/data/vacuous").len());
+    for (file, code, message) in cases {
+        crate::common::assert_refused(&["optimise", "--no-verify", file], code, message);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fixed.pvl");
+    let text = std::fs::read_to_string(
+        crate::common::repo_root().join("tests/data/vacuous/unroll_after_failing_write.pvl"),
+    )
+    .unwrap()
+    .replace("  void m() {", "  context Perm(f, write);\n  void m() {")
+    .replace("loop_unroll i 6", "loop_unroll i 3");
+    std::fs::write(&path, text).unwrap();
+    let out = run(&["optimise", "--no-verify", &path.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unrolled the loop over `i` by 3"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn unimplemented_optimisations_are_exit_2_never_ignored() {
     for (args, what) in [

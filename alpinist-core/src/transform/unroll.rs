@@ -277,6 +277,10 @@ pub(crate) fn set_spans(e: &mut Expr, span: Span) {
 /// Spans no source file has: they mark the probe's asserts, one per iteration.
 pub(crate) const MARK_BASE: u32 = u32::MAX - (1 << 20);
 
+/// The span of a probe's last statement, `assert false;`: provable only where the probed
+/// statement is unreachable. Beyond every `mark(k)` (k stays below 2^20 - 1).
+pub(crate) const FEASIBILITY_MARK: u32 = u32::MAX;
+
 /// Iterations whose guards one obligation of the probe checks together.
 const PROBE_CHUNK: u32 = 64;
 
@@ -436,12 +440,28 @@ fn counterexample(guard: &Expr, failed: &[&crate::verify::Obligation]) -> String
 /// Verifies the probe of `loop_span` with `replacement` (statements marked with the spans
 /// `MARK_BASE + k`) and returns the report of the method holding the loop, or why
 /// there is none.
+///
+/// A probe never answers vacuously: every obligation of the code before the statement must be
+/// verified (a failed one is assumed afterwards, and may make every later goal provable), and
+/// the statement must be reachable — a last `assert false;` (marked [`FEASIBILITY_MARK`]) must
+/// not be provable once the replacement's own asserts hold.
 pub(crate) fn run_probe(
     program: &Program,
     loop_span: Span,
-    replacement: Vec<Stmt>,
+    mut replacement: Vec<Stmt>,
     limits: &Limits,
 ) -> Result<MethodReport, String> {
+    let feasibility = Span {
+        start: FEASIBILITY_MARK,
+        end: FEASIBILITY_MARK,
+    };
+    replacement.push(Stmt {
+        kind: StmtKind::Assert(Expr {
+            kind: ExprKind::BoolLit(false),
+            span: feasibility,
+        }),
+        span: feasibility,
+    });
     let probe = probe(program, loop_span, replacement)
         .ok_or("the statement is inside a construct the check does not cut through")?;
     let Some(report) = verify_routine_at(&probe, loop_span, limits) else {
@@ -454,6 +474,36 @@ pub(crate) fn run_probe(
             .map(|e| e.to_string())
             .unwrap_or_else(|| "unsupported construct".into());
         return Err(format!("the verifier cannot encode the method: {why}"));
+    }
+    if let Some(o) = report
+        .obligations
+        .iter()
+        .find(|o| o.span.start < MARK_BASE && o.status != crate::verify::Status::Verified)
+    {
+        let how = match o.status {
+            crate::verify::Status::Failed { .. } => "fails",
+            _ => "is not decided",
+        };
+        return Err(format!(
+            "the code before it does not verify: `{}` {how} there ({}; run `alpinist verify`)",
+            report.name,
+            o.kind.describe()
+        ));
+    }
+    let marked_verified = report
+        .obligations
+        .iter()
+        .filter(|o| o.span.start >= MARK_BASE && o.span.start != FEASIBILITY_MARK)
+        .all(|o| o.status == crate::verify::Status::Verified);
+    let unreachable = report
+        .obligations
+        .iter()
+        .any(|o| o.span.start == FEASIBILITY_MARK && o.status == crate::verify::Status::Verified);
+    if marked_verified && unreachable {
+        return Err(
+            "it is unreachable: the facts before it contradict each other, so any claim about it would hold"
+                .into(),
+        );
     }
     Ok(report)
 }
