@@ -32,7 +32,7 @@ use super::expr::{close, unsupported, EncodeError, Eval};
 use super::inline;
 use super::obligation::{Check, ObligationKind};
 use super::one_point;
-use super::state::{define_array, real, HeapKind, Mask, Ty};
+use super::state::{define_array, real, HeapKind, Mask, Term, Ty};
 use super::syn;
 
 /// Where checks go and facts come from: the method's solver.
@@ -507,12 +507,23 @@ impl<'w, 'a> Walker<'w, 'a> {
                 self.eval
                     .push_guard(Bool::and(&[Int::from_i64(0).le(&k), k.lt(&rows_n)]));
                 let read = (|| {
-                    let (reference, _) = self.eval.reference(&row(x))?;
+                    let (reference, row_ty) = self.eval.reference(&row(x))?;
                     let (outer, _) = self.eval.reference(m)?;
-                    Ok::<_, EncodeError>((reference, outer))
+                    Ok::<_, EncodeError>((reference, row_ty, outer))
                 })();
                 self.eval.restore(mark);
-                let (reference, outer) = read?;
+                let (reference, row_ty, outer) = read?;
+                // Nor any variable of another reference type (`b` of a `\matrix(b, ..)`
+                // beside, an object): without it, two matrices' contracts left Z3 unable to
+                // tell a row of one from the other matrix.
+                let mut distinct = vec![reference.eq(&outer).not()];
+                for v in self.eval.store.values() {
+                    if let Term::Ref(other) = &v.term {
+                        if v.ty.is_ref() && v.ty != Ty::Null && v.ty != row_ty {
+                            distinct.push(reference.eq(other).not());
+                        }
+                    }
+                }
                 self.flush();
                 let id = INVERSES.fetch_add(1, Ordering::Relaxed);
                 let w = self.eval.decls.world;
@@ -530,8 +541,9 @@ impl<'w, 'a> Walker<'w, 'a> {
                     .expect("int");
                 // A row (a `T[]`) is never the matrix (a `T[][]`) itself. Triggered by the
                 // row read `m[x]`: that is the term the permission updates' inverses build.
+                distinct.push(back.eq(&k));
                 let body = Bool::and(&[outer_guard, Int::from_i64(0).le(&k), k.lt(&rows_n)])
-                    .implies(Bool::and(&[back.eq(&k), reference.eq(&outer).not()]));
+                    .implies(Bool::and(&distinct));
                 let pattern = z3::Pattern::new(&[&reference as &dyn Ast]);
                 let fact = z3::ast::forall_const(&[&k as &dyn Ast], &[&pattern], &body);
                 if flat {
