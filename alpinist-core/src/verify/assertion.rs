@@ -19,7 +19,6 @@
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use z3::ast::{Ast, Bool, Dynamic, Int, Real};
 use z3::{FuncDecl, Sort as Z3Sort};
@@ -204,8 +203,6 @@ pub fn applies_predicate(e: &Expr, program: &super::program::ProgramInfo<'_>) ->
         }
     }
 }
-
-static INVERSES: AtomicUsize = AtomicUsize::new(0);
 
 struct Walker<'w, 'a> {
     prover: &'w mut dyn Prover,
@@ -525,7 +522,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                     }
                 }
                 self.flush();
-                let id = INVERSES.fetch_add(1, Ordering::Relaxed);
+                let id = super::solver::declaration_id();
                 let w = self.eval.decls.world;
                 let inverse = Rc::new(FuncDecl::new(
                     format!("row{id}"),
@@ -1024,7 +1021,7 @@ impl<'w, 'a> Walker<'w, 'a> {
             solved[row] = solved_row;
             solved[col] = solved_col;
         } else {
-            let id = INVERSES.fetch_add(1, Ordering::Relaxed);
+            let id = super::solver::declaration_id();
             let mut inv_at_loc = Vec::new();
             for (k, x) in xs.iter().enumerate() {
                 if let Some((_, a)) = linear.filter(|(lk, _)| *lk == k) {

@@ -310,9 +310,6 @@ pub fn check_routine<'p>(
     }
 }
 
-/// Numbers the node functions of nested allocations apart (`Verifier::allocate_nested`).
-static NODES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
 struct Verifier<'c, 'p> {
     ctx: &'c Ctx<'p>,
     prover: SolverProver,
@@ -1322,7 +1319,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         // The element type of the arrays of level l.
         let elem_at = |l: usize| (l + 1..depth).fold(inner.clone(), |t, _| Ty::Array(Box::new(t)));
         let w = &self.ctx.world;
-        let id = NODES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = super::solver::declaration_id();
         let int_sort = z3::Sort::int();
         let nodes: Vec<z3::FuncDecl> = (1..depth)
             .map(|l| {

@@ -182,7 +182,27 @@ where
     F: FnOnce() -> R + Send + Sync,
     R: Send + Sync,
 {
-    z3::with_z3_config(&Config::new(), f)
+    let outer = DECLARATIONS.with(|n| n.replace(0));
+    let r = z3::with_z3_config(&Config::new(), f);
+    DECLARATIONS.with(|n| n.set(outer));
+    r
+}
+
+thread_local! {
+    /// Declarations numbered so far in the thread's current context (see [`declaration_id`]).
+    static DECLARATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A number for the name of a function the encoding declares (`inv3_0`, `row7`), unique in the
+/// current context. Counted per context, not per process: with a process-wide counter a
+/// routine's names depended on what the other threads had declared meanwhile, and Z3's search
+/// with them, so a verdict could differ from one run to the next.
+pub fn declaration_id() -> usize {
+    DECLARATIONS.with(|n| {
+        let id = n.get();
+        n.set(id + 1);
+        id
+    })
 }
 
 /// Checks `assumptions ⊢ goal` with the terms given, which must have been built in the calling
@@ -282,6 +302,19 @@ mod tests {
                 },
             )
         })
+    }
+
+    /// Names of declarations restart in every context, whatever was declared before it on this
+    /// thread or beside it: a routine's encoding is the same in every run.
+    #[test]
+    fn declaration_ids_restart_in_every_context() {
+        let ids = || in_fresh_context(|| (declaration_id(), declaration_id()));
+        let outer = declaration_id();
+        assert_eq!(ids(), (0, 1));
+        let beside = std::thread::spawn(move || ids());
+        assert_eq!(ids(), (0, 1));
+        assert_eq!(beside.join().unwrap(), (0, 1));
+        assert_eq!(declaration_id(), outer + 1, "the outer count is kept");
     }
 
     #[test]
