@@ -10,15 +10,12 @@
 //! unexpanded, which the walker refuses as unsupported.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::syntax::{Expr, ExprKind, MethodBody, Modifier, Param, Span, TypeKind};
 
 use super::program::ProgramInfo;
 
 const DEPTH: usize = 32;
-
-static FRESH: AtomicUsize = AtomicUsize::new(0);
 
 /// `e` with every inline predicate call expanded, or `None` when it has none.
 pub fn expand(e: &Expr, program: &ProgramInfo<'_>) -> Option<Expr> {
@@ -183,7 +180,7 @@ pub fn instantiate(params: &[Param], body: &Expr, args: &[Expr], span: Span) -> 
         a.names(&mut arg_names);
     }
     rename_binders(&mut b, &arg_names);
-    let id = FRESH.fetch_add(1, Ordering::Relaxed);
+    let id = super::solver::declaration_id();
     let temp = |p: &Param| format!("{}'{id}", p.name.name);
     for p in params {
         b = b.substitute(&p.name.name, &Expr::name(&temp(p), span));
@@ -243,7 +240,7 @@ fn rename_binders(e: &mut Expr, clash: &BTreeSet<String>) {
                 if !clash.contains(&old) {
                     continue;
                 }
-                let id = FRESH.fetch_add(1, Ordering::Relaxed);
+                let id = super::solver::declaration_id();
                 let new = Expr::name(&format!("{old}'{id}"), q.binders[k].name.span);
                 for later in &mut q.binders[k + 1..] {
                     if let Some((lo, hi)) = &mut later.range {
@@ -261,7 +258,7 @@ fn rename_binders(e: &mut Expr, clash: &BTreeSet<String>) {
             }
         }
         ExprKind::Let { name, body, .. } if clash.contains(&name.name) => {
-            let id = FRESH.fetch_add(1, Ordering::Relaxed);
+            let id = super::solver::declaration_id();
             let new_name = format!("{}'{id}", name.name);
             **body = body.substitute(&name.name, &Expr::name(&new_name, name.span));
             name.name = new_name;
