@@ -512,13 +512,15 @@ impl<'w, 'a> Walker<'w, 'a> {
                 let (reference, row_ty, outer) = read?;
                 // Nor any variable of another reference type (`b` of a `\matrix(b, ..)`
                 // beside, an object): without it, two matrices' contracts left Z3 unable to
-                // tell a row of one from the other matrix.
+                // tell a row of one from the other matrix. (Built here, before the inverse is
+                // declared: Z3's search on `matrix_scale.pvl` depends on the terms' order.)
                 let mut distinct = vec![reference.eq(&outer).not()];
                 for v in self.eval.store.values() {
-                    if let Term::Ref(other) = &v.term {
-                        if v.ty.is_ref() && v.ty != Ty::Null && v.ty != row_ty {
-                            distinct.push(reference.eq(other).not());
+                    match &v.term {
+                        Term::Ref(other) if v.ty.is_ref() && v.ty != Ty::Null && v.ty != row_ty => {
+                            distinct.push(reference.eq(other).not())
                         }
+                        _ => {}
                     }
                 }
                 self.flush();

@@ -194,9 +194,10 @@ thread_local! {
 }
 
 /// A number for a name the encoding makes up (a declared function's, `inv3_0`, `row7`; a
-/// binder renamed where an inline predicate is expanded, `k'4`), unique in the current context. Counted per context, not per process: with a process-wide counter a
-/// routine's names depended on what the other threads had declared meanwhile, and Z3's search
-/// with them, so a verdict could differ from one run to the next.
+/// binder renamed where an inline predicate is expanded, `k'4`), unique in the current
+/// context. Counted per context, not per process: with a process-wide counter a routine's
+/// names depended on what the other threads had declared meanwhile, and Z3's search with
+/// them, so a verdict could differ from one run to the next.
 pub fn declaration_id() -> usize {
     DECLARATIONS.with(|n| {
         let id = n.get();
