@@ -1,7 +1,7 @@
 //! Optimisation times per example: `cargo bench --bench optimise`.
 //!
 //! Runs the release `alpinist optimise --json FILE` over every file of `examples/loop_unroll/`,
-//! `examples/iteration_merging/` and `examples/tiling/` (the directories are listed at run time,
+//! `examples/iteration_merging/`, `examples/tiling/` and `examples/data_prefetching/` (the directories are listed at run time,
 //! so new examples are measured without editing this file), `RUNS` times each, and prints the
 //! median of each figure the report gives: the rewrite, the Z3 part of the applicability check,
 //! and the verification of the program before and after. These are the figures of issue 4's
@@ -13,7 +13,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const RUNS: usize = 3;
-const DIRECTORIES: &[&str] = &["loop_unroll", "iteration_merging", "tiling"];
+const DIRECTORIES: &[&str] = &[
+    "loop_unroll",
+    "iteration_merging",
+    "tiling",
+    "data_prefetching",
+];
 
 /// The medians of one file's runs, in milliseconds.
 struct Row {

@@ -8,6 +8,7 @@ mod merge;
 #[cfg(feature = "opencl")]
 mod opencl;
 mod optimise;
+mod prefetch;
 mod properties;
 mod roundtrip;
 mod tile;

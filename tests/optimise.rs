@@ -95,6 +95,16 @@ fn applicability_probes_never_succeed_vacuously() {
             "the code before it does not verify: `m` fails there",
         ),
         (
+            "tests/data/vacuous/prefetch_after_failing_write.pvl",
+            "E0947",
+            "the method does not verify (there may be insufficient permission to write this",
+        ),
+        (
+            "tests/data/vacuous/prefetch_unreachable.pvl",
+            "E0947",
+            "an access of the cell is unreachable",
+        ),
+        (
             "tests/data/vacuous/tile_unreachable.pvl",
             "E0935",
             "the code before it does not verify: `zero` fails there (the precondition is unsatisfiable",
@@ -126,8 +136,8 @@ fn applicability_probes_never_succeed_vacuously() {
 fn unimplemented_optimisations_are_exit_2_never_ignored() {
     for (args, what) in [
         (
-            &["optimise", "examples/data_prefetching/pair_accumulate.pvl"][..],
-            "not implemented yet: `gpuopt glob_to_reg`",
+            &["optimise", "examples/matrix_linearisation/matrix_scale.pvl"][..],
+            "not implemented yet: `gpuopt matrix_lin`",
         ),
         (
             &["optimise", "examples/kernel_fusion/add_then_double.pvl"][..],

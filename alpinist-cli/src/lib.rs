@@ -80,6 +80,10 @@ enum Command {
         /// Tile the kernel: `inter:T` or `intra:T`.
         #[arg(long, value_name = "inter|intra:T")]
         tile: Option<String>,
+        /// Prefetch cells of a global array into registers: `ARRAY:INDEX[,INDEX..]`, e.g.
+        /// `a:tid,tid+1` (repeatable; the method with par blocks that has the array).
+        #[arg(long, value_name = "ARRAY:INDEX,..")]
+        prefetch: Vec<String>,
         /// The iteration variable of the loop the flags target.
         #[arg(long, value_name = "VAR")]
         r#loop: Option<String>,
@@ -158,6 +162,7 @@ pub fn main() -> ExitCode {
             unroll,
             merge,
             tile,
+            prefetch,
             r#loop,
             output,
             no_verify,
@@ -169,6 +174,7 @@ pub fn main() -> ExitCode {
                 unroll,
                 merge,
                 tile,
+                prefetch,
                 var: r#loop,
                 output,
                 no_verify,

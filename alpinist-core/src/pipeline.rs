@@ -47,6 +47,8 @@ pub enum PlanError {
     NotBefore { gpuopt: Span, what: &'static str },
     /// `--tile` with no par block, or several.
     TileFlagTarget { pars: Vec<Span> },
+    /// `--prefetch ARRAY:..` with no method, or several, that has a par block and the array.
+    PrefetchTarget { array: String, methods: Vec<Span> },
     /// `--unroll`/`--merge` (`flag`) with no loop whose guard reads `var`.
     NoLoop {
         flag: &'static str,
@@ -102,6 +104,14 @@ impl PlanError {
                     .collect::<Vec<_>>()
                     .join("\n")
             ),
+            PlanError::PrefetchTarget { array, methods } if methods.is_empty() => format!(
+                "no method with a par block has a parameter or field `{array}` for `--prefetch`"
+            ),
+            PlanError::PrefetchTarget { array, methods } => format!(
+                "{} methods with par blocks have `{array}` ({}): put `gpuopt glob_to_reg` before the one to optimise",
+                methods.len(),
+                methods.iter().map(|s| at(*s)).collect::<Vec<_>>().join(", ")
+            ),
             PlanError::NoLoop { flag, var } => format!("no loop{} for `{flag}`", which(var)),
             PlanError::Loops { flag, var, loops } => format!(
                 "{} loops{} match `{flag}`; pick one with `--loop VAR`:\n{}",
@@ -123,7 +133,7 @@ impl PlanError {
                 names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
             ),
             PlanError::Nothing => {
-                "nothing to optimise: no `gpuopt` annotation and no `--unroll`, `--merge` or `--tile`"
+                "nothing to optimise: no `gpuopt` annotation and no `--unroll`, `--merge`, `--tile` or `--prefetch`"
                     .into()
             }
         }
@@ -140,11 +150,14 @@ pub fn plan(
     let mut requests = annotation_requests(program)?;
     for optimisation in flags {
         let request = flag_request(program, optimisation, var)?;
-        // A flag overrides an annotation of the same kind on the same target.
+        // A flag overrides an annotation of the same kind on the same target (for prefetching,
+        // of the same cell).
         requests.retain(|r| {
-            r.target != request.target
-                || std::mem::discriminant(&r.optimisation)
-                    != std::mem::discriminant(&request.optimisation)
+            let same_kind = match &request.optimisation {
+                Optimisation::Prefetch { .. } => r.optimisation == request.optimisation,
+                o => std::mem::discriminant(&r.optimisation) == std::mem::discriminant(o),
+            };
+            r.target != request.target || !same_kind
         });
         requests.push(request);
     }
@@ -351,7 +364,7 @@ fn annotated_kind(kind: &GpuOptKind) -> Result<Optimisation, String> {
             Err("not implemented yet: `gpuopt matrix_lin` (matrix linearisation)".into())
         }
         GpuOptKind::GlobToReg { .. } => {
-            Err("not implemented yet: `gpuopt glob_to_reg` (data prefetching)".into())
+            Err("`gpuopt glob_to_reg` stands before a method, not a statement".into())
         }
         GpuOptKind::Fuse { .. } => Err("not implemented yet: `gpuopt fuse` (kernel fusion)".into()),
     }
@@ -380,8 +393,28 @@ fn par_statements(stmts: &[Stmt]) -> Vec<Span> {
 fn annotation_requests(program: &Program) -> Result<Vec<Request>, PlanError> {
     let mut out = Vec::new();
     let mut error: Option<PlanError> = None;
+    let mut prefetched = BTreeSet::new();
     for (_, m) in program.members() {
         for g in &m.gpuopts {
+            // One request per cell; several lines for one array add up, a repeated cell counts once.
+            if let (GpuOptKind::GlobToReg { array, indices }, MemberKind::Method(method)) =
+                (&g.kind, &m.kind)
+            {
+                for index in indices {
+                    let index = syntax::print_expr(index);
+                    if prefetched.insert((method.span, array.name.clone(), index.clone())) {
+                        out.push(Request {
+                            target: method.span,
+                            optimisation: Optimisation::Prefetch {
+                                array: array.name.clone(),
+                                index,
+                            },
+                            gpuopt: Some(g.span),
+                        });
+                    }
+                }
+                continue;
+            }
             let optimisation = match annotated(g) {
                 Ok(o) => o,
                 Err(e) => {
@@ -470,6 +503,38 @@ fn flag_request(
     optimisation: Optimisation,
     var: Option<&str>,
 ) -> Result<Request, PlanError> {
+    if let Optimisation::Prefetch { array, .. } = &optimisation {
+        // The methods with a par block that can see the array (a parameter or a field).
+        let mut methods = Vec::new();
+        for (class, m) in program.members() {
+            let MemberKind::Method(method) = &m.kind else {
+                continue;
+            };
+            let MethodBody::Block(body) = &method.body else {
+                continue;
+            };
+            let field = class.is_some_and(|c| {
+                c.members
+                    .iter()
+                    .any(|f| matches!(&f.kind, MemberKind::Field(f) if f.name.name == *array))
+            });
+            let param = method.params.iter().any(|p| p.name.name == *array);
+            if (field || param) && !par_statements(&body.stmts).is_empty() {
+                methods.push(method.span);
+            }
+        }
+        return match methods.as_slice() {
+            [one] => Ok(Request {
+                target: *one,
+                optimisation,
+                gpuopt: None,
+            }),
+            _ => Err(PlanError::PrefetchTarget {
+                array: array.clone(),
+                methods,
+            }),
+        };
+    }
     if !optimisation.targets_loop() {
         let mut pars = Vec::new();
         for body in program.method_bodies() {

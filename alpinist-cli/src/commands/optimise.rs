@@ -20,6 +20,8 @@ pub struct Options {
     pub unroll: Option<u32>,
     pub merge: Option<u32>,
     pub tile: Option<String>,
+    /// `--prefetch ARRAY:INDEX,..`, each as given.
+    pub prefetch: Vec<String>,
     pub var: Option<String>,
     pub output: Option<PathBuf>,
     pub no_verify: bool,
@@ -378,7 +380,46 @@ fn flag_optimisations(options: &Options) -> Result<Vec<Optimisation>, String> {
     if let Some(spec) = &options.tile {
         out.push(parse_tile(spec)?);
     }
+    for spec in &options.prefetch {
+        out.extend(parse_prefetch(spec)?);
+    }
     Ok(out)
+}
+
+/// `ARRAY:INDEX,INDEX..`: the indices are split at the commas outside brackets.
+fn parse_prefetch(spec: &str) -> Result<Vec<Optimisation>, String> {
+    let bad =
+        || format!("`--prefetch {spec}`: expected `ARRAY:INDEX[,INDEX..]`, e.g. `a:tid,tid+1`");
+    let (array, indices) = spec.split_once(':').ok_or_else(bad)?;
+    let array = array.trim();
+    if array.is_empty() || !array.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return Err(bad());
+    }
+    let mut parts = Vec::new();
+    let (mut depth, mut current) = (0i32, String::new());
+    for c in indices.chars() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(std::mem::take(&mut current));
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    parts.push(current);
+    if parts.iter().any(|p| p.trim().is_empty()) {
+        return Err(bad());
+    }
+    Ok(parts
+        .into_iter()
+        .map(|index| Optimisation::Prefetch {
+            array: array.to_string(),
+            index: index.trim().to_string(),
+        })
+        .collect())
 }
 
 /// `inter:T` or `intra:T`.

@@ -58,16 +58,19 @@ pub(crate) fn check_method_opts<'a>(
     member: &'a Member,
     method: &'a Method,
 ) {
-    // "The same kind on the same target": two `tile`s, or two `matrix_lin m`.
+    // "The same kind on the same target": two `tile`s, or two `matrix_lin m` (`glob_to_reg`
+    // lines add up).
     let mut seen: HashMap<(&'static str, &str), Span> = HashMap::new();
     for opt in &member.gpuopts {
         let kind = kind_name(&opt.kind);
         let target = match &opt.kind {
             GpuOptKind::MatrixLin { matrix, .. } => matrix.name.as_str(),
-            GpuOptKind::GlobToReg { array, .. } => array.name.as_str(),
             _ => "",
         };
-        if let Some(&first) = seen.get(&(kind, target)) {
+        // Several `glob_to_reg` lines for one array are one request (one line per index, as
+        // published kernels write them).
+        let repeatable = matches!(opt.kind, GpuOptKind::GlobToReg { .. });
+        if let Some(&first) = seen.get(&(kind, target)).filter(|_| !repeatable) {
             checker.err(CheckError::GpuOptDuplicate {
                 kind,
                 span: opt.span,

@@ -10,13 +10,16 @@
 //! - The applicability check is never skipped (`--no-verify` skips only reverification).
 
 pub mod merge;
+pub mod prefetch;
 pub mod tile;
 pub mod unroll;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::syntax::{Block, Program, Span, Stmt, StmtKind, TileLayout};
+use crate::syntax::{
+    Block, Expr, Item, MemberKind, MethodBody, Program, Span, Stmt, StmtKind, TileLayout,
+};
 use crate::verify::Limits;
 
 /// One requested optimisation, independent of where it was requested (a `gpuopt` line or a
@@ -24,9 +27,24 @@ use crate::verify::Limits;
 /// a par statement for tiling.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Optimisation {
-    Unroll { var: String, factor: u32 },
-    Merge { var: String, factor: u32 },
-    Tile { layout: TileLayout, size: u32 },
+    Unroll {
+        var: String,
+        factor: u32,
+    },
+    Merge {
+        var: String,
+        factor: u32,
+    },
+    Tile {
+        layout: TileLayout,
+        size: u32,
+    },
+    /// Data prefetching of the cell `array[index]` (the index as written) in every par block
+    /// of a method; the target is the method.
+    Prefetch {
+        array: String,
+        index: String,
+    },
 }
 
 impl Optimisation {
@@ -53,6 +71,9 @@ impl Optimisation {
                     TileLayout::Intra => "intra",
                 };
                 format!("tiled the par block ({layout}-tile, size {size})")
+            }
+            Optimisation::Prefetch { array, index } => {
+                format!("prefetched `{array}[{index}]` into a register")
             }
         }
     }
@@ -97,6 +118,7 @@ pub fn apply(
         Optimisation::Unroll { factor, .. } => ("unrolling factor", *factor),
         Optimisation::Merge { factor, .. } => ("merging factor", *factor),
         Optimisation::Tile { size, .. } => ("tile size", *size),
+        Optimisation::Prefetch { .. } => ("", 0),
     };
     if factor > MAX_FACTOR {
         return Err(Refusal::FactorTooLarge {
@@ -112,6 +134,9 @@ pub fn apply(
         }
         Optimisation::Merge { var, factor } => merge::merge(program, target, var, *factor, limits),
         Optimisation::Tile { layout, size } => tile::tile(program, target, *layout, *size, limits),
+        Optimisation::Prefetch { array, index } => {
+            prefetch::prefetch(program, target, array, index, limits)
+        }
     }
 }
 
@@ -133,52 +158,61 @@ pub fn for_as_while(program: &Program, span: Span) -> Option<Program> {
         else {
             return;
         };
-        let StmtKind::For {
-            contract,
-            init,
-            cond,
-            update,
-            body,
-        } = stmts[j].kind.clone()
-        else {
-            return;
-        };
-        let cond = cond.unwrap_or(crate::syntax::Expr {
-            kind: crate::syntax::ExprKind::BoolLit(true),
-            span,
-        });
-        let body_span = body.span;
-        let mut body_stmts = match body.kind {
-            StmtKind::Block(b) => b.stmts,
-            other => vec![Stmt {
-                kind: other,
-                span: body_span,
-            }],
-        };
-        body_stmts.extend(update.map(|u| *u));
-        let looped = Stmt {
-            kind: StmtKind::While {
-                contract,
-                cond,
-                body: Box::new(Stmt {
-                    kind: StmtKind::Block(Block {
-                        stmts: body_stmts,
-                        span: body_span,
-                    }),
-                    span: body_span,
-                }),
-            },
-            span,
-        };
-        let mut block = init.map(|i| vec![*i]).unwrap_or_default();
-        block.push(looped);
-        stmts[j] = Stmt {
-            kind: StmtKind::Block(Block { stmts: block, span }),
-            span,
-        };
-        done = true;
+        if let Some(looped) = for_as_while_stmt(&stmts[j]) {
+            stmts[j] = looped;
+            done = true;
+        }
     });
     done.then_some(out)
+}
+
+/// The `for` statement `s` as `{ init; while (cond) { body update } }` (see [`for_as_while`]);
+/// `None` when `s` is not a `for` loop.
+pub(crate) fn for_as_while_stmt(s: &Stmt) -> Option<Stmt> {
+    let span = s.span;
+    let StmtKind::For {
+        contract,
+        init,
+        cond,
+        update,
+        body,
+    } = s.kind.clone()
+    else {
+        return None;
+    };
+    let cond = cond.unwrap_or(crate::syntax::Expr {
+        kind: crate::syntax::ExprKind::BoolLit(true),
+        span,
+    });
+    let body_span = body.span;
+    let mut body_stmts = match body.kind {
+        StmtKind::Block(b) => b.stmts,
+        other => vec![Stmt {
+            kind: other,
+            span: body_span,
+        }],
+    };
+    body_stmts.extend(update.map(|u| *u));
+    let looped = Stmt {
+        kind: StmtKind::While {
+            contract,
+            cond,
+            body: Box::new(Stmt {
+                kind: StmtKind::Block(Block {
+                    stmts: body_stmts,
+                    span: body_span,
+                }),
+                span: body_span,
+            }),
+        },
+        span,
+    };
+    let mut block = init.map(|i| vec![*i]).unwrap_or_default();
+    block.push(looped);
+    Some(Stmt {
+        kind: StmtKind::Block(Block { stmts: block, span }),
+        span,
+    })
 }
 
 /// Runs an optimisation's steps in order and times them: `plan` (the syntactic checks) and
@@ -442,6 +476,100 @@ pub enum Refusal {
         #[label("this par block")]
         span: Span,
     },
+
+    // ---- Data prefetching (E0940–E0949) ----
+    #[error("cannot prefetch `{cell}`: no par block of the method accesses it in code")]
+    #[diagnostic(code(E0940))]
+    PrefetchNoCell {
+        cell: String,
+        #[label("this method")]
+        span: Span,
+    },
+
+    #[error("cannot prefetch `{cell}`: cannot show that the thread may {access} it where this segment {place}{guard}")]
+    #[diagnostic(
+        code(E0941),
+        help("the register is loaded where a segment (a par body cut at its barriers) starts and written back where it ends: the par contract or the barrier before the segment must give the thread permission to the cell there, possibly under a condition `c ==> Perm(..)`")
+    )]
+    PrefetchNoPermission {
+        cell: String,
+        access: &'static str,
+        place: &'static str,
+        /// " when `tid > 0`", or empty.
+        guard: String,
+        #[label("this segment")]
+        span: Span,
+    },
+
+    #[error("cannot prefetch `{cell}`: `{access}` may be the same cell")]
+    #[diagnostic(
+        code(E0942),
+        help("the register would hide this access from the cell (or the cell from it); prove that the arrays differ or the indices do")
+    )]
+    PrefetchAlias {
+        access: String,
+        cell: String,
+        #[label("this access")]
+        span: Span,
+    },
+
+    #[error(
+        "cannot prefetch `{cell}`: `{name}`, a variable of its index, is assigned in the segment"
+    )]
+    #[diagnostic(
+        code(E0943),
+        help("the index must denote the same cell throughout the segment")
+    )]
+    PrefetchIndexAssigned {
+        name: String,
+        cell: String,
+        #[label("assigned here")]
+        span: Span,
+    },
+
+    #[error("cannot prefetch from `{array}`: it is not an array parameter or field (a local array has no global memory to prefetch from)")]
+    #[diagnostic(code(E0944))]
+    PrefetchNotHeapArray {
+        array: String,
+        #[label("this method")]
+        span: Span,
+    },
+
+    #[error("cannot prefetch `{cell}`: a call in the segment may access the cell while the register holds it")]
+    #[diagnostic(
+        code(E0945),
+        help("methods are not called inside a segment with a register; a pure function may read the array only where the segment does not write the cell")
+    )]
+    PrefetchCall {
+        cell: String,
+        #[label("this call")]
+        span: Span,
+    },
+
+    #[error("cannot prefetch: {what} is not supported")]
+    #[diagnostic(code(E0946))]
+    PrefetchUnsupported {
+        what: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("cannot check whether the cell can be prefetched: {reason}")]
+    #[diagnostic(code(E0947))]
+    PrefetchCannotCheck {
+        reason: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("cannot prefetch `{cell}`: cannot show that `{guard}`, the condition under which the register is loaded, holds at this access")]
+    #[diagnostic(code(E0948))]
+    PrefetchUnguarded {
+        cell: String,
+        guard: String,
+        #[label("this access")]
+        span: Span,
+    },
 }
 
 impl Refusal {
@@ -469,9 +597,67 @@ impl Refusal {
             | Refusal::TileBarrier { span }
             | Refusal::TileParShape { span, .. }
             | Refusal::TileContractShape { span, .. }
-            | Refusal::TileCannotCheck { span, .. } => *span,
+            | Refusal::TileCannotCheck { span, .. }
+            | Refusal::PrefetchNoCell { span, .. }
+            | Refusal::PrefetchNoPermission { span, .. }
+            | Refusal::PrefetchAlias { span, .. }
+            | Refusal::PrefetchIndexAssigned { span, .. }
+            | Refusal::PrefetchNotHeapArray { span, .. }
+            | Refusal::PrefetchCall { span, .. }
+            | Refusal::PrefetchUnsupported { span, .. }
+            | Refusal::PrefetchCannotCheck { span, .. }
+            | Refusal::PrefetchUnguarded { span, .. } => *span,
         }
     }
+}
+
+/// Parses one expression (inside a throw-away method); `None` when it does not parse.
+pub(crate) fn parse_expr(text: &str) -> Option<Expr> {
+    let stmt = parse_stmts(&format!("assert {text};"))?
+        .into_iter()
+        .next()?;
+    match stmt.kind {
+        StmtKind::Assert(e) => Some(e),
+        _ => None,
+    }
+}
+
+pub(crate) fn parse_stmts(text: &str) -> Option<Vec<Stmt>> {
+    let parsed = crate::syntax::parse(&format!("class C {{ void m() {{ {text} }} }}")).ok()?;
+    let Item::Class(class) = parsed.program.items.into_iter().next()? else {
+        return None;
+    };
+    let MemberKind::Method(method) = class.members.into_iter().next()?.kind else {
+        return None;
+    };
+    match method.body {
+        MethodBody::Block(b) => Some(b.stmts),
+        _ => None,
+    }
+}
+
+/// Every span in `v` set to `span`.
+pub(crate) fn respan<T: serde::Serialize + serde::de::DeserializeOwned>(x: T, span: Span) -> T {
+    fn go(v: &mut serde_json::Value, span: &serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (key, x) in map.iter_mut() {
+                    if key == "span" {
+                        *x = span.clone();
+                    } else {
+                        go(x, span);
+                    }
+                }
+            }
+            serde_json::Value::Array(xs) => xs.iter_mut().for_each(|x| go(x, span)),
+            _ => {}
+        }
+    }
+    let (Ok(mut v), Ok(s)) = (serde_json::to_value(&x), serde_json::to_value(span)) else {
+        return x;
+    };
+    go(&mut v, &s);
+    serde_json::from_value(v).unwrap_or(x)
 }
 
 /// Generates names that clash with no name in the program (nor with each other).

@@ -19,10 +19,10 @@
 use std::time::Instant;
 
 use super::unroll::{prove_in_probe, MARK_BASE};
-use super::{FreshNames, Refusal, Timings};
+use super::{parse_expr, parse_stmts, respan, FreshNames, Refusal, Timings};
 use crate::syntax::{
-    parse, print_expr, BinaryOp, Builtin, ClauseKind, Expr, ExprKind, Item, MemberKind, MethodBody,
-    ParBlock, Program, Span, Stmt, StmtKind, TileLayout,
+    print_expr, BinaryOp, Builtin, ClauseKind, Expr, ExprKind, ParBlock, Program, Span, Stmt,
+    StmtKind, TileLayout,
 };
 use crate::verify::{Limits, Status};
 
@@ -297,55 +297,6 @@ fn int_lit(e: &Expr) -> Option<u64> {
         ExprKind::IntLit(n) => u64::try_from(n).ok(),
         _ => None,
     }
-}
-
-/// Parses one expression (inside a throw-away method); `None` when it does not parse.
-fn parse_expr(text: &str) -> Option<Expr> {
-    let stmt = parse_stmts(&format!("assert {text};"))?
-        .into_iter()
-        .next()?;
-    match stmt.kind {
-        StmtKind::Assert(e) => Some(e),
-        _ => None,
-    }
-}
-
-fn parse_stmts(text: &str) -> Option<Vec<Stmt>> {
-    let parsed = parse(&format!("class C {{ void m() {{ {text} }} }}")).ok()?;
-    let Item::Class(class) = parsed.program.items.into_iter().next()? else {
-        return None;
-    };
-    let MemberKind::Method(method) = class.members.into_iter().next()?.kind else {
-        return None;
-    };
-    match method.body {
-        MethodBody::Block(b) => Some(b.stmts),
-        _ => None,
-    }
-}
-
-/// Every span in `v` set to `span`.
-fn respan<T: serde::Serialize + serde::de::DeserializeOwned>(x: T, span: Span) -> T {
-    fn go(v: &mut serde_json::Value, span: &serde_json::Value) {
-        match v {
-            serde_json::Value::Object(map) => {
-                for (key, x) in map.iter_mut() {
-                    if key == "span" {
-                        *x = span.clone();
-                    } else {
-                        go(x, span);
-                    }
-                }
-            }
-            serde_json::Value::Array(xs) => xs.iter_mut().for_each(|x| go(x, span)),
-            _ => {}
-        }
-    }
-    let (Ok(mut v), Ok(s)) = (serde_json::to_value(&x), serde_json::to_value(span)) else {
-        return x;
-    };
-    go(&mut v, &s);
-    serde_json::from_value(v).unwrap_or(x)
 }
 
 /// The rewrite (the checks have passed).

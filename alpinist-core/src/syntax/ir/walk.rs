@@ -129,6 +129,107 @@ impl Stmt {
         }
     }
 
+    /// [`Stmt::children`], mutably.
+    pub fn children_mut(&mut self) -> Vec<&mut Stmt> {
+        match &mut self.kind {
+            StmtKind::If {
+                then_branch,
+                else_branch,
+                ..
+            } => std::iter::once(&mut **then_branch)
+                .chain(else_branch.as_deref_mut())
+                .collect(),
+            StmtKind::While { body, .. } => vec![body],
+            StmtKind::For {
+                init, update, body, ..
+            } => init
+                .as_deref_mut()
+                .into_iter()
+                .chain([&mut **body])
+                .chain(update.as_deref_mut())
+                .collect(),
+            StmtKind::Block(b) => b.stmts.iter_mut().collect(),
+            StmtKind::Par(group) => group
+                .blocks
+                .iter_mut()
+                .flat_map(|b| &mut b.body.stmts)
+                .collect(),
+            StmtKind::Barrier(b) => b.body.stmts.iter_mut().collect(),
+            StmtKind::Ghost(g) => vec![g],
+            StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
+                body.stmts.iter_mut().collect()
+            }
+            StmtKind::LocalDecl { .. }
+            | StmtKind::Assign { .. }
+            | StmtKind::Increment(_)
+            | StmtKind::Decrement(_)
+            | StmtKind::Expr(_)
+            | StmtKind::Return(_)
+            | StmtKind::Assert(_)
+            | StmtKind::Assume(_)
+            | StmtKind::Lock(_)
+            | StmtKind::Unlock(_)
+            | StmtKind::Fork(_)
+            | StmtKind::Join(_)
+            | StmtKind::Commit(_)
+            | StmtKind::Wait(_)
+            | StmtKind::Notify(_)
+            | StmtKind::Fold(_)
+            | StmtKind::Unfold(_)
+            | StmtKind::GpuOpt(_) => Vec::new(),
+        }
+    }
+
+    /// [`Stmt::for_each_expr`], mutably.
+    pub fn for_each_expr_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
+        match &mut self.kind {
+            StmtKind::LocalDecl { vars, .. } => {
+                vars.iter_mut().filter_map(|v| v.init.as_mut()).for_each(f)
+            }
+            StmtKind::Assign { target, value } => {
+                f(target);
+                f(value);
+            }
+            StmtKind::Increment(e)
+            | StmtKind::Decrement(e)
+            | StmtKind::Expr(e)
+            | StmtKind::Assert(e)
+            | StmtKind::Assume(e)
+            | StmtKind::Lock(e)
+            | StmtKind::Unlock(e)
+            | StmtKind::Fork(e)
+            | StmtKind::Join(e)
+            | StmtKind::Commit(e)
+            | StmtKind::Wait(e)
+            | StmtKind::Notify(e)
+            | StmtKind::Fold(e)
+            | StmtKind::Unfold(e) => f(e),
+            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => f(cond),
+            StmtKind::For { cond, .. } => {
+                if let Some(c) = cond {
+                    f(c);
+                }
+            }
+            StmtKind::Return(value) => {
+                if let Some(v) = value {
+                    f(v);
+                }
+            }
+            StmtKind::Par(group) => {
+                for it in group.blocks.iter_mut().flat_map(|b| &mut b.iters) {
+                    f(&mut it.lo);
+                    f(&mut it.hi);
+                }
+            }
+            StmtKind::Invariant { inv, .. } => f(inv),
+            StmtKind::Block(_)
+            | StmtKind::Barrier(_)
+            | StmtKind::Ghost(_)
+            | StmtKind::Atomic { .. }
+            | StmtKind::GpuOpt(_) => {}
+        }
+    }
+
     /// Every local variable `self` may assign, itself or in any statement nested in it, in
     /// source order (a name once per assignment): plain assignments and `++`/`--` of a
     /// name, declarations (a local declared inside gets a value there), and the targets of

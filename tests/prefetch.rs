@@ -1,0 +1,235 @@
+//! End-to-end tests of data prefetching (`gpuopt glob_to_reg`): the examples in
+//! `examples/data_prefetching/` optimise and reverify (exit 0, snapshot of the optimised PVL);
+//! the inputs in `tests/data/prefetch/` are refused (exit 1, one per refusal code, snapshot of
+//! the diagnostic); and the prefetched examples compute what the originals compute on random
+//! inputs (the interpreter, which also reports races).
+
+use std::sync::LazyLock;
+
+use alpinist::syntax::{self, Program};
+use proptest::prelude::*;
+
+use crate::common::{outcome, pvl_files, relative, run, snapshot_name, stderr, stdout};
+
+#[test]
+fn every_prefetching_example_optimises_and_reverifies() {
+    let files = pvl_files("examples/data_prefetching");
+    assert!(
+        files.len() >= 6,
+        "the data prefetching examples are missing"
+    );
+    for file in files {
+        let path = relative(&file);
+        let out = run(&["optimise", &path]);
+        let (text, err) = (stdout(&out), stderr(&out));
+        assert_eq!(out.status.code(), Some(0), "{path}: {err}");
+        assert!(err.contains("into a register"), "{path}: {err}");
+        assert!(
+            err.contains("after") && err.contains("(verified)"),
+            "{path}: {err}"
+        );
+        assert!(
+            !text.contains("gpuopt glob_to_reg"),
+            "{path}: applied gpuopt kept"
+        );
+        assert!(text.contains("_reg"), "{path}: no register:\n{text}");
+        let parsed = syntax::parse(&text).unwrap_or_else(|e| panic!("{path}: {e:?}"));
+        alpinist::check::check(&parsed.program).unwrap_or_else(|e| panic!("{path}: {e:?}"));
+        insta::with_settings!({
+            snapshot_path => "snapshots/prefetch",
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+            description => path.clone(),
+        }, {
+            insta::assert_snapshot!(snapshot_name(&file, "examples/data_prefetching"), text);
+        });
+    }
+}
+
+#[test]
+fn refused_prefetchings_exit_1_with_their_reason() {
+    let cases = [
+        (
+            "tests/data/prefetch/not_accessed.pvl",
+            "E0940",
+            "cannot prefetch `a[tid + 1]`: no par block of the method accesses it in code",
+        ),
+        (
+            "tests/data/prefetch/no_permission_at_start.pvl",
+            "E0941",
+            "cannot show that the thread may read it where this segment starts",
+        ),
+        (
+            "tests/data/prefetch/alias_same_array.pvl",
+            "E0942",
+            "cannot prefetch `a[tid]`: `a[i]` may be the same cell",
+        ),
+        (
+            "tests/data/prefetch/index_assigned.pvl",
+            "E0943",
+            "`j`, a variable of its index, is assigned in the segment",
+        ),
+        (
+            "tests/data/prefetch/method_call.pvl",
+            "E0945",
+            "a call in the segment may access the cell while the register holds it",
+        ),
+        (
+            "tests/data/prefetch/barrier_in_loop.pvl",
+            "E0946",
+            "a barrier inside a loop or branch in a segment that accesses `a[tid]` is not supported",
+        ),
+        (
+            "tests/data/prefetch/unguarded_access.pvl",
+            "E0948",
+            "cannot show that `tid == 1`, the condition under which the register is loaded, holds at this access",
+        ),
+    ];
+    assert_eq!(cases.len(), pvl_files("tests/data/prefetch").len());
+    for (file, code, message) in cases {
+        let err = crate::common::assert_refused(&["optimise", file], code, message);
+        insta::with_settings!({
+            snapshot_path => "snapshots/prefetch",
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+            description => file.to_string(),
+        }, {
+            let path = crate::common::repo_root().join(file);
+            insta::assert_snapshot!(snapshot_name(&path, "tests/data/prefetch"), err);
+        });
+    }
+}
+
+/// The example with its `gpuopt` lines applied through the library (no reverification: the
+/// end-to-end test above does that).
+fn prefetched(file: &str) -> (Program, Program) {
+    let text = std::fs::read_to_string(crate::common::repo_root().join(file)).unwrap();
+    let parsed = syntax::parse(&text).unwrap();
+    let requests = alpinist::pipeline::plan(&parsed.program, Vec::new(), None).unwrap();
+    let settings = alpinist::pipeline::Settings {
+        verify: false,
+        limits: alpinist::verify::Limits::default(),
+        jobs: 1,
+    };
+    let done = alpinist::pipeline::run(&parsed.program, &parsed.trivia, &requests, &settings)
+        .unwrap_or_else(|e| panic!("{file}: {e:?}"));
+    (parsed.program, syntax::parse(&done.text).unwrap().program)
+}
+
+/// (file, method, the leading int arguments but N, how many arrays, each array's length - N).
+const RUNS: [(&str, &str, &[i128], &[usize]); 6] = [
+    (
+        "examples/data_prefetching/pair_accumulate.pvl",
+        "accumulate",
+        &[3],
+        &[1, 0],
+    ),
+    (
+        "examples/data_prefetching/neighbour_guarded.pvl",
+        "sums",
+        &[],
+        &[0, 0],
+    ),
+    (
+        "examples/data_prefetching/scale_in_place.pvl",
+        "update",
+        &[],
+        &[0],
+    ),
+    (
+        "examples/data_prefetching/two_arrays.pvl",
+        "axpy",
+        &[2, -3],
+        &[0, 0],
+    ),
+    (
+        "examples/data_prefetching/two_phases.pvl",
+        "phases",
+        &[],
+        &[0, 0],
+    ),
+    (
+        "examples/data_prefetching/weighted_rows.pvl",
+        "weigh",
+        &[],
+        &[],
+    ),
+];
+
+static PREFETCHED: LazyLock<Vec<(Program, Program)>> =
+    LazyLock::new(|| RUNS.iter().map(|(file, ..)| prefetched(file)).collect());
+
+#[test]
+fn the_runs_cover_every_example() {
+    assert_eq!(RUNS.len(), pvl_files("examples/data_prefetching").len());
+}
+
+proptest! {
+    // Z3 runs once per example (the rewrite is shared); each case is two interpreter runs.
+    #![proptest_config(crate::properties::config(64))]
+
+    #[test]
+    fn prefetched_examples_compute_what_the_originals_compute(
+        which in 0..RUNS.len(),
+        n in 1i128..9,
+        values in proptest::collection::vec(-20i128..20, 40),
+    ) {
+        let (file, method, ints, extra) = RUNS[which];
+        let (original, optimised) = &PREFETCHED[which];
+        let mut args = vec![n];
+        args.extend_from_slice(ints);
+        let arrays: Vec<Vec<i128>> = if extra.is_empty() {
+            // weighted_rows: `out` has 4 * M cells, `w` has 4.
+            vec![values[..4 * n as usize].to_vec(), values[36..40].to_vec()]
+        } else {
+            extra
+                .iter()
+                .enumerate()
+                .map(|(k, e)| {
+                    let len = n as usize + e;
+                    values[k * 10..k * 10 + len].to_vec()
+                })
+                .collect()
+        };
+        prop_assert_ne!(original, optimised, "{}: nothing changed", file);
+        prop_assert_eq!(
+            outcome(original, method, &args, &arrays),
+            outcome(optimised, method, &args, &arrays),
+            "{} on {:?} {:?}", file, args, arrays
+        );
+    }
+}
+
+/// `--prefetch ARRAY:INDEX,..` asks for what `gpuopt glob_to_reg` lines ask for: the same
+/// program comes out of the annotated file and of the flag on the file without the line.
+#[test]
+fn prefetch_flag_does_what_the_annotation_does() {
+    let file = "examples/data_prefetching/pair_accumulate.pvl";
+    let annotated = run(&["optimise", "--no-verify", file]);
+    assert_eq!(annotated.status.code(), Some(0), "{}", stderr(&annotated));
+    let text = std::fs::read_to_string(crate::common::repo_root().join(file)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("bare.pvl");
+    std::fs::write(
+        &bare,
+        text.replace("  gpuopt glob_to_reg a tid tid + 1;\n", ""),
+    )
+    .unwrap();
+    let bare = bare.to_string_lossy().into_owned();
+    let flagged = run(&[
+        "optimise",
+        "--no-verify",
+        "--prefetch",
+        "a:tid,tid + 1",
+        &bare,
+    ]);
+    assert_eq!(flagged.status.code(), Some(0), "{}", stderr(&flagged));
+    assert_eq!(stdout(&annotated), stdout(&flagged));
+    // A local array has no global memory to prefetch from; a malformed flag is a usage error.
+    let out = run(&["optimise", "--prefetch", "b0:0", &bare]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no method with a par block has a parameter or field `b0`"));
+    let out = run(&["optimise", "--prefetch", "a", &bare]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("expected `ARRAY:INDEX[,INDEX..]`"));
+}
