@@ -70,14 +70,9 @@ fn refused_prefetchings_exit_1_with_their_reason() {
             "`j`, a variable of its index, is assigned in the segment",
         ),
         (
-            "tests/data/prefetch/method_call.pvl",
-            "E0945",
-            "a call in the segment may access the cell while the register holds it",
-        ),
-        (
-            "tests/data/prefetch/barrier_in_loop.pvl",
+            "tests/data/prefetch/index_reads_heap.pvl",
             "E0946",
-            "a barrier inside a loop or branch in a segment that accesses `a[tid]` is not supported",
+            "cannot prefetch: an index that reads the heap (`idx[tid]`; only variables and constants) is not supported",
         ),
         (
             "tests/data/prefetch/unguarded_access.pvl",
@@ -116,8 +111,27 @@ fn prefetched(file: &str) -> (Program, Program) {
     (parsed.program, syntax::parse(&done.text).unwrap().program)
 }
 
-/// (file, method, the leading int arguments but N, how many arrays, each array's length - N).
-const RUNS: [(&str, &str, &[i128], &[usize]); 6] = [
+/// (file, method, the int arguments after the first size N, each array's length minus N; no
+/// lengths: the first array has 4 * N cells and the second 4, or N with `nested_groups`).
+const RUNS: [(&str, &str, &[i128], &[usize]); 9] = [
+    (
+        "examples/data_prefetching/call_between.pvl",
+        "twice",
+        &[],
+        &[0],
+    ),
+    (
+        "examples/data_prefetching/nested_groups.pvl",
+        "scale",
+        &[],
+        &[],
+    ),
+    (
+        "examples/data_prefetching/rounds_with_barrier.pvl",
+        "rounds",
+        &[2],
+        &[0, 0],
+    ),
     (
         "examples/data_prefetching/pair_accumulate.pvl",
         "accumulate",
@@ -179,8 +193,10 @@ proptest! {
         let mut args = vec![n];
         args.extend_from_slice(ints);
         let arrays: Vec<Vec<i128>> = if extra.is_empty() {
-            // weighted_rows: `out` has 4 * M cells, `w` has 4.
-            vec![values[..4 * n as usize].to_vec(), values[36..40].to_vec()]
+            // weighted_rows: `out` has 4 * M cells, `w` has 4; nested_groups: `a` has 4 * G,
+            // `s` has G.
+            let second = if method == "scale" { n as usize } else { 4 };
+            vec![values[..4 * n as usize].to_vec(), values[40 - second..40].to_vec()]
         } else {
             extra
                 .iter()

@@ -535,17 +535,7 @@ pub enum Refusal {
         span: Span,
     },
 
-    #[error("cannot prefetch `{cell}`: a call in the segment may access the cell while the register holds it")]
-    #[diagnostic(
-        code(E0945),
-        help("methods are not called inside a segment with a register; a pure function may read the array only where the segment does not write the cell")
-    )]
-    PrefetchCall {
-        cell: String,
-        #[label("this call")]
-        span: Span,
-    },
-
+    // E0945 is not used: a call ends a segment (write-back before it, load after it).
     #[error("cannot prefetch: {what} is not supported")]
     #[diagnostic(code(E0946))]
     PrefetchUnsupported {
@@ -603,7 +593,6 @@ impl Refusal {
             | Refusal::PrefetchAlias { span, .. }
             | Refusal::PrefetchIndexAssigned { span, .. }
             | Refusal::PrefetchNotHeapArray { span, .. }
-            | Refusal::PrefetchCall { span, .. }
             | Refusal::PrefetchUnsupported { span, .. }
             | Refusal::PrefetchCannotCheck { span, .. }
             | Refusal::PrefetchUnguarded { span, .. } => *span,

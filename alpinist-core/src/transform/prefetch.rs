@@ -1,13 +1,23 @@
 //! Data prefetching (`gpuopt glob_to_reg a e;`, the Alpinist paper's "Data prefetching"): the
-//! global cell `a[e]` is read once into a register per *segment* of a par block (its body cut
-//! at its barriers), every access of the cell in the segment goes to the register, and a
-//! segment that writes the cell writes the register back at its end (before the barrier).
+//! global cell `a[e]` is read once into a register per *segment* of a par block, every access
+//! of the cell in the segment goes to the register, and a segment that writes the cell writes
+//! the register back at its end.
+//!
+//! Segments: the maximal runs of statements without a *breaker* — a barrier, a nested par
+//! block, a lock, thread or invariant operation, or a statement that calls a method (or a pure
+//! function receiving an array that may be `a`) — in the par body and, recursively, in the
+//! bodies of the loops and branches that contain one. So a barrier inside a loop ends the
+//! segment before it (write-back) and starts one after it (load), and a loop around a barrier
+//! starts a segment at each iteration. What stands outside every segment (the breakers, the
+//! conditions and invariants of loops around them) reads the heap, which is current there.
+//! A nested par block is planned as a par block of its own, with its own register.
 //!
 //! Template, per segment where `a[e]` occurs in code (`g`: the guard, see below):
 //!
 //! ```text
 //! T a_reg;                          // once, at the start of the par body
-//! if (g) { a_reg = a[e]; }          // segment start (`T a_reg = a[e];` when g is true)
+//! if (g) { a_reg = a[e]; }          // segment start (`T a_reg = a[e];` when g is true and
+//!                                   // the segment starts the body)
 //! ... a[e] replaced by a_reg in code, asserts and loop invariants
 //!     (not inside \old(..), Perm(..), PointsTo(..), Value(..));
 //!     a loop that reads the cell and whose invariant holds permission to it gets
@@ -19,18 +29,17 @@
 //!
 //! Applicability, proved with Z3 on one *probe* (the method with checks inserted, each in a
 //! branch of its own, `boolean b; if (b) { .. }`, so a failed check is not assumed by the
-//! others): for some guard `g` (first `true`, then the conditions under which the contract
-//! hands the thread permission to `a[e]`, e.g. `tid > 0` of `tid > 0 ==> Perm(a[tid-1], 1\2)`):
-//! the thread can read `a[e]` where the segment starts under `g` (and write it where it ends,
-//! if the segment writes it); `g` holds at every access of the cell; no other access of the
-//! segment reaches the same cell under another name (`b != a || f != e` for every write
-//! `b[f]`, and every read where the segment writes the cell); and the segment is reachable.
-//! Syntactically: `e`'s variables and `g`'s are not assigned in the segment, `e` reads no
-//! heap, the array is a parameter or field, no method call in the segment (a pure function
-//! may read the heap only where the segment does not write the cell), no barrier inside a
-//! loop or branch, no nested par block.
+//! others): for some guard `g` (first `true`, then the conditions under which the contract,
+//! a barrier or a loop invariant hands the thread permission to `a[e]`, e.g. `tid > 0` of
+//! `tid > 0 ==> Perm(a[tid-1], 1\2)`): the thread can read `a[e]` where the segment starts
+//! under `g` (and write it where it ends, if the segment writes it); `g` holds at every access
+//! of the cell; no other access of the segment reaches the same cell under another name
+//! (`b != a || f != e` for every write `b[f]`, and every read where the segment writes the
+//! cell); and the segment and every access are reachable. Syntactically: `e`'s variables and
+//! `g`'s are not assigned in the segment, `e` reads no heap, the array is a parameter or field,
+//! no `return` in a segment.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::unroll::{mark, MARK_BASE};
 use super::{for_as_while_stmt, parse_expr, parse_stmts, respan, FreshNames, Refusal, Timings};
@@ -49,6 +58,7 @@ pub fn prefetch(
     index: &str,
     limits: &Limits,
 ) -> Result<(Program, Timings), Refusal> {
+    let program = &with_block_bodies(program);
     super::timed(
         || plan(program, method, array, index),
         |plan| check_applicable(program, plan, limits),
@@ -73,16 +83,17 @@ pub struct Plan {
     /// Names of a known other type: their elements are never the cell.
     other_type: BTreeSet<String>,
     segments: Vec<Segment>,
-    register: String,
+    /// The register of each par block with a segment (a nested par block has its own).
+    registers: BTreeMap<(Span, usize), String>,
 }
 
-/// A part of a par block's body between barriers where the cell occurs in code.
+/// A run of statements of a par block between breakers (barriers, calls, ..) where the cell
+/// occurs in code.
 #[derive(Clone, Debug)]
 struct Segment {
-    /// The par statement and which of its blocks.
-    par: Span,
-    block: usize,
-    /// Statement indices `[start, end)` of the block's body.
+    /// The statement list it is part of.
+    at: ListAt,
+    /// Statement indices `[start, end)` of the list.
     start: usize,
     end: usize,
     writes: bool,
@@ -93,6 +104,12 @@ struct Segment {
 }
 
 impl Plan {
+    fn register(&self, seg: &Segment) -> &str {
+        self.registers
+            .get(&(seg.at.par, seg.at.block))
+            .map_or("", String::as_str)
+    }
+
     fn cell_text(&self) -> String {
         format!("{}[{}]", self.array, self.index_text)
     }
@@ -214,7 +231,7 @@ pub fn plan(program: &Program, method: Span, array: &str, index: &str) -> Result
     })?;
     if reads_heap(&index_expr) {
         return Err(unsupported(
-            format!("the index `{index}` reads the heap (only variables and constants)"),
+            format!("an index that reads the heap (`{index}`; only variables and constants)"),
             me.name.span,
         ));
     }
@@ -230,7 +247,7 @@ pub fn plan(program: &Program, method: Span, array: &str, index: &str) -> Result
         same_type,
         other_type,
         segments: Vec::new(),
-        register: fresh.fresh(&format!("{array}_reg")),
+        registers: BTreeMap::new(),
     };
 
     let mut pars = Vec::new();
@@ -244,7 +261,18 @@ pub fn plan(program: &Program, method: Span, array: &str, index: &str) -> Result
     let pure = pure_routines(program);
     for (par, group) in pars {
         for (b, block) in group.blocks.iter().enumerate() {
-            plan_block(&mut plan, par, b, block, &pure)?;
+            let before = plan.segments.len();
+            let candidates = guard_candidates(&plan, block);
+            let at = ListAt {
+                par,
+                block: b,
+                path: Vec::new(),
+            };
+            plan_list(&mut plan, program, at, &pure, &candidates)?;
+            if plan.segments.len() > before {
+                let name = fresh.fresh(&format!("{array}_reg"));
+                plan.registers.insert((par, b), name);
+            }
         }
     }
     if plan.segments.is_empty() {
@@ -328,192 +356,304 @@ fn writes_cell(plan: &Plan, s: &Stmt) -> bool {
     found
 }
 
-fn plan_block(
-    plan: &mut Plan,
+/// Where a statement list of a par block's body is: the par statement, the block, and the path
+/// from the body to the list — for each step, the statement's index and which of its lists
+/// (0: a block's statements, a loop's or `ghost`'s body, an `if`'s then branch; 1: the else
+/// branch). Bodies are blocks (see [`with_block_bodies`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct ListAt {
     par: Span,
-    b: usize,
-    block: &ParBlock,
+    block: usize,
+    path: Vec<(usize, u8)>,
+}
+
+/// The `which`th statement list inside `s` (see [`ListAt`]).
+fn child_list(s: &Stmt, which: u8) -> Option<&Vec<Stmt>> {
+    let inner = match (&s.kind, which) {
+        (StmtKind::Block(b), 0) => return Some(&b.stmts),
+        (StmtKind::While { body, .. } | StmtKind::For { body, .. }, 0) => body,
+        (StmtKind::If { then_branch, .. }, 0) => then_branch,
+        (StmtKind::If { else_branch, .. }, 1) => else_branch.as_ref()?,
+        (StmtKind::Ghost(inner), 0) => inner,
+        _ => return None,
+    };
+    match &inner.kind {
+        StmtKind::Block(b) => Some(&b.stmts),
+        _ => None,
+    }
+}
+
+fn child_list_mut(s: &mut Stmt, which: u8) -> Option<&mut Vec<Stmt>> {
+    let inner = match (&mut s.kind, which) {
+        (StmtKind::Block(b), 0) => return Some(&mut b.stmts),
+        (StmtKind::While { body, .. } | StmtKind::For { body, .. }, 0) => body,
+        (StmtKind::If { then_branch, .. }, 0) => then_branch,
+        (StmtKind::If { else_branch, .. }, 1) => else_branch.as_mut()?,
+        (StmtKind::Ghost(inner), 0) => inner,
+        _ => return None,
+    };
+    match &mut inner.kind {
+        StmtKind::Block(b) => Some(&mut b.stmts),
+        _ => None,
+    }
+}
+
+/// How many statement lists `s` has directly (see [`ListAt`]).
+fn child_lists(s: &Stmt) -> u8 {
+    match &s.kind {
+        StmtKind::If {
+            else_branch: Some(_),
+            ..
+        } => 2,
+        StmtKind::Block(_)
+        | StmtKind::While { .. }
+        | StmtKind::For { .. }
+        | StmtKind::If { .. }
+        | StmtKind::Ghost(_) => 1,
+        _ => 0,
+    }
+}
+
+/// Block `block` of the par statement at `par`.
+fn par_block(program: &Program, par: Span, block: usize) -> Option<&ParBlock> {
+    let mut found = None;
+    program.visit_stmts(&mut |s| {
+        if let (StmtKind::Par(g), true) = (&s.kind, s.span == par) {
+            found = found.or(g.blocks.get(block));
+        }
+    });
+    found
+}
+
+/// The statements of the list at `at`.
+fn list_at<'p>(program: &'p Program, at: &ListAt) -> Option<&'p Vec<Stmt>> {
+    let mut list = &par_block(program, at.par, at.block)?.body.stmts;
+    for &(j, which) in &at.path {
+        list = child_list(list.get(j)?, which)?;
+    }
+    Some(list)
+}
+
+/// `program` with the bodies of loops, branches and `ghost` statements inside par blocks
+/// written as blocks (`if (c) x = 1;` as `if (c) { x = 1; }`), so that every statement list
+/// there has an address ([`ListAt`]).
+fn with_block_bodies(program: &Program) -> Program {
+    fn wrap(s: &mut Stmt) {
+        if !matches!(s.kind, StmtKind::Block(_)) {
+            let span = s.span;
+            let inner = std::mem::replace(s, block(Vec::new(), span));
+            *s = block(vec![inner], span);
+        }
+    }
+    fn go(s: &mut Stmt, in_par: bool) {
+        let in_par = in_par || matches!(s.kind, StmtKind::Par(_));
+        if in_par {
+            match &mut s.kind {
+                StmtKind::While { body, .. } | StmtKind::For { body, .. } => wrap(body),
+                StmtKind::If {
+                    then_branch,
+                    else_branch,
+                    ..
+                } => {
+                    wrap(then_branch);
+                    if let Some(e) = else_branch {
+                        wrap(e);
+                    }
+                }
+                StmtKind::Ghost(inner) => wrap(inner),
+                _ => {}
+            }
+        }
+        for c in s.children_mut() {
+            go(c, in_par);
+        }
+    }
+    let mut out = program.clone();
+    for item in &mut out.items {
+        let members: Vec<&mut crate::syntax::Member> = match item {
+            Item::Class(c) => c.members.iter_mut().collect(),
+            Item::Member(m) => vec![m],
+        };
+        for m in members {
+            if let MemberKind::Method(me) = &mut m.kind {
+                if let MethodBody::Block(b) = &mut me.body {
+                    b.stmts.iter_mut().for_each(|s| go(s, false));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether the statement `s` itself (not what is nested in it) ends a segment: the register
+/// is written back before it and loaded again after it. Barriers, nested par blocks, lock,
+/// thread and invariant operations (they hand memory over), and statements whose expressions
+/// call a method (it may access the cell) or a pure function that receives an array that may
+/// be the prefetched one (it reads the heap).
+fn is_breaker(plan: &Plan, s: &Stmt, pure: &BTreeSet<String>) -> bool {
+    match &s.kind {
+        StmtKind::Barrier(_)
+        | StmtKind::Par(_)
+        | StmtKind::Invariant { .. }
+        | StmtKind::Atomic { .. }
+        | StmtKind::Lock(_)
+        | StmtKind::Unlock(_)
+        | StmtKind::Fork(_)
+        | StmtKind::Join(_)
+        | StmtKind::Commit(_)
+        | StmtKind::Wait(_)
+        | StmtKind::Notify(_) => true,
+        _ => {
+            let mut calls = false;
+            s.for_each_expr(&mut |e| {
+                e.visit(&mut |x| match &x.kind {
+                    ExprKind::Call { name, .. } if !pure.contains(&name.name) => calls = true,
+                    ExprKind::New { .. } => calls = true,
+                    ExprKind::Call { args, receiver, .. } => {
+                        calls |= args.iter().chain(receiver.as_deref()).any(|a| {
+                            let mut names = BTreeSet::new();
+                            a.names(&mut names);
+                            names.iter().any(|n| !plan.other_type.contains(n))
+                        })
+                    }
+                    _ => {}
+                })
+            });
+            calls
+        }
+    }
+}
+
+fn contains_breaker(plan: &Plan, s: &Stmt, pure: &BTreeSet<String>) -> bool {
+    let mut found = false;
+    s.visit(&mut |x| found |= is_breaker(plan, x, pure));
+    found
+}
+
+/// The segments of the list at `at` — the maximal runs of statements without a breaker — and
+/// those of the lists inside its statements that contain one. What stands outside every
+/// segment (a breaker, a loop's condition and invariants around a barrier) accesses the heap,
+/// which is current there: every segment before it wrote the register back.
+fn plan_list(
+    plan: &mut Plan,
+    program: &Program,
+    at: ListAt,
     pure: &BTreeSet<String>,
+    candidates: &[Expr],
 ) -> Result<(), Refusal> {
-    let stmts = &block.body.stmts;
-    let mentions = stmts.iter().any(|s| code_mentions(plan, s));
-    if !mentions {
+    let Some(stmts) = list_at(program, &at) else {
         return Ok(());
-    }
-    let barriers: Vec<usize> = (0..stmts.len())
-        .filter(|&j| matches!(stmts[j].kind, StmtKind::Barrier(_)))
-        .collect();
-    let mut bounds = vec![0];
-    for &j in &barriers {
-        bounds.push(j);
-        bounds.push(j + 1);
-    }
-    bounds.push(stmts.len());
-    for pair in bounds.chunks(2) {
-        let (start, end) = (pair[0], pair[1]);
-        let part = &stmts[start..end];
-        if !part.iter().any(|s| code_mentions(plan, s)) {
+    };
+    let mut run_start = 0;
+    for j in 0..=stmts.len() {
+        if j < stmts.len() && !contains_breaker(plan, &stmts[j], pure) {
             continue;
         }
-        let span = part.first().map_or(block.span, |s| s.span);
-        let mut assigned = BTreeSet::new();
-        for s in part {
-            check_statements(plan, s, pure)?;
-            for a in s.assigned_locals() {
-                let mut index_names = BTreeSet::new();
-                plan.index.names(&mut index_names);
-                if index_names.contains(&a.name) {
-                    return Err(Refusal::PrefetchIndexAssigned {
-                        name: a.name,
-                        cell: plan.cell_text(),
-                        span: a.span,
-                    });
-                }
-                assigned.insert(a.name);
-            }
+        plan_segment(plan, &at, stmts, run_start, j, candidates)?;
+        run_start = j + 1;
+        // A nested par block gets segments of its own, with its own register.
+        if j == stmts.len() || is_breaker(plan, &stmts[j], pure) {
+            continue;
         }
-        let writes = part.iter().any(|s| writes_cell(plan, s));
-        if writes {
-            // A pure function sees the heap, where the cell is stale until the write-back.
-            for s in part {
-                if let Some(call) = call_receiving_array(plan, s) {
-                    return Err(Refusal::PrefetchCall {
-                        cell: plan.cell_text(),
-                        span: call,
-                    });
-                }
-            }
+        for which in 0..child_lists(&stmts[j]) {
+            let mut inner = at.clone();
+            inner.path.push((j, which));
+            plan_list(plan, program, inner, pure, candidates)?;
         }
-        // The contract that gives the thread its permissions where the segment starts.
-        let clauses: Vec<&Expr> = if start == 0 {
-            block
-                .contract
-                .clauses
-                .iter()
-                .filter_map(|c| match &c.kind {
-                    ClauseKind::Requires(e) | ClauseKind::Context(e) => Some(e),
-                    _ => None,
-                })
-                .collect()
-        } else {
-            match &stmts[start - 1].kind {
-                StmtKind::Barrier(bar) => bar
-                    .contract
-                    .clauses
-                    .iter()
-                    .filter_map(|c| match &c.kind {
-                        ClauseKind::Ensures(e) | ClauseKind::Context(e) => Some(e),
-                        _ => None,
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            }
-        };
-        let mut candidates: Vec<Option<Expr>> = vec![None];
-        let mut seen = BTreeSet::new();
-        for c in clauses {
-            let mut found = Vec::new();
-            permission_guards(plan, c, &mut Vec::new(), &mut found);
-            for g in found {
-                let mut names = BTreeSet::new();
-                g.names(&mut names);
-                let stable = !reads_heap(&g) && names.iter().all(|n| !assigned.contains(n));
-                if stable && seen.insert(print_expr(&g)) {
-                    candidates.push(Some(g));
-                }
-            }
-        }
-        plan.segments.push(Segment {
-            par,
-            block: b,
-            start,
-            end,
-            writes,
-            candidates,
-            span,
-        });
     }
     Ok(())
 }
 
-/// Refuses what a segment may not contain: nested par blocks and barriers, statements that
-/// hand over resources (locks, threads, invariants), `return`, calls to methods.
-fn check_statements(plan: &Plan, s: &Stmt, pure: &BTreeSet<String>) -> Result<(), Refusal> {
-    let mut error = None;
-    s.visit(&mut |s| {
-        if error.is_some() {
-            return;
-        }
-        let what = match &s.kind {
-            StmtKind::Par(_) => Some("a par block inside the segment"),
-            StmtKind::Barrier(_) => Some("a barrier inside a loop or branch"),
-            StmtKind::Invariant { .. } | StmtKind::Atomic { .. } => {
-                Some("an `invariant` or `atomic` block")
+/// The segment `stmts[start..end]` of the list at `at`, when its code accesses the cell.
+fn plan_segment(
+    plan: &mut Plan,
+    at: &ListAt,
+    stmts: &[Stmt],
+    start: usize,
+    end: usize,
+    candidates: &[Expr],
+) -> Result<(), Refusal> {
+    let part = &stmts[start..end];
+    if !part.iter().any(|s| code_mentions(plan, s)) {
+        return Ok(());
+    }
+    let mut index_names = BTreeSet::new();
+    plan.index.names(&mut index_names);
+    let mut assigned = BTreeSet::new();
+    for s in part {
+        let mut error = None;
+        s.visit(&mut |x| {
+            if matches!(x.kind, StmtKind::Return(_)) {
+                error.get_or_insert(unsupported(
+                    format!("`return` in a segment that accesses `{}`", plan.cell_text()),
+                    x.span,
+                ));
             }
-            StmtKind::Lock(_)
-            | StmtKind::Unlock(_)
-            | StmtKind::Fork(_)
-            | StmtKind::Join(_)
-            | StmtKind::Commit(_)
-            | StmtKind::Wait(_)
-            | StmtKind::Notify(_) => Some("a lock or thread operation"),
-            StmtKind::Return(_) => Some("`return`"),
-            _ => None,
-        };
-        if let Some(what) = what {
-            error = Some(unsupported(
-                format!("{what} in a segment that accesses `{}`", plan.cell_text()),
-                s.span,
-            ));
-            return;
-        }
-        if matches!(s.kind, StmtKind::Assert(_) | StmtKind::Assume(_)) {
-            return;
-        }
-        s.for_each_expr(&mut |e| {
-            e.visit(&mut |x| match &x.kind {
-                ExprKind::Call { name, .. } if !pure.contains(&name.name) => {
-                    error.get_or_insert(Refusal::PrefetchCall {
-                        cell: plan.cell_text(),
-                        span: x.span,
-                    });
-                }
-                ExprKind::New { .. } => {
-                    error.get_or_insert(Refusal::PrefetchCall {
-                        cell: plan.cell_text(),
-                        span: x.span,
-                    });
-                }
-                _ => {}
-            })
         });
+        if let Some(e) = error {
+            return Err(e);
+        }
+        for a in s.assigned_locals() {
+            if index_names.contains(&a.name) {
+                return Err(Refusal::PrefetchIndexAssigned {
+                    name: a.name,
+                    cell: plan.cell_text(),
+                    span: a.span,
+                });
+            }
+            assigned.insert(a.name);
+        }
+    }
+    let mut kept: Vec<Option<Expr>> = vec![None];
+    for g in candidates {
+        let mut names = BTreeSet::new();
+        g.names(&mut names);
+        if names.iter().all(|n| !assigned.contains(n)) {
+            kept.push(Some(g.clone()));
+        }
+    }
+    let writes = part.iter().any(|s| writes_cell(plan, s));
+    plan.segments.push(Segment {
+        at: at.clone(),
+        start,
+        end,
+        writes,
+        candidates: kept,
+        span: part[0].span,
     });
-    error.map_or(Ok(()), Err)
+    Ok(())
 }
 
-/// The span of a call in `s`'s code that receives an array that may be the prefetched one.
-fn call_receiving_array(plan: &Plan, s: &Stmt) -> Option<Span> {
-    let mut found = None;
-    s.visit(&mut |s| {
-        if matches!(s.kind, StmtKind::Assert(_) | StmtKind::Assume(_)) {
-            return;
+/// The guards to try in a par block: the conditions `c` of `c ==> Perm(cell, p)` in its
+/// contract, its barriers' contracts and its loop invariants (heap-free ones, each once).
+fn guard_candidates(plan: &Plan, block: &ParBlock) -> Vec<Expr> {
+    let take = |contract: &crate::syntax::Contract, out: &mut Vec<Expr>| {
+        for c in &contract.clauses {
+            if let ClauseKind::Requires(e)
+            | ClauseKind::Ensures(e)
+            | ClauseKind::Context(e)
+            | ClauseKind::LoopInvariant(e) = &c.kind
+            {
+                permission_guards(plan, e, &mut Vec::new(), out);
+            }
         }
-        s.for_each_expr(&mut |e| {
-            e.visit(&mut |x| {
-                if let ExprKind::Call { args, receiver, .. } = &x.kind {
-                    let passes = args.iter().chain(receiver.as_deref()).any(|a| {
-                        let mut names = BTreeSet::new();
-                        a.names(&mut names);
-                        names.iter().any(|n| !plan.other_type.contains(n))
-                    });
-                    if passes {
-                        found.get_or_insert(x.span);
-                    }
-                }
-            })
+    };
+    let mut found = Vec::new();
+    take(&block.contract, &mut found);
+    for s in &block.body.stmts {
+        s.visit(&mut |x| match &x.kind {
+            StmtKind::Barrier(b) => take(&b.contract, &mut found),
+            StmtKind::While { contract, .. } | StmtKind::For { contract, .. } => {
+                take(contract, &mut found)
+            }
+            _ => {}
         });
-    });
+    }
+    let mut seen = BTreeSet::new();
     found
+        .into_iter()
+        .filter(|g| !reads_heap(g) && seen.insert(print_expr(g)))
+        .collect()
 }
 
 /// The conditions `c` of `c ==> .. Perm(cell, p) ..` (nested implications conjoined) in `e`.
@@ -865,28 +1005,60 @@ fn block(stmts: Vec<Stmt>, span: Span) -> Stmt {
     }
 }
 
-/// Replaces the statements `[start, end)` of the body of block `b` of the par statement at
-/// `par`, for each `(par, b, start, end, replacement)`, later ranges first.
-fn splice(program: &mut Program, mut edits: Vec<(Span, usize, usize, usize, Vec<Stmt>)>) {
-    edits.sort_by_key(|e| std::cmp::Reverse(e.2));
-    program.visit_stmt_lists_mut(&mut |stmts| {
-        for s in stmts.iter_mut() {
-            let StmtKind::Par(group) = &mut s.kind else {
-                continue;
-            };
-            for (par, b, start, end, replacement) in &edits {
-                if *par != s.span {
+/// One replacement of the statements `[start, end)` of the list at `at`.
+struct Edit {
+    at: ListAt,
+    start: usize,
+    end: usize,
+    stmts: Vec<Stmt>,
+}
+
+/// Applies `edits` to `program`: deeper lists first (an edit changes the indices of its own
+/// list only), later ranges of a list first.
+fn splice(program: &mut Program, mut edits: Vec<Edit>) {
+    edits.sort_by(|x, y| {
+        (y.at.path.len(), y.start)
+            .cmp(&(x.at.path.len(), x.start))
+            .then_with(|| x.at.cmp(&y.at))
+    });
+    for edit in edits {
+        let mut done = false;
+        program.visit_stmt_lists_mut(&mut |stmts| {
+            if done {
+                return;
+            }
+            for s in stmts.iter_mut() {
+                if s.span != edit.at.par {
                     continue;
                 }
-                if let Some(block) = group.blocks.get_mut(*b) {
-                    block
-                        .body
-                        .stmts
-                        .splice(*start..*end, replacement.iter().cloned());
+                let StmtKind::Par(group) = &mut s.kind else {
+                    continue;
+                };
+                let Some(block) = group.blocks.get_mut(edit.at.block) else {
+                    continue;
+                };
+                let mut list = Some(&mut block.body.stmts);
+                for &(j, which) in &edit.at.path {
+                    list = list
+                        .and_then(|l| l.get_mut(j))
+                        .and_then(|s| child_list_mut(s, which));
                 }
+                if let Some(list) = list {
+                    list.splice(edit.start..edit.end, edit.stmts.iter().cloned());
+                    done = true;
+                }
+                return;
             }
-        }
-    });
+        });
+    }
+}
+
+/// The statements of `seg`, as they stand in `program`.
+fn segment_statements(program: &Program, seg: &Segment) -> Vec<Stmt> {
+    list_at(program, &seg.at)
+        .and_then(|l| l.get(seg.start..seg.end))
+        .map(<[Stmt]>::to_vec)
+        .unwrap_or_default()
 }
 
 /// The Z3 part of the applicability check (see the module's comment).
@@ -900,22 +1072,9 @@ pub fn check_applicable(
         checks: Vec::new(),
         fresh: FreshNames::new(program),
     };
-    let body_of = |seg: &Segment| -> Vec<Stmt> {
-        let mut stmts = Vec::new();
-        program.visit_stmts(&mut |s| {
-            if s.span == seg.par {
-                if let StmtKind::Par(g) = &s.kind {
-                    if let Some(b) = g.blocks.get(seg.block) {
-                        stmts = b.body.stmts[seg.start..seg.end].to_vec();
-                    }
-                }
-            }
-        });
-        stmts
-    };
     let mut edits = Vec::new();
     for (j, seg) in plan.segments.iter().enumerate() {
-        let original = body_of(seg);
+        let original = segment_statements(program, seg);
         let mut stmts = Vec::new();
         stmts.extend(builder.feasible(j, seg.span));
         stmts.extend(builder.read_cell(j, CheckKind::Load, seg.span));
@@ -923,7 +1082,12 @@ pub fn check_applicable(
         if seg.writes {
             stmts.extend(builder.write_cell(j, seg.span));
         }
-        edits.push((seg.par, seg.block, seg.start, seg.end, stmts));
+        edits.push(Edit {
+            at: seg.at.clone(),
+            start: seg.start,
+            end: seg.end,
+            stmts,
+        });
     }
     let mut probe = program.clone();
     splice(&mut probe, edits);
@@ -1080,39 +1244,24 @@ fn refusal(plan: &Plan, seg: &Segment, candidate: usize, check: &Check) -> Refus
 pub fn apply(program: &Program, plan: &Plan, choice: &Choice) -> Program {
     let mut out = program.clone();
     let cell = plan.cell_text();
-    let reg = &plan.register;
     let mut edits = Vec::new();
-    let mut declared: BTreeSet<(Span, usize)> = BTreeSet::new();
-    let mut declarations = Vec::new();
+    // The par blocks whose register is declared by their first load (`T r = a[e];`).
+    let mut initialised = BTreeSet::new();
     for (j, seg) in plan.segments.iter().enumerate() {
+        let reg = plan.register(seg);
         let guard = seg.candidates[choice.guards[j]].as_ref().map(print_expr);
-        let mut original = Vec::new();
-        program.visit_stmts(&mut |s| {
-            if s.span == seg.par {
-                if let StmtKind::Par(g) = &s.kind {
-                    if let Some(b) = g.blocks.get(seg.block) {
-                        original = b.body.stmts[seg.start..seg.end].to_vec();
-                    }
-                }
+        let top = seg.at.path.is_empty() && seg.start == 0;
+        let load = match &guard {
+            None if top => {
+                initialised.insert((seg.at.par, seg.at.block));
+                format!("{} {reg} = {cell};", plan.elem)
             }
-        });
-        let first = declared.insert((seg.par, seg.block));
-        let load = match (&guard, first && seg.start == 0) {
-            (None, true) => format!("{} {reg} = {cell};", plan.elem),
-            (None, false) => format!("{reg} = {cell};"),
-            (Some(g), _) => format!("if ({g}) {{ {reg} = {cell}; }}"),
+            None => format!("{reg} = {cell};"),
+            Some(g) => format!("if ({g}) {{ {reg} = {cell}; }}"),
         };
-        if first && !(guard.is_none() && seg.start == 0) {
-            declarations.push((
-                seg.par,
-                seg.block,
-                format!("{} {reg};", plan.elem),
-                seg.span,
-            ));
-        }
         let mut stmts = respan(parse_stmts(&load).unwrap_or_default(), seg.span);
-        for mut s in original {
-            replace_in_stmt(&mut s, plan, guard.as_deref(), &choice.framed_loops);
+        for mut s in segment_statements(program, seg) {
+            replace_in_stmt(&mut s, plan, reg, guard.as_deref(), &choice.framed_loops);
             stmts.push(s);
         }
         if seg.writes {
@@ -1123,39 +1272,61 @@ pub fn apply(program: &Program, plan: &Plan, choice: &Choice) -> Program {
             let end_span = stmts.last().map_or(seg.span, |s| s.span);
             stmts.extend(respan(parse_stmts(&back).unwrap_or_default(), end_span));
         }
-        edits.push((seg.par, seg.block, seg.start, seg.end, stmts));
+        edits.push(Edit {
+            at: seg.at.clone(),
+            start: seg.start,
+            end: seg.end,
+            stmts,
+        });
     }
     splice(&mut out, edits);
-    // The register is declared where its par body starts, when the first load does not.
-    let decls: Vec<_> = declarations
-        .into_iter()
-        .map(|(par, b, text, span)| {
-            (
-                par,
-                b,
-                0,
-                0,
-                respan(parse_stmts(&text).unwrap_or_default(), span),
-            )
-        })
-        .collect();
-    splice(&mut out, decls);
+    // Elsewhere the register is declared where its par body starts (after the segments'
+    // edits, which address the body's statements by their original indices).
+    let mut declarations = Vec::new();
+    for ((par, block), reg) in &plan.registers {
+        if initialised.contains(&(*par, *block)) {
+            continue;
+        }
+        let span = plan
+            .segments
+            .iter()
+            .find(|s| s.at.par == *par && s.at.block == *block)
+            .map_or(*par, |s| s.span);
+        let text = format!("{} {reg};", plan.elem);
+        declarations.push(Edit {
+            at: ListAt {
+                par: *par,
+                block: *block,
+                path: Vec::new(),
+            },
+            start: 0,
+            end: 0,
+            stmts: respan(parse_stmts(&text).unwrap_or_default(), span),
+        });
+    }
+    splice(&mut out, declarations);
     out
 }
 
 /// Replaces the cell by the register in `s` (code, asserts, loop invariants), and gives the
 /// loops in `framed` the invariant `g ==> a[e] == a_reg`.
-fn replace_in_stmt(s: &mut Stmt, plan: &Plan, guard: Option<&str>, framed: &BTreeSet<Span>) {
-    s.for_each_expr_mut(&mut |e| replace_in_expr(e, plan));
+fn replace_in_stmt(
+    s: &mut Stmt,
+    plan: &Plan,
+    reg: &str,
+    guard: Option<&str>,
+    framed: &BTreeSet<Span>,
+) {
+    s.for_each_expr_mut(&mut |e| replace_in_expr(e, plan, reg));
     let span = s.span;
     if let StmtKind::While { contract, .. } | StmtKind::For { contract, .. } = &mut s.kind {
         for c in &mut contract.clauses {
             if let ClauseKind::LoopInvariant(e) | ClauseKind::Context(e) = &mut c.kind {
-                replace_in_expr(e, plan);
+                replace_in_expr(e, plan, reg);
             }
         }
         if framed.contains(&span) {
-            let fact = format!("{} == {}", plan.cell_text(), plan.register);
+            let fact = format!("{} == {reg}", plan.cell_text());
             let fact = match guard {
                 Some(g) => format!("({g}) ==> {fact}"),
                 None => fact,
@@ -1169,13 +1340,13 @@ fn replace_in_stmt(s: &mut Stmt, plan: &Plan, guard: Option<&str>, framed: &BTre
         }
     }
     for c in s.children_mut() {
-        replace_in_stmt(c, plan, guard, framed);
+        replace_in_stmt(c, plan, reg, guard, framed);
     }
 }
 
-fn replace_in_expr(e: &mut Expr, plan: &Plan) {
+fn replace_in_expr(e: &mut Expr, plan: &Plan, reg: &str) {
     if plan.is_cell(e) {
-        *e = Expr::name(&plan.register, e.span);
+        *e = Expr::name(reg, e.span);
         return;
     }
     match &mut e.kind {
@@ -1186,9 +1357,9 @@ fn replace_in_expr(e: &mut Expr, plan: &Plan) {
         } => args
             .iter_mut()
             .skip(1)
-            .for_each(|a| replace_in_expr(a, plan)),
+            .for_each(|a| replace_in_expr(a, plan, reg)),
         ExprKind::Quantifier(q) if q.binders.iter().any(|b| plan.index.mentions(&b.name.name)) => {}
         ExprKind::Let { name, .. } if plan.index.mentions(&name.name) => {}
-        _ => e.for_each_child_mut(&mut |c| replace_in_expr(c, plan)),
+        _ => e.for_each_child_mut(&mut |c| replace_in_expr(c, plan, reg)),
     }
 }
