@@ -70,6 +70,11 @@ fn refused_prefetchings_exit_1_with_their_reason() {
             "`j`, a variable of its index, is assigned in the segment",
         ),
         (
+            "tests/data/prefetch/array_reassigned.pvl",
+            "E0946",
+            "cannot prefetch: assigning `data` in a segment that accesses `data[0]` is not supported",
+        ),
+        (
             "tests/data/prefetch/index_reads_heap.pvl",
             "E0946",
             "cannot prefetch: an index that reads the heap (`idx[tid]`; only variables and constants) is not supported",
@@ -173,9 +178,16 @@ const RUNS: [(&str, &str, &[i128], &[usize]); 9] = [
 static PREFETCHED: LazyLock<Vec<(Program, Program)>> =
     LazyLock::new(|| RUNS.iter().map(|(file, ..)| prefetched(file)).collect());
 
+/// Examples the runs leave out: `field_array` keeps its array in a field, and the harness
+/// passes arrays as arguments.
+const NOT_RUN: [&str; 1] = ["examples/data_prefetching/field_array.pvl"];
+
 #[test]
 fn the_runs_cover_every_example() {
-    assert_eq!(RUNS.len(), pvl_files("examples/data_prefetching").len());
+    assert_eq!(
+        RUNS.len() + NOT_RUN.len(),
+        pvl_files("examples/data_prefetching").len()
+    );
 }
 
 proptest! {

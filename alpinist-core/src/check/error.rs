@@ -392,11 +392,11 @@ pub enum CheckError {
         span: Span,
     },
 
-    #[error("`gpuopt glob_to_reg {name}`: `{name}` is not an array parameter of the method")]
+    #[error("`gpuopt glob_to_reg {name}`: `{name}` is not an array parameter of the method nor an array field of its class")]
     #[diagnostic(code(E0408))]
     GpuOptNotArrayParam {
         name: String,
-        #[label("expected an array parameter")]
+        #[label("expected an array parameter or field")]
         span: Span,
     },
 

@@ -113,7 +113,11 @@ pub(crate) fn check_method_opts<'a>(
                 }
             }
             GpuOptKind::GlobToReg { array, indices } => {
-                if !matches!(checker.param_type(&array.name), Some(Ty::Array(_))) {
+                // A parameter, or else a field (a parameter of the name hides the field).
+                let ty = checker
+                    .param_type(&array.name)
+                    .or_else(|| checker.field_type(&array.name));
+                if !matches!(ty, Some(Ty::Array(_))) {
                     checker.err(CheckError::GpuOptNotArrayParam {
                         name: array.name.clone(),
                         span: array.span,

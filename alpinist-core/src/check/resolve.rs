@@ -1736,6 +1736,11 @@ impl<'a> Checker<'a> {
 
     // ---- helpers for gpuopt ----------------------------------------------------------------
 
+    /// The type of a field of the class being checked, if `name` is one.
+    pub(crate) fn field_type(&self, name: &str) -> Option<Ty> {
+        self.current_field(name)
+    }
+
     /// The type of a parameter of the method being checked, if `name` is one.
     pub(crate) fn param_type(&self, name: &str) -> Option<Ty> {
         self.method?

@@ -589,6 +589,26 @@ fn plan_segment(
                     x.span,
                 ));
             }
+            // The array itself must stay the same array (`a = b;`, `this.a = b;`).
+            if let StmtKind::Assign { target, .. } = &x.kind {
+                let names_array = match &target.kind {
+                    ExprKind::Name(id) => id.name == plan.array,
+                    ExprKind::Field { base, name } => {
+                        matches!(base.kind, ExprKind::This) && name.name == plan.array
+                    }
+                    _ => false,
+                };
+                if names_array {
+                    error.get_or_insert(unsupported(
+                        format!(
+                            "assigning `{}` in a segment that accesses `{}`",
+                            plan.array,
+                            plan.cell_text()
+                        ),
+                        x.span,
+                    ));
+                }
+            }
         });
         if let Some(e) = error {
             return Err(e);
