@@ -102,7 +102,7 @@ fn applicability_probes_never_succeed_vacuously() {
         (
             "tests/data/vacuous/prefetch_unreachable.pvl",
             "E0947",
-            "an access of the cell is unreachable",
+            "every access of the cell is unreachable",
         ),
         (
             "tests/data/vacuous/tile_unreachable.pvl",

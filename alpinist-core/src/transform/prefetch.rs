@@ -1174,13 +1174,20 @@ pub fn check_applicable(
                 })
                 .collect::<Vec<_>>()
         };
-        if let Some(k) = of(CheckKind::Feasible, 0).into_iter().find(|&k| proved(k)) {
-            let what = match checks[k].span == seg.span {
-                true => "the segment",
-                false => "an access of the cell",
-            };
+        // The segment must be reachable, and so must one of its accesses: where all are dead
+        // code, every claim about them holds vacuously. (A dead access beside live ones is
+        // harmless: it never runs, in either program.)
+        let feasible = of(CheckKind::Feasible, 0);
+        let unreachable = match feasible.split_first() {
+            Some((&start, _)) if proved(start) => Some(("the segment is", start)),
+            Some((_, sites)) if !sites.is_empty() && sites.iter().all(|&k| proved(k)) => {
+                Some(("every access of the cell is", sites[0]))
+            }
+            _ => None,
+        };
+        if let Some((what, k)) = unreachable {
             return Err(Refusal::PrefetchCannotCheck {
-                reason: format!("{what} is unreachable: the facts before it contradict each other, so any claim about it would hold"),
+                reason: format!("{what} unreachable: the facts before it contradict each other, so any claim about it would hold"),
                 span: checks[k].span,
             });
         }
