@@ -41,13 +41,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::unroll::{mark, MARK_BASE};
+use super::unroll::MARK_BASE;
 use super::{for_as_while_stmt, parse_expr, parse_stmts, respan, FreshNames, Refusal, Timings};
 use crate::syntax::{
     print_expr, print_type, BinaryOp, Block, Builtin, Clause, ClauseKind, Expr, ExprKind, Item,
     MemberKind, MethodBody, Modifier, ParBlock, Program, Span, Stmt, StmtKind, TypeKind,
 };
-use crate::verify::{verify_routine_at, Limits, Outcome, Status};
+use crate::verify::{verify_routine_at, Limits, Outcome, Status, REACHABILITY_PROBES};
 
 /// Prefetches `array[index]` (the index as written) in every par block of the method at
 /// `method`, after checking that it applies.
@@ -262,7 +262,7 @@ pub fn plan(program: &Program, method: Span, array: &str, index: &str) -> Result
     for (par, group) in pars {
         for (b, block) in group.blocks.iter().enumerate() {
             let before = plan.segments.len();
-            let candidates = guard_candidates(&plan, block);
+            let candidates = contract_guards(&plan, &block.contract);
             let at = ListAt {
                 par,
                 block: b,
@@ -544,21 +544,31 @@ fn plan_list(
     let Some(stmts) = list_at(program, &at) else {
         return Ok(());
     };
-    let mut run_start = 0;
+    let mut run_start: usize = 0;
     for j in 0..=stmts.len() {
         if j < stmts.len() && !contains_breaker(plan, &stmts[j], pure) {
             continue;
         }
-        plan_segment(plan, &at, stmts, run_start, j, candidates)?;
+        // Guards in scope where the segment starts: the enclosing contracts', and those of
+        // the barrier right before it.
+        let mut here = candidates.to_vec();
+        if let Some(StmtKind::Barrier(b)) = run_start.checked_sub(1).map(|k| &stmts[k].kind) {
+            here.extend(contract_guards(plan, &b.contract));
+        }
+        plan_segment(plan, &at, stmts, run_start, j, &here)?;
         run_start = j + 1;
         // A nested par block gets segments of its own, with its own register.
         if j == stmts.len() || is_breaker(plan, &stmts[j], pure) {
             continue;
         }
+        let mut inner_candidates = candidates.to_vec();
+        if let StmtKind::While { contract, .. } | StmtKind::For { contract, .. } = &stmts[j].kind {
+            inner_candidates.extend(contract_guards(plan, contract));
+        }
         for which in 0..child_lists(&stmts[j]) {
             let mut inner = at.clone();
             inner.path.push((j, which));
-            plan_list(plan, program, inner, pure, candidates)?;
+            plan_list(plan, program, inner, pure, &inner_candidates)?;
         }
     }
     Ok(())
@@ -625,10 +635,11 @@ fn plan_segment(
         }
     }
     let mut kept: Vec<Option<Expr>> = vec![None];
+    let mut seen = BTreeSet::new();
     for g in candidates {
         let mut names = BTreeSet::new();
         g.names(&mut names);
-        if names.iter().all(|n| !assigned.contains(n)) {
+        if names.iter().all(|n| !assigned.contains(n)) && seen.insert(print_expr(g)) {
             kept.push(Some(g.clone()));
         }
     }
@@ -644,36 +655,20 @@ fn plan_segment(
     Ok(())
 }
 
-/// The guards to try in a par block: the conditions `c` of `c ==> Perm(cell, p)` in its
-/// contract, its barriers' contracts and its loop invariants (heap-free ones, each once).
-fn guard_candidates(plan: &Plan, block: &ParBlock) -> Vec<Expr> {
-    let take = |contract: &crate::syntax::Contract, out: &mut Vec<Expr>| {
-        for c in &contract.clauses {
-            if let ClauseKind::Requires(e)
-            | ClauseKind::Ensures(e)
-            | ClauseKind::Context(e)
-            | ClauseKind::LoopInvariant(e) = &c.kind
-            {
-                permission_guards(plan, e, &mut Vec::new(), out);
-            }
-        }
-    };
+/// The guards a contract offers: the heap-free conditions `c` of `c ==> Perm(cell, p)`.
+fn contract_guards(plan: &Plan, contract: &crate::syntax::Contract) -> Vec<Expr> {
     let mut found = Vec::new();
-    take(&block.contract, &mut found);
-    for s in &block.body.stmts {
-        s.visit(&mut |x| match &x.kind {
-            StmtKind::Barrier(b) => take(&b.contract, &mut found),
-            StmtKind::While { contract, .. } | StmtKind::For { contract, .. } => {
-                take(contract, &mut found)
-            }
-            _ => {}
-        });
+    for c in &contract.clauses {
+        if let ClauseKind::Requires(e)
+        | ClauseKind::Ensures(e)
+        | ClauseKind::Context(e)
+        | ClauseKind::LoopInvariant(e) = &c.kind
+        {
+            permission_guards(plan, e, &mut Vec::new(), &mut found);
+        }
     }
-    let mut seen = BTreeSet::new();
+    found.retain(|g| !reads_heap(g));
     found
-        .into_iter()
-        .filter(|g| !reads_heap(g) && seen.insert(print_expr(g)))
-        .collect()
 }
 
 /// The conditions `c` of `c ==> .. Perm(cell, p) ..` (nested implications conjoined) in `e`.
@@ -757,7 +752,16 @@ pub struct Choice {
     framed_loops: BTreeSet<Span>,
 }
 
-/// Builds the probe: the checks, each marked `mark(k)` (k its index in `checks`).
+/// Where check `k` (its index in the probe's checks) stands: `mark(k)`, or for a reachability
+/// check a span the verifier gives its small reachability budget.
+fn check_start(k: usize, kind: CheckKind) -> u32 {
+    match kind {
+        CheckKind::Feasible => REACHABILITY_PROBES + k as u32,
+        _ => MARK_BASE + k as u32,
+    }
+}
+
+/// Builds the probe: the checks, each marked with [`check_start`].
 struct ProbeBuilder<'p> {
     plan: &'p Plan,
     checks: Vec<Check>,
@@ -779,7 +783,8 @@ impl ProbeBuilder<'_> {
         let b = self.fresh.fresh("prefetch_probe");
         let text = format!("boolean {b}; if ({b}) {{ {body} }}");
         let stmts = parse_stmts(&text).unwrap_or_default();
-        respan(stmts, mark(k))
+        let start = check_start(k as usize, self.checks[k as usize].kind);
+        respan(stmts, Span { start, end: start })
     }
 
     fn under_guard(&self, segment: usize, candidate: usize, body: String) -> String {
@@ -1153,14 +1158,14 @@ pub fn check_applicable(
         report
             .obligations
             .iter()
-            .filter(|o| o.span.start == MARK_BASE + k as u32)
+            .filter(|o| o.span.start == check_start(k, checks[k].kind))
             .all(|o| o.status == Status::Verified)
     };
     let proved = |k: usize| {
         let mut mine = report
             .obligations
             .iter()
-            .filter(|o| o.span.start == MARK_BASE + k as u32)
+            .filter(|o| o.span.start == check_start(k, checks[k].kind))
             .peekable();
         mine.peek().is_some() && mine.all(|o| o.status == Status::Verified)
     };

@@ -278,7 +278,8 @@ pub(crate) fn set_spans(e: &mut Expr, span: Span) {
 pub(crate) const MARK_BASE: u32 = u32::MAX - (1 << 20);
 
 /// The span of a probe's last statement, `assert false;`: provable only where the probed
-/// statement is unreachable. Beyond every `mark(k)` (k stays below 2^20 - 1).
+/// statement is unreachable. A reachability probe for the verifier (small budget, see
+/// [`crate::verify::REACHABILITY_PROBES`]), beyond every `mark(k)` (k stays below 2^20 - 2^16).
 pub(crate) const FEASIBILITY_MARK: u32 = u32::MAX;
 
 /// Iterations whose guards one obligation of the probe checks together.

@@ -165,7 +165,10 @@ impl SolverProver {
 impl Prover for SolverProver {
     fn check(&mut self, check: Check) {
         let start = Instant::now();
-        let mut status = self.prove(&check.goal);
+        let mut status = match check.span.start >= super::REACHABILITY_PROBES {
+            true => self.with_rlimit(REACHABILITY_RLIMIT, || self.prove(&check.goal)),
+            false => self.prove(&check.goal),
+        };
         // An injectivity goal is arithmetic about the binders, usually valid by itself: where
         // Z3 cannot decide it among the method's facts (with a two-binder par contract, it
         // timed out once the body grew by one local), it is proved alone. Valid alone implies

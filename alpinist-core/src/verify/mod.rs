@@ -245,6 +245,13 @@ pub fn verify_program_each(
 
 /// [`verify_program`] for the one routine whose declaration holds `at` (the others are still
 /// what calls use, but are not checked themselves): the optimisations' probes.
+/// Obligations whose span starts at or beyond this mark no source text: they are reachability
+/// probes that a client (an optimisation's applicability check) wrote as `assert false;` to ask
+/// whether a point is dead. The prover gives them the small budget of its own reachability test
+/// (unreachable-end warnings), so a point Z3 cannot quickly show dead costs milliseconds, not
+/// the method's whole budget; "not proved" then means "reachable as far as we know".
+pub const REACHABILITY_PROBES: u32 = u32::MAX - (1 << 16);
+
 pub fn verify_routine_at(program: &Program, at: Span, limits: &Limits) -> Option<MethodReport> {
     let holds = |span: Span| span.start <= at.start && at.end <= span.end;
     verify_selected(program, &|_| Ok(*limits), None, 1, &holds)
