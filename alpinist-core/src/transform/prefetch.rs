@@ -1116,6 +1116,19 @@ pub fn check_applicable(
     }
     let mut probe = program.clone();
     splice(&mut probe, edits);
+    // The method's postconditions say nothing about the segments, and proving them in the
+    // larger probe only costs (Z3 took 12 s on one that takes 0.1 s in the method alone).
+    for item in &mut probe.items {
+        let members: Vec<&mut crate::syntax::Member> = match item {
+            Item::Class(c) => c.members.iter_mut().collect(),
+            Item::Member(m) => vec![m],
+        };
+        for m in members {
+            if matches!(&m.kind, MemberKind::Method(me) if me.span == plan.method) {
+                m.contract.clauses = super::unroll::pre_only(&m.contract.clauses);
+            }
+        }
+    }
     let cannot = |reason: String| Refusal::PrefetchCannotCheck {
         reason,
         span: plan.name_span,

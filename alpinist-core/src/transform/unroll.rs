@@ -584,7 +584,7 @@ fn contains(outer: Span, inner: Span) -> bool {
     outer.start <= inner.start && inner.end <= outer.end
 }
 
-fn pre_only(clauses: &[Clause]) -> Vec<Clause> {
+pub(crate) fn pre_only(clauses: &[Clause]) -> Vec<Clause> {
     clauses
         .iter()
         .filter_map(|c| match &c.kind {
