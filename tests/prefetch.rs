@@ -178,9 +178,12 @@ const RUNS: [(&str, &str, &[i128], &[usize]); 9] = [
 static PREFETCHED: LazyLock<Vec<(Program, Program)>> =
     LazyLock::new(|| RUNS.iter().map(|(file, ..)| prefetched(file)).collect());
 
-/// Examples the runs leave out: `field_array` keeps its array in a field, and the harness
-/// passes arrays as arguments.
-const NOT_RUN: [&str; 1] = ["examples/data_prefetching/field_array.pvl"];
+/// Examples the runs leave out: `field_array` keeps its array in a field, `matrix_cell` has
+/// an `int[][]` parameter, and the harness passes one-dimensional arrays as arguments.
+const NOT_RUN: [&str; 2] = [
+    "examples/data_prefetching/field_array.pvl",
+    "examples/data_prefetching/matrix_cell.pvl",
+];
 
 #[test]
 fn the_runs_cover_every_example() {
@@ -253,6 +256,21 @@ fn prefetch_flag_does_what_the_annotation_does() {
     ]);
     assert_eq!(flagged.status.code(), Some(0), "{}", stderr(&flagged));
     assert_eq!(stdout(&annotated), stdout(&flagged));
+    // The two-dimensional form: a row.
+    let text = std::fs::read_to_string(
+        crate::common::repo_root().join("examples/data_prefetching/matrix_cell.pvl"),
+    )
+    .unwrap();
+    let matrix = dir.path().join("matrix.pvl");
+    std::fs::write(&matrix, text.replace("  gpuopt glob_to_reg m[i] j;\n", "")).unwrap();
+    let matrix = matrix.to_string_lossy().into_owned();
+    let out = run(&["optimise", "--no-verify", "--prefetch", "m[i]:j", &matrix]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("int m_reg = m[i][j];"),
+        "{}",
+        stdout(&out)
+    );
     // A local array has no global memory to prefetch from; a malformed flag is a usage error.
     let out = run(&["optimise", "--prefetch", "b0:0", &bare]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

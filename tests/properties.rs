@@ -715,8 +715,16 @@ fn gpuopt() -> BoxedStrategy<GpuOpt> {
                 rows,
                 cols
             }),
-        (var(), proptest::collection::vec(e(), 1..=3))
-            .prop_map(|(array, indices)| GpuOptKind::GlobToReg { array, indices }),
+        (
+            var(),
+            proptest::collection::vec(e(), 0..=1),
+            proptest::collection::vec(e(), 1..=3)
+        )
+            .prop_map(|(array, rows, indices)| GpuOptKind::GlobToReg {
+                array,
+                rows,
+                indices
+            }),
         (select(vec![TileLayout::Inter, TileLayout::Intra]), e())
             .prop_map(|(layout, size)| GpuOptKind::Tile { layout, size }),
         (atom(), proptest::option::of(atom()))

@@ -397,16 +397,27 @@ fn annotation_requests(program: &Program) -> Result<Vec<Request>, PlanError> {
     for (_, m) in program.members() {
         for g in &m.gpuopts {
             // One request per cell; several lines for one array add up, a repeated cell counts once.
-            if let (GpuOptKind::GlobToReg { array, indices }, MemberKind::Method(method)) =
-                (&g.kind, &m.kind)
+            if let (
+                GpuOptKind::GlobToReg {
+                    array,
+                    rows,
+                    indices,
+                },
+                MemberKind::Method(method),
+            ) = (&g.kind, &m.kind)
             {
+                // The array as an expression: `m[i]` for `glob_to_reg m[i] j`.
+                let mut array = array.name.clone();
+                for row in rows {
+                    array = format!("{array}[{}]", syntax::print_expr(row));
+                }
                 for index in indices {
                     let index = syntax::print_expr(index);
-                    if prefetched.insert((method.span, array.name.clone(), index.clone())) {
+                    if prefetched.insert((method.span, array.clone(), index.clone())) {
                         out.push(Request {
                             target: method.span,
                             optimisation: Optimisation::Prefetch {
-                                array: array.name.clone(),
+                                array: array.clone(),
                                 index,
                             },
                             gpuopt: Some(g.span),
@@ -504,7 +515,9 @@ fn flag_request(
     var: Option<&str>,
 ) -> Result<Request, PlanError> {
     if let Optimisation::Prefetch { array, .. } = &optimisation {
-        // The methods with a par block that can see the array (a parameter or a field).
+        // The methods with a par block that can see the array (a parameter or a field; for a
+        // row `m[i]`, its root `m`).
+        let root = array.split('[').next().unwrap_or_default().trim();
         let mut methods = Vec::new();
         for (class, m) in program.members() {
             let MemberKind::Method(method) = &m.kind else {
@@ -518,7 +531,7 @@ fn flag_request(
                     .iter()
                     .any(|f| matches!(&f.kind, MemberKind::Field(f) if f.name.name == *array))
             });
-            let param = method.params.iter().any(|p| p.name.name == *array);
+            let param = method.params.iter().any(|p| p.name.name == root);
             if (field || param) && !par_statements(&body.stmts).is_empty() {
                 methods.push(method.span);
             }

@@ -386,13 +386,15 @@ fn flag_optimisations(options: &Options) -> Result<Vec<Optimisation>, String> {
     Ok(out)
 }
 
-/// `ARRAY:INDEX,INDEX..`: the indices are split at the commas outside brackets.
+/// `ARRAY:INDEX,INDEX..` (ARRAY a name or a row, `m[i]`): the indices are split at the commas
+/// outside brackets.
 fn parse_prefetch(spec: &str) -> Result<Vec<Optimisation>, String> {
     let bad =
         || format!("`--prefetch {spec}`: expected `ARRAY:INDEX[,INDEX..]`, e.g. `a:tid,tid+1`");
     let (array, indices) = spec.split_once(':').ok_or_else(bad)?;
     let array = array.trim();
-    if array.is_empty() || !array.chars().all(|c| c.is_alphanumeric() || c == '_') {
+    // A name, or a row of one (`m[i]`); the optimisation parses it.
+    if !array.starts_with(|c: char| c.is_alphabetic() || c == '_') {
         return Err(bad());
     }
     let mut parts = Vec::new();

@@ -112,11 +112,22 @@ pub(crate) fn check_method_opts<'a>(
                     }
                 }
             }
-            GpuOptKind::GlobToReg { array, indices } => {
-                // A parameter, or else a field (a parameter of the name hides the field).
-                let ty = checker
+            GpuOptKind::GlobToReg {
+                array,
+                rows,
+                indices,
+            } => {
+                // A parameter, or else a field (a parameter of the name hides the field); with
+                // rows (`m[i] j`), an array of arrays, one level per row.
+                let mut ty = checker
                     .param_type(&array.name)
                     .or_else(|| checker.field_type(&array.name));
+                for _ in rows {
+                    ty = match ty {
+                        Some(Ty::Array(elem)) => Some(*elem),
+                        _ => None,
+                    };
+                }
                 if !matches!(ty, Some(Ty::Array(_))) {
                     checker.err(CheckError::GpuOptNotArrayParam {
                         name: array.name.clone(),
@@ -137,7 +148,7 @@ pub(crate) fn check_method_opts<'a>(
                         }
                     }
                 }
-                for index in indices {
+                for index in rows.iter().chain(indices) {
                     checker.expect(index, &Ty::Int, "glob_to_reg index");
                 }
                 checker.pop_scope();

@@ -373,6 +373,7 @@ fn ir_gpuopt_checks() {
     let gi = b.id("a");
     let g = b.gpuopt(GpuOptKind::GlobToReg {
         array: gi,
+        rows: vec![],
         indices: vec![],
     });
     let zero = b.int(0);

@@ -230,8 +230,14 @@ pub enum GpuOptKind {
         rows: Expr,
         cols: Expr,
     },
-    /// `gpuopt glob_to_reg a e1 e2 ...;` — printed with commas.
-    GlobToReg { array: Ident, indices: Vec<Expr> },
+    /// `gpuopt glob_to_reg a e1 e2 ...;` — printed with commas. `rows` is the two-dimensional
+    /// form's row, `gpuopt glob_to_reg m[i] j;` (the cell `m[i][j]`).
+    GlobToReg {
+        array: Ident,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        rows: Vec<Expr>,
+        indices: Vec<Expr>,
+    },
     /// `gpuopt tile inter T;` / `gpuopt tile intra T;`
     Tile { layout: TileLayout, size: Expr },
     /// `gpuopt fuse F N;` — fuse F consecutive par blocks; N is a thread-block hint.

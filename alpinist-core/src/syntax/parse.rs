@@ -1102,8 +1102,26 @@ impl Builder {
             }
             Rule::go_glob_to_reg => {
                 let array = ident_of(&kids.next("an array")?);
-                let indices = kids.rest().map(|p| self.expr(p)).collect::<Res<Vec<_>>>()?;
-                GpuOptKind::GlobToReg { array, indices }
+                let mut rows = Vec::new();
+                let mut indices = Vec::new();
+                for p in kids.rest() {
+                    match p.as_rule() {
+                        Rule::go_row => {
+                            let span = span_of(&p);
+                            let inner = p
+                                .into_inner()
+                                .next()
+                                .ok_or_else(|| internal(span, "a row expression"))?;
+                            rows.push(self.expr(inner)?)
+                        }
+                        _ => indices.push(self.expr(p)?),
+                    }
+                }
+                GpuOptKind::GlobToReg {
+                    array,
+                    rows,
+                    indices,
+                }
             }
             Rule::go_tile => {
                 let layout_pair = kids.next("a layout")?;

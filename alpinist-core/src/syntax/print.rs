@@ -631,8 +631,15 @@ fn gpuopt_text(gpuopt: &GpuOpt) -> String {
             },
             spaced_operands(&[rows, cols])
         ),
-        GpuOptKind::GlobToReg { array, indices } => {
+        GpuOptKind::GlobToReg {
+            array,
+            rows,
+            indices,
+        } => {
             let mut out = format!("gpuopt glob_to_reg {}", array.name);
+            for row in rows {
+                out.push_str(&format!("[{}]", print_expr(row)));
+            }
             if !indices.is_empty() {
                 out.push(' ');
                 write_list(&mut out, indices);
@@ -2124,9 +2131,18 @@ mod tests {
             (
                 GpuOptKind::GlobToReg {
                     array: ident("a"),
+                    rows: vec![],
                     indices: vec![var("tid"), bin(Add, var("tid"), int(1))],
                 },
                 "gpuopt glob_to_reg a tid, tid + 1;",
+            ),
+            (
+                GpuOptKind::GlobToReg {
+                    array: ident("m"),
+                    rows: vec![var("i")],
+                    indices: vec![var("j")],
+                },
+                "gpuopt glob_to_reg m[i] j;",
             ),
             (
                 GpuOptKind::Tile {

@@ -1,4 +1,5 @@
-//! Data prefetching (`gpuopt glob_to_reg a e;`, the Alpinist paper's "Data prefetching"): the
+//! Data prefetching (`gpuopt glob_to_reg a e;`, the Alpinist paper's "Data prefetching"; also
+//! `glob_to_reg m[i] j;`, the cell `m[i][j]` of row `m[i]`, where `a` below is `m[i]`): the
 //! global cell `a[e]` is read once into a register per *segment* of a par block, every access
 //! of the cell in the segment goes to the register, and a segment that writes the cell writes
 //! the register back at its end.
@@ -69,7 +70,11 @@ pub fn prefetch(
 /// What the syntactic check found out.
 #[derive(Clone, Debug)]
 pub struct Plan {
+    /// The array as written: `a`, or `m[i]` for the two-dimensional form.
     array: String,
+    /// The variable the array is reached from (`m` of `m[i]`) and the rows below it.
+    root: String,
+    rows: Vec<Expr>,
     index: Expr,
     /// The index as printed: two accesses denote the cell when their indices print the same.
     index_text: String,
@@ -114,19 +119,46 @@ impl Plan {
         format!("{}[{}]", self.array, self.index_text)
     }
 
-    /// Whether `e` is the cell: `a[e]` or `this.a[e]`.
+    /// Whether `e` is the cell: `a[e]` or `this.a[e]` (`m[i][e]`, `this.m[i][e]`).
     fn is_cell(&self, e: &Expr) -> bool {
         let ExprKind::Index { base, index } = &e.kind else {
             return false;
         };
-        let named = match &base.kind {
-            ExprKind::Name(id) => id.name == self.array,
+        self.is_array(base) && print_expr(index) == self.index_text
+    }
+
+    /// Whether `e` is the array: the root (or `this.root`) indexed by the rows.
+    fn is_array(&self, e: &Expr) -> bool {
+        let mut e = e;
+        for row in self.rows.iter().rev() {
+            match &e.kind {
+                ExprKind::Index { base, index } if print_expr(index) == print_expr(row) => e = base,
+                _ => return false,
+            }
+        }
+        self.is_root(e)
+    }
+
+    fn is_root(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Name(id) => id.name == self.root,
             ExprKind::Field { base, name } => {
-                matches!(base.kind, ExprKind::This) && name.name == self.array
+                matches!(base.kind, ExprKind::This) && name.name == self.root
             }
             _ => false,
-        };
-        named && print_expr(index) == self.index_text
+        }
+    }
+
+    /// Whether assigning `target` may change which array the cell is in: the root, or one
+    /// of the rows on the way (`m = ..`, `m[k] = ..`).
+    fn reroutes(&self, target: &Expr) -> bool {
+        let mut e = target;
+        let mut depth = 0;
+        while let ExprKind::Index { base, .. } = &e.kind {
+            e = base;
+            depth += 1;
+        }
+        depth <= self.rows.len() && self.is_root(e)
     }
 
     /// Whether an access `base[..]` may reach the array: its base is not a name of another
@@ -196,12 +228,47 @@ pub fn plan(program: &Program, method: Span, array: &str, index: &str) -> Result
             }
         });
     }
-    let array_type = typed
+    // `a`, or `m[i]`: the root and the rows.
+    let array_expr = parse_expr(array).ok_or_else(|| Refusal::PrefetchCannotCheck {
+        reason: format!("the array `{array}` does not parse"),
+        span: me.name.span,
+    })?;
+    let mut rows = Vec::new();
+    let mut root_expr = &array_expr;
+    while let ExprKind::Index { base, index } = &root_expr.kind {
+        rows.insert(0, (**index).clone());
+        root_expr = base;
+    }
+    let root = match &root_expr.kind {
+        ExprKind::Name(id) => id.name.clone(),
+        _ => {
+            return Err(Refusal::PrefetchNotHeapArray {
+                array: array.into(),
+                span: me.name.span,
+            })
+        }
+    };
+    if let Some(row) = rows.iter().find(|r| reads_heap(r)) {
+        return Err(unsupported(
+            format!(
+                "a row index that reads the heap (`{}`; only variables and constants)",
+                print_expr(row)
+            ),
+            me.name.span,
+        ));
+    }
+    let mut array_type = typed
         .iter()
         .rev()
-        .find(|(n, _)| n == array)
+        .find(|(n, _)| *n == root)
         .map(|(_, t)| t.clone());
-    let heap = array_type.is_some() && !locals.iter().any(|(n, _)| n == array);
+    for _ in &rows {
+        array_type = match array_type.map(|t| t.kind) {
+            Some(TypeKind::Array { elem, .. }) => Some(*elem),
+            _ => None,
+        };
+    }
+    let heap = array_type.is_some() && !locals.iter().any(|(n, _)| *n == root);
     let elem = match array_type.as_ref().map(|t| &t.kind) {
         Some(TypeKind::Array { elem, .. }) if heap => print_type(elem),
         _ => {
@@ -238,7 +305,9 @@ pub fn plan(program: &Program, method: Span, array: &str, index: &str) -> Result
     let index_text = print_expr(&index_expr);
     let mut fresh = FreshNames::new(program);
     let mut plan = Plan {
-        array: array.into(),
+        array: print_expr(&array_expr),
+        root: root.clone(),
+        rows,
         index: index_expr,
         index_text,
         elem,
@@ -270,7 +339,7 @@ pub fn plan(program: &Program, method: Span, array: &str, index: &str) -> Result
             };
             plan_list(&mut plan, program, at, &pure, &candidates)?;
             if plan.segments.len() > before {
-                let name = fresh.fresh(&format!("{array}_reg"));
+                let name = fresh.fresh(&format!("{root}_reg"));
                 plan.registers.insert((par, b), name);
             }
         }
@@ -513,7 +582,9 @@ fn is_breaker(plan: &Plan, s: &Stmt, pure: &BTreeSet<String>) -> bool {
                         calls |= args.iter().chain(receiver.as_deref()).any(|a| {
                             let mut names = BTreeSet::new();
                             a.names(&mut names);
-                            names.iter().any(|n| !plan.other_type.contains(n))
+                            names
+                                .iter()
+                                .any(|n| !plan.other_type.contains(n) || *n == plan.root)
                         })
                     }
                     _ => {}
@@ -589,6 +660,9 @@ fn plan_segment(
     }
     let mut index_names = BTreeSet::new();
     plan.index.names(&mut index_names);
+    for row in &plan.rows {
+        row.names(&mut index_names);
+    }
     let mut assigned = BTreeSet::new();
     for s in part {
         let mut error = None;
@@ -601,18 +675,11 @@ fn plan_segment(
             }
             // The array itself must stay the same array (`a = b;`, `this.a = b;`).
             if let StmtKind::Assign { target, .. } = &x.kind {
-                let names_array = match &target.kind {
-                    ExprKind::Name(id) => id.name == plan.array,
-                    ExprKind::Field { base, name } => {
-                        matches!(base.kind, ExprKind::This) && name.name == plan.array
-                    }
-                    _ => false,
-                };
-                if names_array {
+                if plan.reroutes(target) {
                     error.get_or_insert(unsupported(
                         format!(
                             "assigning `{}` in a segment that accesses `{}`",
-                            plan.array,
+                            print_expr(target),
                             plan.cell_text()
                         ),
                         x.span,

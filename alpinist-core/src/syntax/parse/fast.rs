@@ -552,6 +552,18 @@ impl<'s> Fast<'s> {
             "glob_to_reg" => {
                 let array = self.ident()?;
                 self.skip();
+                let mut rows = Vec::new();
+                while self.peek() == b'[' {
+                    self.pos += 1;
+                    self.skip();
+                    rows.push(self.expr()?.expr);
+                    self.skip();
+                    if self.peek() != b']' {
+                        return bail();
+                    }
+                    self.pos += 1;
+                    self.skip();
+                }
                 let mut indices = vec![self.expr()?.expr];
                 self.skip();
                 let mut first = true;
@@ -575,7 +587,11 @@ impl<'s> Fast<'s> {
                     indices.push(self.expr()?.expr);
                     first = false;
                 }
-                GpuOptKind::GlobToReg { array, indices }
+                GpuOptKind::GlobToReg {
+                    array,
+                    rows,
+                    indices,
+                }
             }
             "tile" => {
                 let layout = match self.ident()?.name.as_str() {

@@ -522,6 +522,31 @@ fn member_span_covers_gpuopts_and_contract() {
 // ---------------------------------------------------------------- gpuopt
 
 #[test]
+fn glob_to_reg_two_dimensional_form_has_a_row() {
+    let ms = members("gpuopt glob_to_reg m[i] j, j + 1; gpuopt glob_to_reg a tid; void m() { }");
+    let g: Vec<&GpuOptKind> = ms[0].gpuopts.iter().map(|g| &g.kind).collect();
+    let GpuOptKind::GlobToReg {
+        array,
+        rows,
+        indices,
+    } = g[0]
+    else {
+        panic!()
+    };
+    assert_eq!(array.name, "m");
+    assert_eq!(rows.iter().map(sexp).collect::<Vec<_>>(), ["i"]);
+    assert_eq!(
+        indices.iter().map(sexp).collect::<Vec<_>>(),
+        ["j", "(+ j 1)"]
+    );
+    let GpuOptKind::GlobToReg { rows, indices, .. } = g[1] else {
+        panic!()
+    };
+    assert_eq!(rows.len(), 0, "{rows:?}");
+    assert_eq!(indices.len(), 1);
+}
+
+#[test]
 fn gpuopt_forms_before_members_interleaved_with_clauses() {
     let ms = members(
         "gpuopt matrix_lin m R X Y;
@@ -548,7 +573,7 @@ fn gpuopt_forms_before_members_interleaved_with_clauses() {
             ..
         }
     ));
-    let GpuOptKind::GlobToReg { array, indices } = g[2] else {
+    let GpuOptKind::GlobToReg { array, indices, .. } = g[2] else {
         panic!()
     };
     assert_eq!(array.name, "a");
@@ -1115,6 +1140,7 @@ const SAMPLE: &str = r#"//:: verdict Pass
 class Ref {
   context_everywhere a != null && a.length == n;
   gpuopt glob_to_reg a tid tid - 1;
+  gpuopt glob_to_reg m[i] j, j + 1;
   requires (\forall* int i; 0 <= i && i < n; Perm(a[i], write));
   void main(int n, int[] a, seq<int> s) {
     par fwd (int tid = 0 .. n) requires Perm(a[tid], 1\2); {
