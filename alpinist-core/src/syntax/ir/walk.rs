@@ -19,34 +19,38 @@ pub struct AssignedLocal {
     pub span: Span,
 }
 
-impl Stmt {
-    /// The statements directly inside `self` (branches, a loop's body with a `for`'s init and
-    /// update, block items, par and barrier bodies, the statement under `ghost`,
-    /// `invariant`/`atomic` bodies), in execution order.
-    pub fn children(&self) -> Vec<&Stmt> {
-        match &self.kind {
+/// The statements directly inside a statement, shared by [`Stmt::children`] and
+/// [`Stmt::children_mut`] (`$iter`: `iter` or `iter_mut`; `$deref`: `as_deref` or
+/// `as_deref_mut`; `mut` for the mutable one).
+macro_rules! stmt_children {
+    ($s:expr, $iter:ident, $deref:ident $(, $m:tt)?) => {
+        match & $($m)* $s.kind {
             StmtKind::If {
                 then_branch,
                 else_branch,
                 ..
-            } => std::iter::once(&**then_branch)
-                .chain(else_branch.as_deref())
+            } => std::iter::once(& $($m)* **then_branch)
+                .chain(else_branch.$deref())
                 .collect(),
             StmtKind::While { body, .. } => vec![body],
             StmtKind::For {
                 init, update, body, ..
             } => init
-                .as_deref()
+                .$deref()
                 .into_iter()
-                .chain([&**body])
-                .chain(update.as_deref())
+                .chain([& $($m)* **body])
+                .chain(update.$deref())
                 .collect(),
-            StmtKind::Block(b) => b.stmts.iter().collect(),
-            StmtKind::Par(group) => group.blocks.iter().flat_map(|b| &b.body.stmts).collect(),
-            StmtKind::Barrier(b) => b.body.stmts.iter().collect(),
+            StmtKind::Block(b) => b.stmts.$iter().collect(),
+            StmtKind::Par(group) => group
+                .blocks
+                .$iter()
+                .flat_map(|b| & $($m)* b.body.stmts)
+                .collect(),
+            StmtKind::Barrier(b) => b.body.stmts.$iter().collect(),
             StmtKind::Ghost(g) => vec![g],
             StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
-                body.stmts.iter().collect()
+                body.stmts.$iter().collect()
             }
             StmtKind::LocalDecl { .. }
             | StmtKind::Assign { .. }
@@ -67,6 +71,69 @@ impl Stmt {
             | StmtKind::Unfold(_)
             | StmtKind::GpuOpt(_) => Vec::new(),
         }
+    };
+}
+
+/// The expressions written directly in a statement, shared by [`Stmt::for_each_expr`] and
+/// [`Stmt::for_each_expr_mut`] (`$iter`: `iter` or `iter_mut`; `$as_ref`: `as_ref` or
+/// `as_mut`; `mut` for the mutable one).
+macro_rules! stmt_exprs {
+    ($s:expr, $f:ident, $iter:ident, $as_ref:ident $(, $m:tt)?) => {
+        match & $($m)* $s.kind {
+            StmtKind::LocalDecl { vars, .. } => {
+                vars.$iter().filter_map(|v| v.init.$as_ref()).for_each($f)
+            }
+            StmtKind::Assign { target, value } => {
+                $f(target);
+                $f(value);
+            }
+            StmtKind::Increment(e)
+            | StmtKind::Decrement(e)
+            | StmtKind::Expr(e)
+            | StmtKind::Assert(e)
+            | StmtKind::Assume(e)
+            | StmtKind::Lock(e)
+            | StmtKind::Unlock(e)
+            | StmtKind::Fork(e)
+            | StmtKind::Join(e)
+            | StmtKind::Commit(e)
+            | StmtKind::Wait(e)
+            | StmtKind::Notify(e)
+            | StmtKind::Fold(e)
+            | StmtKind::Unfold(e) => $f(e),
+            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => $f(cond),
+            StmtKind::For { cond, .. } => {
+                if let Some(c) = cond {
+                    $f(c);
+                }
+            }
+            StmtKind::Return(value) => {
+                if let Some(v) = value {
+                    $f(v);
+                }
+            }
+            StmtKind::Par(group) => {
+                for it in group.blocks.$iter().flat_map(|b| & $($m)* b.iters) {
+                    $f(& $($m)* it.lo);
+                    $f(& $($m)* it.hi);
+                }
+            }
+            StmtKind::Invariant { inv, .. } => $f(inv),
+            StmtKind::Block(_)
+            | StmtKind::Barrier(_)
+            | StmtKind::Ghost(_)
+            | StmtKind::Atomic { .. }
+            | StmtKind::GpuOpt(_) => {}
+        }
+    };
+}
+
+impl Stmt {
+    /// The statements directly inside `self` (branches, a loop's body with a `for`'s init and
+    /// update, block items, par and barrier bodies, the statement under `ghost`,
+    /// `invariant`/`atomic` bodies), in execution order.
+    pub fn children(&self) -> Vec<&Stmt> {
+        stmt_children!(self, iter, as_deref)
     }
 
     /// Calls `f` on `self` and every statement nested in it, outermost first.
@@ -81,153 +148,17 @@ impl Stmt {
     /// in contracts): conditions, targets, values, initialisers, iterator bounds, asserted
     /// and folded assertions.
     pub fn for_each_expr(&self, f: &mut dyn FnMut(&Expr)) {
-        match &self.kind {
-            StmtKind::LocalDecl { vars, .. } => {
-                vars.iter().filter_map(|v| v.init.as_ref()).for_each(f)
-            }
-            StmtKind::Assign { target, value } => {
-                f(target);
-                f(value);
-            }
-            StmtKind::Increment(e)
-            | StmtKind::Decrement(e)
-            | StmtKind::Expr(e)
-            | StmtKind::Assert(e)
-            | StmtKind::Assume(e)
-            | StmtKind::Lock(e)
-            | StmtKind::Unlock(e)
-            | StmtKind::Fork(e)
-            | StmtKind::Join(e)
-            | StmtKind::Commit(e)
-            | StmtKind::Wait(e)
-            | StmtKind::Notify(e)
-            | StmtKind::Fold(e)
-            | StmtKind::Unfold(e) => f(e),
-            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => f(cond),
-            StmtKind::For { cond, .. } => {
-                if let Some(c) = cond {
-                    f(c);
-                }
-            }
-            StmtKind::Return(value) => {
-                if let Some(v) = value {
-                    f(v);
-                }
-            }
-            StmtKind::Par(group) => {
-                for it in group.blocks.iter().flat_map(|b| &b.iters) {
-                    f(&it.lo);
-                    f(&it.hi);
-                }
-            }
-            StmtKind::Invariant { inv, .. } => f(inv),
-            StmtKind::Block(_)
-            | StmtKind::Barrier(_)
-            | StmtKind::Ghost(_)
-            | StmtKind::Atomic { .. }
-            | StmtKind::GpuOpt(_) => {}
-        }
+        stmt_exprs!(self, f, iter, as_ref)
     }
 
     /// [`Stmt::children`], mutably.
     pub fn children_mut(&mut self) -> Vec<&mut Stmt> {
-        match &mut self.kind {
-            StmtKind::If {
-                then_branch,
-                else_branch,
-                ..
-            } => std::iter::once(&mut **then_branch)
-                .chain(else_branch.as_deref_mut())
-                .collect(),
-            StmtKind::While { body, .. } => vec![body],
-            StmtKind::For {
-                init, update, body, ..
-            } => init
-                .as_deref_mut()
-                .into_iter()
-                .chain([&mut **body])
-                .chain(update.as_deref_mut())
-                .collect(),
-            StmtKind::Block(b) => b.stmts.iter_mut().collect(),
-            StmtKind::Par(group) => group
-                .blocks
-                .iter_mut()
-                .flat_map(|b| &mut b.body.stmts)
-                .collect(),
-            StmtKind::Barrier(b) => b.body.stmts.iter_mut().collect(),
-            StmtKind::Ghost(g) => vec![g],
-            StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
-                body.stmts.iter_mut().collect()
-            }
-            StmtKind::LocalDecl { .. }
-            | StmtKind::Assign { .. }
-            | StmtKind::Increment(_)
-            | StmtKind::Decrement(_)
-            | StmtKind::Expr(_)
-            | StmtKind::Return(_)
-            | StmtKind::Assert(_)
-            | StmtKind::Assume(_)
-            | StmtKind::Lock(_)
-            | StmtKind::Unlock(_)
-            | StmtKind::Fork(_)
-            | StmtKind::Join(_)
-            | StmtKind::Commit(_)
-            | StmtKind::Wait(_)
-            | StmtKind::Notify(_)
-            | StmtKind::Fold(_)
-            | StmtKind::Unfold(_)
-            | StmtKind::GpuOpt(_) => Vec::new(),
-        }
+        stmt_children!(self, iter_mut, as_deref_mut, mut)
     }
 
     /// [`Stmt::for_each_expr`], mutably.
     pub fn for_each_expr_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
-        match &mut self.kind {
-            StmtKind::LocalDecl { vars, .. } => {
-                vars.iter_mut().filter_map(|v| v.init.as_mut()).for_each(f)
-            }
-            StmtKind::Assign { target, value } => {
-                f(target);
-                f(value);
-            }
-            StmtKind::Increment(e)
-            | StmtKind::Decrement(e)
-            | StmtKind::Expr(e)
-            | StmtKind::Assert(e)
-            | StmtKind::Assume(e)
-            | StmtKind::Lock(e)
-            | StmtKind::Unlock(e)
-            | StmtKind::Fork(e)
-            | StmtKind::Join(e)
-            | StmtKind::Commit(e)
-            | StmtKind::Wait(e)
-            | StmtKind::Notify(e)
-            | StmtKind::Fold(e)
-            | StmtKind::Unfold(e) => f(e),
-            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => f(cond),
-            StmtKind::For { cond, .. } => {
-                if let Some(c) = cond {
-                    f(c);
-                }
-            }
-            StmtKind::Return(value) => {
-                if let Some(v) = value {
-                    f(v);
-                }
-            }
-            StmtKind::Par(group) => {
-                for it in group.blocks.iter_mut().flat_map(|b| &mut b.iters) {
-                    f(&mut it.lo);
-                    f(&mut it.hi);
-                }
-            }
-            StmtKind::Invariant { inv, .. } => f(inv),
-            StmtKind::Block(_)
-            | StmtKind::Barrier(_)
-            | StmtKind::Ghost(_)
-            | StmtKind::Atomic { .. }
-            | StmtKind::GpuOpt(_) => {}
-        }
+        stmt_exprs!(self, f, iter_mut, as_mut, mut)
     }
 
     /// Every local variable `self` may assign, itself or in any statement nested in it, in
