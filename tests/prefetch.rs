@@ -394,3 +394,38 @@ proptest! {
         }
     }
 }
+
+/// A ghost declaration keeps its scope (it is not wrapped in a block, which would end it),
+/// and the output of `optimise` always type-checks, `--no-verify` too.
+#[test]
+fn ghost_declarations_keep_their_scope() {
+    let kernel = "class C {
+  gpuopt glob_to_reg a tid;
+  context_everywhere a != null && a.length == N;
+  context (\\forall* int k; 0 <= k && k < N; Perm(a[k], write));
+  void m(int N, int[] a) {
+    par p(int tid = 0 .. N)
+      context Perm(a[tid], write);
+    {
+      a[tid] = a[tid] + 1;
+      ghost int g = a[tid];
+      assert g == a[tid];
+    }
+  }
+}
+";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ghost.pvl");
+    std::fs::write(&path, kernel).unwrap();
+    for flags in [&[][..], &["--no-verify"][..]] {
+        let mut args = vec!["optimise"];
+        args.extend_from_slice(flags);
+        let path = path.to_string_lossy().into_owned();
+        args.push(&path);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        assert!(text.contains("ghost int g = a_reg;"), "{text}");
+        assert!(text.contains("assert g == a_reg;"), "{text}");
+    }
+}

@@ -227,6 +227,8 @@ pub enum Stop {
     },
     /// The printed output does not parse (a bug).
     OutputDoesNotParse { errors: Vec<SyntaxError> },
+    /// The printed output parses but does not type-check (a bug): the messages.
+    OutputDoesNotCheck { errors: Vec<String> },
 }
 
 /// How a run verifies.
@@ -298,12 +300,13 @@ pub fn run(
     }
     remove_applied_gpuopts(&mut current, requests);
     let text = syntax::print(&current, trivia);
+    // What is handed out parses and type-checks, verified or not (`--no-verify`).
+    let reparsed = syntax::parse(&text).map_err(|errors| Stop::OutputDoesNotParse { errors })?;
+    crate::check::check(&reparsed.program).map_err(|errors| Stop::OutputDoesNotCheck {
+        errors: errors.iter().map(|e| e.to_string()).collect(),
+    })?;
     let after = match settings.verify {
-        true => {
-            let reparsed =
-                syntax::parse(&text).map_err(|errors| Stop::OutputDoesNotParse { errors })?;
-            Some(verify(&reparsed.program))
-        }
+        true => Some(verify(&reparsed.program)),
         false => None,
     };
     Ok(Optimised {

@@ -184,6 +184,15 @@ fn run_here(file: &std::path::Path, options: &Options) -> Exit {
             emit_plain("internal error: the optimised program does not parse (a bug in alpinist)");
             return Exit::Environment;
         }
+        Err(Stop::OutputDoesNotCheck { errors }) => {
+            for e in errors {
+                emit_plain(format_args!("{e}"));
+            }
+            emit_plain(
+                "internal error: the optimised program does not type-check (a bug in alpinist)",
+            );
+            return Exit::Environment;
+        }
     };
     let text = &done.text;
     if let Some(path) = &options.output {

@@ -529,7 +529,11 @@ fn with_block_bodies(program: &Program) -> Program {
                         wrap(e);
                     }
                 }
-                StmtKind::Ghost(inner) => wrap(inner),
+                // `ghost int g = ..;` declares `g` for the rest of the enclosing block: a
+                // block around it would end its scope there.
+                StmtKind::Ghost(inner) if !matches!(inner.kind, StmtKind::LocalDecl { .. }) => {
+                    wrap(inner)
+                }
                 _ => {}
             }
         }
@@ -1013,6 +1017,11 @@ impl ProbeBuilder<'_> {
                     }),
                     span: s.span,
                 }),
+                StmtKind::Ghost(inner) if matches!(inner.kind, StmtKind::LocalDecl { .. }) => {
+                    // A ghost declaration keeps its scope: checked like any declaration.
+                    out.extend(self.expression_checks(segment, inner, true, true));
+                    out.push(s.clone());
+                }
                 StmtKind::Ghost(inner) => {
                     let inner = self.instrument(segment, std::slice::from_ref(inner));
                     out.push(Stmt {
