@@ -17,8 +17,8 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use crate::syntax::{
-    self, Expr, ExprKind, GpuOpt, GpuOptKind, Item, Member, MemberKind, MethodBody, Program, Span,
-    Stmt, StmtKind, SyntaxError, Trivia,
+    self, Expr, ExprKind, GpuOpt, GpuOptKind, MemberKind, MethodBody, Program, Span, Stmt,
+    StmtKind, SyntaxError, Trivia,
 };
 use crate::transform::{self, unroll, Optimisation, Refusal, Timings};
 use crate::verify::{Limits, MethodReport, Outcome};
@@ -323,14 +323,8 @@ fn remove_applied_gpuopts(program: &mut Program, requests: &[Request]) {
     program.visit_stmt_lists_mut(&mut |stmts| {
         stmts.retain(|s| !(matches!(s.kind, StmtKind::GpuOpt(_)) && gpuopts.contains(&s.span)))
     });
-    for item in &mut program.items {
-        let members: Vec<&mut Member> = match item {
-            Item::Class(c) => c.members.iter_mut().collect(),
-            Item::Member(m) => vec![m],
-        };
-        for m in members {
-            m.gpuopts.retain(|g| !gpuopts.contains(&g.span));
-        }
+    for m in program.members_mut() {
+        m.gpuopts.retain(|g| !gpuopts.contains(&g.span));
     }
 }
 

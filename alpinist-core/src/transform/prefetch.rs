@@ -48,7 +48,7 @@ use crate::syntax::{
     print_expr, print_type, BinaryOp, Block, Builtin, Clause, ClauseKind, Expr, ExprKind, Item,
     MemberKind, MethodBody, Modifier, ParBlock, Program, Span, Stmt, StmtKind, TypeKind,
 };
-use crate::verify::{verify_routine_at, Limits, Outcome, Status, REACHABILITY_PROBES};
+use crate::verify::{verify_routine_at, Limits, Status, REACHABILITY_PROBES};
 
 /// Prefetches `array[index]` (the index as written) in every par block of the method at
 /// `method`, after checking that it applies.
@@ -83,8 +83,6 @@ pub struct Plan {
     /// The method's span and its name's (refusals about the request point at the name).
     method: Span,
     name_span: Span,
-    /// Names whose type is the array's (parameters, fields, locals): they may alias it.
-    same_type: BTreeSet<String>,
     /// Names of a known other type: their elements are never the cell.
     other_type: BTreeSet<String>,
     segments: Vec<Segment>,
@@ -169,7 +167,7 @@ impl Plan {
             ExprKind::Field { base, name } if matches!(base.kind, ExprKind::This) => &name.name,
             _ => return true,
         };
-        self.same_type.contains(name) || !self.other_type.contains(name)
+        !self.other_type.contains(name)
     }
 }
 
@@ -280,6 +278,7 @@ pub fn plan(program: &Program, method: Span, array: &str, index: &str) -> Result
     };
     let array_text = array_type.as_ref().map(print_type).unwrap_or_default();
     typed.extend(locals);
+    // Names declared with the array's type (parameters, fields, locals) may alias it.
     let mut same_type = BTreeSet::new();
     let mut other_type = BTreeSet::new();
     for (n, t) in &typed {
@@ -313,7 +312,6 @@ pub fn plan(program: &Program, method: Span, array: &str, index: &str) -> Result
         elem,
         method,
         name_span: me.name.span,
-        same_type,
         other_type,
         segments: Vec::new(),
         registers: BTreeMap::new(),
@@ -542,16 +540,10 @@ fn with_block_bodies(program: &Program) -> Program {
         }
     }
     let mut out = program.clone();
-    for item in &mut out.items {
-        let members: Vec<&mut crate::syntax::Member> = match item {
-            Item::Class(c) => c.members.iter_mut().collect(),
-            Item::Member(m) => vec![m],
-        };
-        for m in members {
-            if let MemberKind::Method(me) = &mut m.kind {
-                if let MethodBody::Block(b) = &mut me.body {
-                    b.stmts.iter_mut().for_each(|s| go(s, false));
-                }
+    for m in out.members_mut() {
+        if let MemberKind::Method(me) = &mut m.kind {
+            if let MethodBody::Block(b) = &mut me.body {
+                b.stmts.iter_mut().for_each(|s| go(s, false));
             }
         }
     }
@@ -1194,33 +1186,16 @@ pub fn check_applicable(
     splice(&mut probe, edits);
     // The method's postconditions say nothing about the segments, and proving them in the
     // larger probe only costs (Z3 took 12 s on one that takes 0.1 s in the method alone).
-    for item in &mut probe.items {
-        let members: Vec<&mut crate::syntax::Member> = match item {
-            Item::Class(c) => c.members.iter_mut().collect(),
-            Item::Member(m) => vec![m],
-        };
-        for m in members {
-            if matches!(&m.kind, MemberKind::Method(me) if me.span == plan.method) {
-                m.contract.clauses = super::unroll::pre_only(&m.contract.clauses);
-            }
+    for m in probe.members_mut() {
+        if matches!(&m.kind, MemberKind::Method(me) if me.span == plan.method) {
+            m.contract.clauses = super::unroll::pre_only(&m.contract.clauses);
         }
     }
     let cannot = |reason: String| Refusal::PrefetchCannotCheck {
         reason,
         span: plan.name_span,
     };
-    let report = verify_routine_at(&probe, plan.method, limits)
-        .ok_or_else(|| cannot("the method was not checked".into()))?;
-    if report.outcome() == Outcome::Unsupported {
-        let why = report
-            .error
-            .as_ref()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "unsupported construct".into());
-        return Err(cannot(format!(
-            "the verifier cannot encode the method: {why}"
-        )));
-    }
+    let report = super::unroll::probe_report(&probe, plan.method, limits).map_err(cannot)?;
     // The checks are never vacuous: every obligation of the method itself holds (a failed
     // one is assumed afterwards). The probe only adds isolated branches, so these are the
     // method's own obligations; where Z3 leaves one undecided in the larger probe (its search
@@ -1243,21 +1218,16 @@ pub fn check_applicable(
         }
     }
     let checks = &builder.checks;
-    let holds = |k: usize| {
+    let mine = |k: usize| {
+        let start = check_start(k, checks[k].kind);
         report
             .obligations
             .iter()
-            .filter(|o| o.span.start == check_start(k, checks[k].kind))
-            .all(|o| o.status == Status::Verified)
+            .filter(move |o| o.span.start == start)
     };
-    let proved = |k: usize| {
-        let mut mine = report
-            .obligations
-            .iter()
-            .filter(|o| o.span.start == check_start(k, checks[k].kind))
-            .peekable();
-        mine.peek().is_some() && mine.all(|o| o.status == Status::Verified)
-    };
+    // Every obligation of check k is verified (`holds`), and there is one (`proved`).
+    let holds = |k: usize| mine(k).all(|o| o.status == Status::Verified);
+    let proved = |k: usize| mine(k).next().is_some() && holds(k);
     let mut guards = Vec::new();
     let mut framed_loops = BTreeSet::new();
     for (j, seg) in plan.segments.iter().enumerate() {

@@ -15,7 +15,7 @@ use num_bigint::BigUint;
 
 use super::{Refusal, Timings};
 use crate::syntax::{
-    print_expr, AssignedLocal, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Ident, Item,
+    print_expr, AssignedLocal, BinaryOp, Block, Clause, ClauseKind, Expr, ExprKind, Ident,
     LocalVar, MemberKind, MethodBody, Modifier, Program, Span, Stmt, StmtKind, Type, TypeKind,
 };
 use crate::verify::{verify_routine_at, Limits, MethodReport, Outcome};
@@ -465,17 +465,7 @@ pub(crate) fn run_probe(
     });
     let probe = probe(program, loop_span, replacement)
         .ok_or("the statement is inside a construct the check does not cut through")?;
-    let Some(report) = verify_routine_at(&probe, loop_span, limits) else {
-        return Err("the method holding the statement was not checked".into());
-    };
-    if report.outcome() == Outcome::Unsupported {
-        let why = report
-            .error
-            .as_ref()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "unsupported construct".into());
-        return Err(format!("the verifier cannot encode the method: {why}"));
-    }
+    let report = probe_report(&probe, loop_span, limits)?;
     if let Some(o) = report
         .obligations
         .iter()
@@ -505,6 +495,26 @@ pub(crate) fn run_probe(
             "it is unreachable: the facts before it contradict each other, so any claim about it would hold"
                 .into(),
         );
+    }
+    Ok(report)
+}
+
+/// The report of the routine holding `at` in `probe`, or why there is none: it was not
+/// checked, or the verifier cannot encode it.
+pub(crate) fn probe_report(
+    probe: &Program,
+    at: Span,
+    limits: &Limits,
+) -> Result<MethodReport, String> {
+    let report = verify_routine_at(probe, at, limits)
+        .ok_or("the method holding the statement was not checked")?;
+    if report.outcome() == Outcome::Unsupported {
+        let why = report
+            .error
+            .as_ref()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "unsupported construct".into());
+        return Err(format!("the verifier cannot encode the method: {why}"));
     }
     Ok(report)
 }
@@ -557,11 +567,7 @@ pub(crate) fn mark(k: u32) -> Span {
 pub(crate) fn probe(program: &Program, loop_span: Span, replacement: Vec<Stmt>) -> Option<Program> {
     let mut out = program.clone();
     let mut found = false;
-    let members = out.items.iter_mut().flat_map(|item| match item {
-        Item::Class(c) => c.members.iter_mut().collect::<Vec<_>>(),
-        Item::Member(m) => vec![m],
-    });
-    for member in members {
+    for member in out.members_mut() {
         let MemberKind::Method(method) = &mut member.kind else {
             continue;
         };

@@ -273,6 +273,18 @@ impl Program {
         out
     }
 
+    /// [`Program::members`] without their classes, mutably.
+    pub fn members_mut(&mut self) -> Vec<&mut Member> {
+        let mut out = Vec::new();
+        for item in &mut self.items {
+            match item {
+                Item::Class(c) => out.extend(c.members.iter_mut()),
+                Item::Member(m) => out.push(m),
+            }
+        }
+        out
+    }
+
     /// The block bodies of every method, in file order.
     pub fn method_bodies(&self) -> Vec<&Block> {
         self.members()
@@ -354,16 +366,10 @@ impl Program {
                 | StmtKind::GpuOpt(_) => {}
             }
         }
-        for item in &mut self.items {
-            let members: Vec<&mut Member> = match item {
-                Item::Class(c) => c.members.iter_mut().collect(),
-                Item::Member(m) => vec![m],
-            };
-            for m in members {
-                if let MemberKind::Method(method) = &mut m.kind {
-                    if let MethodBody::Block(b) = &mut method.body {
-                        list(&mut b.stmts, f);
-                    }
+        for m in self.members_mut() {
+            if let MemberKind::Method(method) = &mut m.kind {
+                if let MethodBody::Block(b) = &mut method.body {
+                    list(&mut b.stmts, f);
                 }
             }
         }
