@@ -1,5 +1,6 @@
 //! The workspace's single integration-test binary (one binary links the tool once).
 
+mod cache;
 mod cli;
 mod common;
 mod diagnostics;

@@ -110,6 +110,7 @@ fn prefetched(file: &str) -> (Program, Program) {
         verify: false,
         limits: alpinist::verify::Limits::default(),
         jobs: 1,
+        cache: None,
     };
     let done = alpinist::pipeline::run(&parsed.program, &parsed.trivia, &requests, &settings)
         .unwrap_or_else(|e| panic!("{file}: {e:?}"));
@@ -369,6 +370,7 @@ proptest! {
             verify: true,
             limits: alpinist::verify::Limits::default(),
             jobs: 1,
+            cache: None,
         };
         let done = match alpinist::pipeline::run(&parsed.program, &parsed.trivia, &requests, &settings) {
             Ok(done) => done,

@@ -63,6 +63,11 @@ enum Command {
         #[arg(long, value_name = "MB", default_value_t = alpinist_core::verify::DEFAULT_MEMORY_MB,
               value_parser = clap::value_parser!(u32).range(1..))]
         memory: u32,
+        /// Prove every routine again, ignoring and not filling the verified-method cache
+        /// (also `ALPINIST_CACHE=0`; the folder: `ALPINIST_CACHE_DIR`, else
+        /// `~/.cache/alpinist`).
+        #[arg(long)]
+        no_cache: bool,
         /// Without Z3's model-based quantifier instantiation (the fallback after a libz3 crash).
         #[arg(long, hide = true)]
         no_mbqi: bool,
@@ -98,6 +103,11 @@ enum Command {
         #[arg(long, value_name = "MB", default_value_t = alpinist_core::verify::DEFAULT_MEMORY_MB,
               value_parser = clap::value_parser!(u32).range(1..))]
         memory: u32,
+        /// Prove every routine again, ignoring and not filling the verified-method cache
+        /// (also `ALPINIST_CACHE=0`; the folder: `ALPINIST_CACHE_DIR`, else
+        /// `~/.cache/alpinist`).
+        #[arg(long)]
+        no_cache: bool,
         /// One JSON document on standard output.
         #[arg(long)]
         json: bool,
@@ -144,6 +154,7 @@ pub fn main() -> ExitCode {
             rlimit,
             int32,
             memory,
+            no_cache,
             no_mbqi,
         } => commands::verify::run(
             &files,
@@ -154,6 +165,7 @@ pub fn main() -> ExitCode {
                 rlimit,
                 int32,
                 memory,
+                cache: !no_cache,
                 mbqi: !no_mbqi,
             },
         ),
@@ -167,6 +179,7 @@ pub fn main() -> ExitCode {
             output,
             no_verify,
             memory,
+            no_cache,
             json,
         } => commands::optimise::run(
             &file,
@@ -179,6 +192,7 @@ pub fn main() -> ExitCode {
                 output,
                 no_verify,
                 memory,
+                cache: !no_cache,
                 json,
             },
         ),

@@ -2,6 +2,7 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for the bird's-eye view.
 
+pub mod cache;
 pub mod check;
 pub mod interp;
 pub mod opencl;

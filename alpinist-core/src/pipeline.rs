@@ -16,6 +16,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use crate::cache::MethodCache;
 use crate::syntax::{
     self, Expr, ExprKind, GpuOpt, GpuOptKind, MemberKind, MethodBody, Program, Span, Stmt,
     StmtKind, SyntaxError, Trivia,
@@ -232,13 +233,16 @@ pub enum Stop {
 }
 
 /// How a run verifies.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Settings {
     /// Verify the input before and the output after (`--no-verify`: false).
     pub verify: bool,
     pub limits: Limits,
     /// Verification threads.
     pub jobs: usize,
+    /// The verified-method cache (`--no-cache`: none): the routines a step did not change are
+    /// not proved again.
+    pub cache: Option<MethodCache>,
 }
 
 /// Applies `requests` (from [`plan`]) to `program`, whose comments and blank lines are
@@ -257,6 +261,7 @@ pub fn run(
             None,
             settings.jobs,
             &crate::witness::Budget::default(),
+            settings.cache.as_ref().map(|c| (c, &settings.limits)),
         );
         Verification {
             reports,

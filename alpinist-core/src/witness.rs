@@ -27,6 +27,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::cache::MethodCache;
 use crate::interp::{self, InterpError, Limits, Memory, Spec, Value};
 use crate::syntax::{
     BinaryOp, Builtin, ClauseKind, Expr, ExprKind, Member, MemberKind, Method, MethodBody, Program,
@@ -96,21 +97,59 @@ pub struct Witness {
 ///    verified with a [`REFUTED_BUDGET_SHARE`]th of the Z3 budget — its verdict is settled,
 ///    its obligations are still listed, and a query that runs away past its budget (nonlinear
 ///    permission amounts, say) cannot hold a broken kernel for minutes;
-/// 2. Z3 ([`crate::verify::verify_program_each`]);
+/// 2. Z3 ([`crate::verify::verify_routines`]);
 /// 3. a refuted routine that Z3 left unknown gets its concrete failure as one more obligation
 ///    (one Z3 verified becomes unknown instead, with both findings: one of the two is wrong);
 ///    a routine still unknown gets the full search (`budget`).
+///
+/// With `cache` (the cache, and the limits `limits_of` starts from: its key), a routine whose
+/// key the cache holds is not searched nor proved but reported from there (`cached`), and a
+/// routine that ends verified is stored. Not with `int32` (see [`crate::cache`]).
 pub fn verify_and_confirm(
     program: &Program,
     limits_of: &(dyn Fn(Span) -> Result<crate::verify::Limits, String> + Sync),
     int32: Option<&crate::verify::Int32>,
     jobs: usize,
     budget: &Budget,
+    cache: Option<(&MethodCache, &crate::verify::Limits)>,
+) -> Vec<MethodReport> {
+    let cache = cache.filter(|_| int32.is_none());
+    let keys = cache.map_or_else(Vec::new, |(_, limits)| {
+        crate::cache::keys(program, &crate::cache::config(limits, budget))
+    });
+    let mut reports: Vec<MethodReport> = match cache {
+        Some((cache, _)) => keys.iter().filter_map(|k| cache.lookup(k)).collect(),
+        None => Vec::new(),
+    };
+    let hits: Vec<Span> = reports.iter().map(|r| r.span).collect();
+    let mut fresh = confirm(program, limits_of, int32, jobs, budget, &|span| {
+        !hits.contains(&span)
+    });
+    if let Some((cache, _)) = cache {
+        for report in &fresh {
+            if let Some(key) = keys.iter().find(|k| k.span == report.span) {
+                cache.store(key, report);
+            }
+        }
+    }
+    reports.append(&mut fresh);
+    reports.sort_by_key(|r| r.span.start);
+    reports
+}
+
+/// [`verify_and_confirm`] without the cache, for the routines `selected` accepts.
+fn confirm(
+    program: &Program,
+    limits_of: &(dyn Fn(Span) -> Result<crate::verify::Limits, String> + Sync),
+    int32: Option<&crate::verify::Int32>,
+    jobs: usize,
+    budget: &Budget,
+    selected: &(dyn Fn(Span) -> bool + Sync),
 ) -> Vec<MethodReport> {
     let quick = Budget::quick(budget);
     let mut refuted: Vec<(Span, Witness, Duration)> = Vec::new();
     let all = Instant::now();
-    for span in method_spans(program) {
+    for span in method_spans(program).into_iter().filter(|s| selected(*s)) {
         // A file of many methods must not pay half a second each before Z3 starts.
         if all.elapsed() > QUICK_SEARCH_PER_FILE {
             break;
@@ -127,7 +166,7 @@ pub fn verify_and_confirm(
         }
         Ok(l)
     };
-    let mut reports = crate::verify::verify_program_each(program, &limits_of, int32, jobs);
+    let mut reports = crate::verify::verify_routines(program, &limits_of, int32, jobs, selected);
     for report in reports.iter_mut() {
         let found = refuted
             .iter()

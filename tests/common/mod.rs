@@ -63,10 +63,15 @@ pub const SCAN_KERNELS: [&str; 7] = [
     "sklansky",
 ];
 
-/// The `alpinist` binary, run from the repository root without colours.
+/// The `alpinist` binary, run from the repository root without colours and without the
+/// verified-method cache (every test proves; `tests/cache.rs` turns it on in a folder of its
+/// own).
 pub fn alpinist() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_alpinist"));
-    command.current_dir(repo_root()).env("NO_COLOR", "1");
+    command
+        .current_dir(repo_root())
+        .env("NO_COLOR", "1")
+        .env(alpinist::cache::SWITCH_ENV, "0");
     command
 }
 

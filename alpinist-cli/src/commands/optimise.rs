@@ -27,6 +27,8 @@ pub struct Options {
     pub no_verify: bool,
     /// `--memory`: Z3's memory limit in MB for the whole run (it verifies in-process).
     pub memory: u32,
+    /// Use the verified-method cache (`--no-cache`: false).
+    pub cache: bool,
     pub json: bool,
 }
 
@@ -120,6 +122,10 @@ fn run_here(file: &std::path::Path, options: &Options) -> Exit {
         verify: !options.no_verify,
         limits: Limits::default(),
         jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cache: options
+            .cache
+            .then(alpinist_core::cache::MethodCache::from_env)
+            .flatten(),
     };
     let done = match pipeline::run(program, &parsed.trivia, &requests, &settings) {
         Ok(done) => done,
@@ -263,11 +269,11 @@ fn run_here(file: &std::path::Path, options: &Options) -> Exit {
                     "  {}: before {:.1} ms ({}), after {}\n",
                     rb.name,
                     ms(rb.time),
-                    describe(rb.outcome()),
+                    verdict(rb),
                     ra.map_or("missing".to_string(), |r| format!(
                         "{:.1} ms ({})",
                         ms(r.time),
-                        describe(r.outcome())
+                        verdict(r)
                     ))
                 ));
             }
@@ -337,6 +343,7 @@ fn methods_json(x: &Option<Verification>) -> Option<serde_json::Value> {
                 "name": r.name,
                 "outcome": describe(r.outcome()),
                 "time_ms": ms(r.time),
+                "cached": r.cached,
             })).collect::<Vec<_>>(),
         })
     })
@@ -344,6 +351,14 @@ fn methods_json(x: &Option<Verification>) -> Option<serde_json::Value> {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+/// A routine's outcome, and whether the verified-method cache gave it.
+fn verdict(r: &alpinist_core::verify::MethodReport) -> String {
+    match r.cached {
+        true => format!("{}, cached", describe(r.outcome())),
+        false => describe(r.outcome()).to_string(),
+    }
 }
 
 fn describe(outcome: Outcome) -> &'static str {

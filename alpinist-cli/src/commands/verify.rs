@@ -25,6 +25,8 @@ pub struct Options {
     pub int32: bool,
     /// `--memory`: Z3's memory limit in MB for the whole run.
     pub memory: u32,
+    /// Use the verified-method cache (`--no-cache`: false).
+    pub cache: bool,
     pub mbqi: bool,
 }
 
@@ -198,6 +200,10 @@ fn run_here(files: &[PathBuf], options: &Options) -> Exit {
     };
     verify::set_memory_limit(options.memory);
     let jobs = jobs(options);
+    let cache = options
+        .cache
+        .then(alpinist_core::cache::MethodCache::from_env)
+        .flatten();
     let mut worst = Exit::Success;
     let mut documents = Vec::new();
     for file in files {
@@ -242,6 +248,7 @@ fn run_here(files: &[PathBuf], options: &Options) -> Exit {
             int32.as_ref(),
             jobs,
             &alpinist_core::witness::Budget::default(),
+            cache.as_ref().map(|c| (c, &limits)),
         );
         let elapsed = start.elapsed();
         let exit = reports.iter().map(exit_of).fold(Exit::Success, combine);
@@ -314,13 +321,14 @@ fn outcome_word(report: &MethodReport) -> &'static str {
 fn human(source: &Source, reports: &[MethodReport], seconds: f64) {
     for r in reports {
         println!(
-            "{}: {} `{}`: {} ({} obligations, {:.0} ms)",
+            "{}: {} `{}`: {} ({} obligations, {:.0} ms{})",
             source.name,
             position(source, r.span),
             r.name,
             outcome_word(r),
             r.obligations.len(),
-            r.time.as_secs_f64() * 1000.0
+            r.time.as_secs_f64() * 1000.0,
+            if r.cached { ", cached" } else { "" }
         );
         if let Some(e) = &r.error {
             emit(source, e.clone());
@@ -341,12 +349,17 @@ fn human(source: &Source, reports: &[MethodReport], seconds: f64) {
         .iter()
         .filter(|r| r.outcome() == Outcome::Verified)
         .count();
+    let cached = reports.iter().filter(|r| r.cached).count();
     println!(
-        "{}: {} of {} methods verified in {:.0} ms",
+        "{}: {} of {} methods verified in {:.0} ms{}",
         source.name,
         verified,
         reports.len(),
-        seconds * 1000.0
+        seconds * 1000.0,
+        match cached {
+            0 => String::new(),
+            n => format!(" ({n} from the cache)"),
+        }
     );
 }
 
@@ -426,6 +439,7 @@ fn file_json(source: &Source, reports: &[MethodReport], seconds: f64) -> Value {
                 "span": span_json(source, r.span),
                 "outcome": outcome_word(r),
                 "time_ms": r.time.as_secs_f64() * 1000.0,
+                "cached": r.cached,
                 "error": r.error.as_ref().map(|e| error_json(source, e)),
                 "obligations": r.obligations.iter().map(|o| {
                     let mut v = serde_json::to_value(o).expect("obligations serialise");

@@ -146,6 +146,9 @@ pub struct MethodReport {
     /// A construct the checker does not encode: no verdict for this method.
     pub error: Option<EncodeError>,
     pub time: Duration,
+    /// Served by the verified-method cache (`crate::cache`): verified in an earlier run, the
+    /// obligations and times are that run's.
+    pub cached: bool,
 }
 
 /// The verdict over a set of methods, strongest first.
@@ -233,14 +236,22 @@ pub fn verify_program_with(
 /// [`verify_program_with`], with the budget of each routine chosen by its span, when it starts
 /// (a routine a concrete run already refutes needs less, see `crate::witness`); `Err(reason)`:
 /// the routine is not verified but reported unknown with the reason (libz3 crashed on it in
-/// an earlier attempt, say).
-pub fn verify_program_each(
+/// an earlier attempt, say). Only the routines whose spans `selected` accepts are checked (the
+/// others are still what calls use): the verified-method cache's misses.
+pub fn verify_routines(
     program: &Program,
     limits_of: &(dyn Fn(Span) -> Result<Limits, String> + Sync),
     int32: Option<&Int32>,
     jobs: usize,
+    selected: &(dyn Fn(Span) -> bool + Sync),
 ) -> Vec<MethodReport> {
-    verify_selected(program, limits_of, int32, jobs, &|_| true)
+    verify_selected(program, limits_of, int32, jobs, selected)
+}
+
+/// What verifying one routine of `program` reads from the statements of the others (see
+/// `ProgramInfo::cross_routine_facts`), in words.
+pub fn cross_routine_facts(program: &Program) -> String {
+    ProgramInfo::new(program).cross_routine_facts()
 }
 
 /// [`verify_program`] for the one routine whose declaration holds `at` (the others are still
@@ -307,6 +318,7 @@ fn verify_selected(
                     warnings: outcome.warnings,
                     error: outcome.error,
                     time: start.elapsed(),
+                    cached: false,
                 };
                 results.lock().expect("no worker panics while holding it")[k] = Some(report);
             });
@@ -341,6 +353,7 @@ fn verify_selected(
             warnings: Vec::new(),
             error: None,
             time: Duration::ZERO,
+            cached: false,
         });
     }
     let mut reports: Vec<MethodReport> = results

@@ -237,6 +237,27 @@ impl<'p> ProgramInfo<'p> {
         info
     }
 
+    /// What the verification of one routine reads from the **bodies** of the other routines,
+    /// in words: the facts computed once per program from every body. The verified-method cache
+    /// (`crate::cache`) keys a routine on its own text, the other routines' contracts and
+    /// expression bodies, and this — not on the other routines' statements.
+    ///
+    /// Architecture invariant: a new program-wide fact derived from block bodies must appear
+    /// here, or a cached verdict could outlive the body it depended on.
+    pub fn cross_routine_facts(&self) -> String {
+        let mut out = format!("explicit_commit {}\n", self.explicit_commit);
+        for name in &self.cyclic {
+            out.push_str(&format!("cyclic {name}\n"));
+        }
+        for (name, why) in &self.may_not_terminate {
+            out.push_str(&format!("may_not_terminate {name}: {}\n", why.reason));
+        }
+        for (name, why) in &self.ambiguous {
+            out.push_str(&format!("ambiguous {name}: {why}\n"));
+        }
+        out
+    }
+
     /// The heap kinds beyond [`BASE_HEAP_KINDS`] that the program's fields need.
     pub fn extra_heap_kinds(&self) -> Vec<HeapKind> {
         let mut kinds: Vec<HeapKind> = self
