@@ -1688,6 +1688,10 @@ impl<'a> Checker<'a> {
                     (Some(self.expr(&args[0])), &args[1..])
                 }
                 "removeAt" if args.len() == 2 => (Some(self.expr(&args[0])), &args[1..]),
+                // 1.x: `getOption(o)`, `getOrElseOption(o, d)`.
+                "getOption" | "getOrElseOption" if !args.is_empty() => {
+                    (Some(self.expr(&args[0])), &args[1..])
+                }
                 "Some" if args.len() == 1 => {
                     let t = self.expr(&args[0]);
                     return Ty::Option(Box::new(t));
@@ -1712,8 +1716,8 @@ impl<'a> Checker<'a> {
                 Some(subject.clone())
             }
             (Ty::Seq(_) | Ty::Set(_) | Ty::Bag(_) | Ty::Map(..), "isEmpty", 0) => Some(Ty::Bool),
-            (Ty::Option(el), "get", 0) => Some((**el).clone()),
-            (Ty::Option(el), "getOrElse", 1) => {
+            (Ty::Option(el), "get" | "getOption", 0) => Some((**el).clone()),
+            (Ty::Option(el), "getOrElse" | "getOrElseOption", 1) => {
                 let el = (**el).clone();
                 self.expect(&rest[0], &el, "`getOrElse` default");
                 Some(el)

@@ -684,7 +684,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         let (r, i, ty) = match at {
             Some((r, i)) => (r, i, None),
             None => {
-                let (r, i, ty) = self.eval.location(loc)?;
+                let (r, i, ty) = self.eval.permission_location(loc)?;
                 (r, i, Some(ty))
             }
         };
@@ -887,15 +887,22 @@ impl<'w, 'a> Walker<'w, 'a> {
                 });
             }
             Mode::Exhale(_) => {}
-            // The location exists (its definedness was checked where it was written).
-            Mode::Inhale if ty.is_some() => {
-                let mut exists = vec![r.eq(&w.null).not()];
-                if is_cell {
-                    exists.push(i.ge(Int::from_i64(0)));
-                    exists.push(i.lt(w.len_of(&r)));
-                }
+            // A cell exists (its definedness was checked where it was written). A field's
+            // receiver was not checked: a positive permission makes it non-null (Viper's
+            // reading of `acc(x.f, p)`); no permission is held at null, so an exhale of one
+            // fails for want of permission.
+            Mode::Inhale if ty.is_some() && is_cell => {
+                let exists = [
+                    r.eq(&w.null).not(),
+                    i.ge(Int::from_i64(0)),
+                    i.lt(w.len_of(&r)),
+                ];
                 self.prover
                     .assume(close(&binders, &guard.implies(Bool::and(&exists))));
+            }
+            Mode::Inhale if ty.is_some() => {
+                self.prover
+                    .assume(close(&binders, &positive.implies(r.eq(&w.null).not())));
             }
             Mode::Inhale => {}
         }

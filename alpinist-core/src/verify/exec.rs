@@ -942,7 +942,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                         Some(init) => {
                             let (next, value) = self.rhs(st, init)?;
                             st = next;
-                            let value = coerce(value, &ty, init.span)?;
+                            let value = coerce(&self.ctx.world, value, &ty, init.span)?;
                             self.fraction_assigned(&declared.kind, &v.name.name, &value, init);
                             value
                         }
@@ -1459,7 +1459,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                         span: target.span,
                     });
                 };
-                let v = coerce(v, &old.ty, target.span)?;
+                let v = coerce(&self.ctx.world, v, &old.ty, target.span)?;
                 st.store.insert(id.name.clone(), v);
                 Ok(st)
             }
@@ -1484,7 +1484,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             span: target.span,
             note: None,
         });
-        let v = coerce(v, &ty, target.span)?;
+        let v = coerce(&self.ctx.world, v, &ty, target.span)?;
         let kind = self.ctx.world.heap_kind(&ty, target.span)?;
         st.heap = st.heap.write(kind, &r, &i, &v.term.as_dynamic());
         Ok(st)
@@ -1547,7 +1547,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         }
         for (p, a) in callee.method.params.iter().zip(args) {
             let ty = ty_of(&p.ty)?;
-            let v = coerce(ev.value(a)?, &ty, a.span)?;
+            let v = coerce(&self.ctx.world, ev.value(a)?, &ty, a.span)?;
             fraction_argument(&mut ev, p, &v, a.span);
             store.insert(p.name.name.clone(), v);
         }
@@ -1570,7 +1570,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             let v = ev.value(&g.value)?;
             let v = match declared {
                 Some(p) => {
-                    let v = coerce(v, &ty_of(&p.ty)?, g.value.span)?;
+                    let v = coerce(&self.ctx.world, v, &ty_of(&p.ty)?, g.value.span)?;
                     fraction_argument(&mut ev, p, &v, g.value.span);
                     v
                 }
@@ -1687,7 +1687,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             let (Some(v), Some(old)) = (store.get(&y.name), after.store.get(&g.name.name)) else {
                 return Err(unsupported("a `then` target that is not a local", g.span));
             };
-            let v = coerce(v.clone(), &old.ty, g.span)?;
+            let v = coerce(&self.ctx.world, v.clone(), &old.ty, g.span)?;
             after.store.insert(g.name.name.clone(), v);
         }
         Ok((after, result))
@@ -2137,8 +2137,14 @@ fn join(c: &Bool, a: State, b: State) -> State {
     }
 }
 
-/// Converts an int to a fraction where a fraction is expected; otherwise the value as is.
-fn coerce(v: Value, ty: &Ty, span: Span) -> Result<Value, EncodeError> {
+/// Converts an int to a fraction where a fraction is expected, and a `None` of unknown
+/// element type to the option type expected; otherwise the value as is.
+fn coerce(world: &World, v: Value, ty: &Ty, span: Span) -> Result<Value, EncodeError> {
+    if let (Ty::Option(none), Ty::Option(elem)) = (&v.ty, ty) {
+        if **none == Ty::Null {
+            return Ok(world.typed_none(elem));
+        }
+    }
     match (&v.term, ty) {
         (Term::Int(i), Ty::Perm) => Ok(Value {
             term: Term::Real(z3::ast::Real::from_int(i)),
@@ -2147,7 +2153,7 @@ fn coerce(v: Value, ty: &Ty, span: Span) -> Result<Value, EncodeError> {
         (Term::Int(_), Ty::Int)
         | (Term::Bool(_), Ty::Bool)
         | (Term::Real(_), Ty::Perm)
-        | (Term::Seq(_), Ty::Seq(_))
+        | (Term::Seq(_), Ty::Seq(_) | Ty::Option(_))
         | (Term::Ref(_), Ty::Array(_) | Ty::Object(_) | Ty::Null) => Ok(Value {
             term: v.term,
             ty: if v.ty == Ty::Null { ty.clone() } else { v.ty },

@@ -597,7 +597,7 @@ impl<'a> Eval<'a> {
                 let b = self.value(else_expr);
                 self.guards.pop();
                 let b = b?;
-                let (a, b) = unify(a, b, else_expr.span)?;
+                let (a, b) = unify(self.decls.world, a, b, else_expr.span)?;
                 Value {
                     term: Term::ite(&c, &a.term, &b.term),
                     ty: if a.ty == Ty::Null { b.ty } else { a.ty },
@@ -778,6 +778,7 @@ impl<'a> Eval<'a> {
         // A bare field name means `this.f`.
         match self.field_of_this(name, span) {
             Some((r, i, ty)) => self.read_location(r, i, ty, span),
+            None if name == "None" => Ok(self.decls.world.typed_none(&Ty::Null)),
             None => Err(EncodeError::UnboundName {
                 name: name.to_string(),
                 span,
@@ -907,7 +908,12 @@ impl<'a> Eval<'a> {
                 })
             }
             Eq | Neq => {
-                let (a, b) = unify(self.value(lhs)?, self.value(rhs)?, rhs.span)?;
+                let (a, b) = unify(
+                    self.decls.world,
+                    self.value(lhs)?,
+                    self.value(rhs)?,
+                    rhs.span,
+                )?;
                 let eq = match (&a.term, &b.term) {
                     (Term::Int(x), Term::Int(y)) => x.eq(y),
                     (Term::Bool(x), Term::Bool(y)) => x.iff(y),
@@ -1118,14 +1124,25 @@ impl<'a> Eval<'a> {
     /// The location `base[index]` or `base.f`, with the checks that it exists: reference not
     /// null and, for cells, index within bounds. Returns (reference, index, value type).
     pub fn location(&mut self, e: &Expr) -> Result<(Dynamic, Int, Ty), EncodeError> {
-        self.location_with(e, None)
+        self.location_with(e, None, true)
     }
 
-    /// [`Eval::location`] where the base of `e` may already be evaluated.
+    /// [`Eval::location`] as a permission names it (`Perm(loc, p)`, `PointsTo`, `Value`): the
+    /// receiver of a field is not required to be non-null. As in Viper (and VerCors), a
+    /// positive permission to `x.f` implies `x != null` where it is inhaled, and no
+    /// permission is ever held at null, so an exhale of one fails; the caller assumes the
+    /// former.
+    pub fn permission_location(&mut self, e: &Expr) -> Result<(Dynamic, Int, Ty), EncodeError> {
+        self.location_with(e, None, false)
+    }
+
+    /// [`Eval::location`] where the base of `e` may already be evaluated; `receiver_checked`:
+    /// whether a field's receiver must be non-null.
     fn location_with(
         &mut self,
         e: &Expr,
         base_value: Option<Value>,
+        receiver_checked: bool,
     ) -> Result<(Dynamic, Int, Ty), EncodeError> {
         match &e.peel_triggers().kind {
             ExprKind::Index { base, index } => {
@@ -1180,12 +1197,14 @@ impl<'a> Eval<'a> {
                     .and_then(|p| p.field(class, &name.name))
                     .ok_or_else(|| unsupported(format!("the field `{}`", name.name), e.span))?
                     .clone();
-                let w = self.decls.world;
-                self.require(
-                    r.eq(&w.null).not(),
-                    ObligationKind::NullDereference,
-                    base.span,
-                );
+                if receiver_checked {
+                    let w = self.decls.world;
+                    self.require(
+                        r.eq(&w.null).not(),
+                        ObligationKind::NullDereference,
+                        base.span,
+                    );
+                }
                 Ok((r, Int::from_i64(info.index), info.ty))
             }
             ExprKind::Name(id) if !self.store.contains_key(&id.name) => {
@@ -1213,7 +1232,7 @@ impl<'a> Eval<'a> {
         if self.heap.is_none() {
             return Err(unsupported("a heap read in a pure context", span));
         }
-        let (r, i, ty) = self.location_with(e, base_value)?;
+        let (r, i, ty) = self.location_with(e, base_value, true)?;
         self.read_location(r, i, ty, span)
     }
 
@@ -1226,6 +1245,9 @@ impl<'a> Eval<'a> {
     ) -> Result<Value, EncodeError> {
         let b = self.value(base)?;
         match &b.term {
+            Term::Seq(s) if matches!(b.ty, Ty::Option(_)) => {
+                self.option_member(s, &b.ty, name, None, span)
+            }
             Term::Seq(s) => self.seq_member(s, &b.ty, name, span),
             Term::Ref(r) if name == "length" && matches!(b.ty, Ty::Array(_)) => {
                 let w = self.decls.world;
@@ -1272,6 +1294,74 @@ impl<'a> Eval<'a> {
             }
             _ => Err(unsupported(format!("the sequence member `{name}`"), span)),
         }
+    }
+
+    /// `o.get` (also `o.get()`, 1.x `getOption(o)`), with `o != None` checked, and
+    /// `o.getOrElse(d)` (1.x `getOrElseOption(o, d)`).
+    fn option_member(
+        &mut self,
+        o: &Seq,
+        ty: &Ty,
+        name: &str,
+        default: Option<&Expr>,
+        span: Span,
+    ) -> Result<Value, EncodeError> {
+        let Ty::Option(elem) = ty else {
+            return Err(ill_sorted("an option", ty, span));
+        };
+        let zero = Int::from_i64(0);
+        let some = o.length().gt(&zero);
+        match (name, default) {
+            ("get", None) => {
+                self.require(some, ObligationKind::OptionMayBeNone, span);
+                Ok(value_of(elem, o.nth(zero)))
+            }
+            ("getOrElse", Some(d)) => {
+                let d = self.value(d)?;
+                let got = value_of(elem, o.nth(zero));
+                let (got, d) = unify(self.decls.world, got, d, span)?;
+                Ok(Value {
+                    term: Term::ite(&some, &got.term, &d.term),
+                    ty: got.ty,
+                })
+            }
+            _ => Err(unsupported(format!("the option member `{name}`"), span)),
+        }
+    }
+
+    /// `Some(e)`, `None`, `o.get()`, `o.getOrElse(d)` and their 1.x spellings
+    /// `getOption(o)`, `getOrElseOption(o, d)`; `None` when `name` is none of them.
+    fn option_call(
+        &mut self,
+        receiver: Option<&Expr>,
+        name: &str,
+        args: &[Expr],
+        span: Span,
+    ) -> Option<Result<Value, EncodeError>> {
+        let (option, rest) = match (receiver, name, args) {
+            (None, "Some", [e]) => {
+                return Some(self.value(e).map(|v| Value {
+                    term: Term::Seq(Seq::unit(&v.term.as_dynamic())),
+                    ty: Ty::Option(Box::new(v.ty)),
+                }))
+            }
+            (None, "None", []) => return Some(Ok(self.decls.world.typed_none(&Ty::Null))),
+            (Some(o), "get" | "getOrElse", rest) => (o, rest),
+            (None, "getOption" | "getOrElseOption", [o, rest @ ..]) => (o, rest),
+            _ => return None,
+        };
+        let member = if name.starts_with("getOrElse") {
+            "getOrElse"
+        } else {
+            "get"
+        };
+        Some((|| {
+            let v = self.value(option)?;
+            let (Term::Seq(o), Ty::Option(_)) = (&v.term, &v.ty) else {
+                return Err(ill_sorted("an option", &v.ty, option.span));
+            };
+            self.option_member(o, &v.ty, member, rest.first(), span)
+        })())
     }
 
     /// `s[i]`, with `0 <= i < |s|` checked.
@@ -1331,6 +1421,11 @@ impl<'a> Eval<'a> {
         let Some(functions) = self.decls.functions else {
             return Err(unsupported("calls in a pure context", span));
         };
+        if !functions.contains_key(name) {
+            if let Some(v) = self.option_call(receiver, name, args, span) {
+                return v;
+            }
+        }
         if !functions.contains_key(name) && name == "removeAt" {
             // `s.removeAt(i)`, 1.x `removeAt(s, i)`: `s` without its element at `i`.
             let (seq_expr, index) = match (receiver, args) {
@@ -1934,7 +2029,19 @@ fn to_real(v: Value, span: Span) -> Result<Real, EncodeError> {
 }
 
 /// Brings two values to one sort for `==`/`?:`: an int meets a fraction as a real.
-fn unify(a: Value, b: Value, span: Span) -> Result<(Value, Value), EncodeError> {
+/// Two values of one sort: an int beside a fraction becomes a fraction, a `None` of unknown
+/// element type beside an option takes its type.
+pub fn unify(world: &World, a: Value, b: Value, span: Span) -> Result<(Value, Value), EncodeError> {
+    match (&a.ty, &b.ty) {
+        (Ty::Option(x), Ty::Option(y)) if **x == Ty::Null && **y != Ty::Null => {
+            return Ok((world.typed_none(y), b))
+        }
+        (Ty::Option(x), Ty::Option(y)) if **y == Ty::Null && **x != Ty::Null => {
+            let none = world.typed_none(x);
+            return Ok((a, none));
+        }
+        _ => {}
+    }
     match (&a.term, &b.term) {
         (Term::Int(_), Term::Real(_)) => Ok((perm(to_real(a, span)?), b)),
         (Term::Real(_), Term::Int(_)) => Ok((a, perm(to_real(b, span)?))),

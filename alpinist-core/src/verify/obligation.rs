@@ -71,6 +71,8 @@ pub enum ObligationKind {
     /// The lock invariant may not hold where it is handed to the lock: at `commit`, at the end
     /// of a (1.x) constructor, at `unlock` and `wait`.
     LockInvariantFailed,
+    /// `o.get`, `getOption(o)`: the option may be `None`.
+    OptionMayBeNone,
 }
 
 impl ObligationKind {
@@ -116,6 +118,7 @@ impl ObligationKind {
             LockMayBeHeld => "E0637",
             LockNotHeld => "E0638",
             LockInvariantFailed => "E0639",
+            OptionMayBeNone => "E0640",
         }
     }
 
@@ -190,6 +193,7 @@ impl ObligationKind {
             LockMayBeHeld => "the lock may be held already (locks are not re-entrant)",
             LockNotHeld => "the lock may not be held here (`held(o)` is needed)",
             LockInvariantFailed => "the lock invariant may not hold where it is handed to the lock",
+            OptionMayBeNone => "the option may be `None` (`get` needs `Some`)",
             RecursionMayNotTerminate => {
                 "the recursion may not terminate: no integer parameter, difference of two, or \
                  sequence length decreases at every recursive call while staying non-negative"

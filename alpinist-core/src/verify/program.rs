@@ -488,6 +488,13 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
         TypeKind::Frac | TypeKind::ZFrac | TypeKind::Rational => Ty::Perm,
         TypeKind::Array { elem, .. } => Ty::Array(Box::new(ty_of(elem)?)),
         TypeKind::Class(c) => Ty::Object(c.name.clone()),
+        TypeKind::Option(elem) => match ty_of(&Type {
+            kind: TypeKind::Seq(elem.clone()),
+            span: ty.span,
+        })? {
+            Ty::Seq(elem) => Ty::Option(elem),
+            _ => unreachable!("a sequence type encodes as a sequence"),
+        },
         TypeKind::Seq(elem) => {
             let elem_ty = ty_of(elem)?;
             let nested_once =
@@ -506,11 +513,10 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
         | TypeKind::Resource
         | TypeKind::Set(_)
         | TypeKind::Bag(_)
-        | TypeKind::Option(_)
         | TypeKind::Map(..) => {
             return Err(EncodeError::Unsupported {
-                what: "values of this type (sets, bags, options, maps and resources are not \
-                       encoded yet)"
+                what: "values of this type (sets, bags, maps and resources are not encoded \
+                       yet)"
                     .into(),
                 span: ty.span,
             })

@@ -30,6 +30,12 @@ pub enum Ty {
     Seq(Box<Ty>),
     /// The type of `null`: compatible with every reference type.
     Null,
+    /// `option<T>`, T as for sequences: a Z3 sequence of at most one element (`None` empty,
+    /// `Some(v)` the unit `[v]`). Every option term is built of length ≤ 1 (fresh values and
+    /// heap reads through [`World::fresh`] and [`value_of`] are normalised), so sequence
+    /// equality is option equality. `Option(Null)` is the type of a `None` whose element
+    /// type is not known yet (the sink's declared type gives it: `World::typed_none`).
+    Option(Box<Ty>),
 }
 
 impl Ty {
@@ -44,6 +50,7 @@ impl Ty {
             Ty::Bool => HeapKind::Bool,
             Ty::Perm => HeapKind::Perm,
             Ty::Array(_) | Ty::Object(_) | Ty::Null => HeapKind::Ref,
+            Ty::Option(e) => Ty::Seq(e.clone()).heap_kind(),
             Ty::Seq(e) => match &**e {
                 Ty::Bool => HeapKind::SeqBool,
                 e if e.is_ref() => HeapKind::SeqRef,
@@ -602,7 +609,15 @@ impl World {
             Ty::Bool => Z3Sort::bool(),
             Ty::Perm => Z3Sort::real(),
             Ty::Array(_) | Ty::Object(_) | Ty::Null => self.ref_sort.clone(),
-            Ty::Seq(elem) => Z3Sort::seq(&self.sort_of(elem)),
+            Ty::Seq(elem) | Ty::Option(elem) => Z3Sort::seq(&self.sort_of(elem)),
+        }
+    }
+
+    /// `None` of type `option<elem>`.
+    pub fn typed_none(&self, elem: &Ty) -> Value {
+        Value {
+            term: Term::Seq(Seq::empty(&self.sort_of(elem))),
+            ty: Ty::Option(Box::new(elem.clone())),
         }
     }
 
@@ -635,6 +650,11 @@ impl World {
                 Term::Ref(Dynamic::fresh_const(name, &self.ref_sort))
             }
             Ty::Seq(e) => Term::Seq(Seq::fresh_const(name, &self.sort_of(e))),
+            Ty::Option(e) => {
+                let some = Bool::fresh_const(&format!("{name}_some"));
+                let elem = self.fresh(name, e).term.as_dynamic();
+                Term::Seq(some.ite(&Seq::unit(&elem), &Seq::empty(&self.sort_of(e))))
+            }
         };
         Value {
             term,
@@ -657,6 +677,17 @@ pub fn value_of(ty: &Ty, d: Dynamic) -> Value {
         Ty::Perm => Term::Real(d.as_real().expect("real cell")),
         Ty::Array(_) | Ty::Object(_) | Ty::Null => Term::Ref(d),
         Ty::Seq(_) => Term::Seq(d.as_seq().expect("seq cell")),
+        // A cell holds any sequence: read as an option, only its first element counts.
+        Ty::Option(_) => {
+            let s = d.as_seq().expect("option cell");
+            let zero = Int::from_i64(0);
+            let first = Seq::unit(&s.nth(zero.clone()));
+            Term::Seq(
+                s.length()
+                    .gt(&zero)
+                    .ite(&first, &seq_extract(&s, &zero, &zero)),
+            )
+        }
     };
     Value {
         term,
