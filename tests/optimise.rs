@@ -432,3 +432,53 @@ fn factors_above_the_limit_are_refused_at_once() {
     let output = run(&["optimise", "--no-verify", "--unroll", &limit, path]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
+
+/// A chain in one run: every annotation of the file, by kind (prefetching before unrolling),
+/// each step's output verified before the next, one report entry per step (`--json`
+/// `schema_version` 2).
+#[test]
+fn a_chain_applies_by_kind_and_verifies_every_step() {
+    let out = run(&[
+        "optimise",
+        "--json",
+        "examples/chains/prefetch_then_unroll.pvl",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("a JSON report");
+    assert_eq!(doc["schema_version"], 2);
+    let steps = doc["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 2, "{doc}");
+    assert!(steps[0]["applied"]
+        .as_str()
+        .unwrap()
+        .starts_with("prefetched `a[tid]`"));
+    assert!(steps[1]["applied"]
+        .as_str()
+        .unwrap()
+        .starts_with("unrolled the loop over `i` by 2"));
+    for step in steps {
+        let methods = step["verification"]["methods"]
+            .as_array()
+            .expect("verified");
+        assert!(methods.iter().all(|m| m["outcome"] == "verified"), "{step}");
+    }
+    let pvl = doc["pvl"].as_str().unwrap();
+    assert!(
+        pvl.contains("int a_reg = a[tid];") && !pvl.contains("gpuopt"),
+        "{pvl}"
+    );
+    // Both applied: the unrolled copy reads the register.
+    assert_eq!(pvl.matches("b[tid] = b[tid] + a_reg;").count(), 3, "{pvl}");
+}
+
+/// A later request whose target an earlier step copied is refused with both spans (E0911),
+/// never applied to one of the copies.
+#[test]
+fn a_target_an_earlier_step_copied_is_refused() {
+    let err = crate::common::assert_refused(
+        &["optimise", "tests/data/chains/merge_copies_unrolled_loop.pvl"],
+        "E0911",
+        "the earlier step that merged the iterations of the loop over `i` by 2 rewrote the loop this optimisation targets (2 copies of it now)",
+    );
+    assert!(err.contains("rewritten by this earlier step"), "{err}");
+}

@@ -2,12 +2,16 @@
 //! macros and `tune` next). Data flows one way:
 //!
 //! 1. [`plan`] — the file's `gpuopt` annotations and the requested flags become [`Request`]s
-//!    on target spans (a flag replaces an annotation of its kind on the same target), inner
-//!    targets first (transforming an outer statement copies the inner ones);
+//!    on target spans (a flag replaces an annotation of its kind on the same target), in the
+//!    chain order: by kind (linearisation, fusion, merging, prefetching, tiling, unrolling;
+//!    `Optimisation::chain_rank`), within a kind inner targets first (transforming an outer
+//!    statement copies the inner ones), annotations before flags, flags in their order;
 //! 2. [`run`] — the input must verify; each request goes through [`transform::apply`] (its
-//!    applicability check, then the rewrite of code and annotations) in order; the applied
-//!    `gpuopt` lines are removed; the result is printed, and the *text* is parsed and
-//!    reverified, as a user would.
+//!    applicability check, then the rewrite of code and annotations) in order, its `gpuopt`
+//!    line removed; after each step the program is printed and the *text* is parsed and
+//!    verified, as a user would, before the next step starts (with the verified-method cache,
+//!    only the routines the step changed are proved). A request whose target an earlier step
+//!    rewrote (copied or removed) is refused with both spans (E0911).
 //!
 //! Verification is `verify` on Z3 with concrete runs where Z3 leaves a routine unknown
 //! ([`crate::witness::verify_and_confirm`]), the same as `alpinist verify`. Errors are types
@@ -162,8 +166,9 @@ pub fn plan(
         });
         requests.push(request);
     }
-    // Inner targets first: transforming an outer statement copies the inner ones.
-    requests.sort_by_key(|r| r.target.end - r.target.start);
+    // By kind, then inner targets first (transforming an outer statement copies the inner
+    // ones); stable, so annotations come before flags, and flags keep their order.
+    requests.sort_by_key(|r| (r.optimisation.chain_rank(), r.target.end - r.target.start));
     if requests.is_empty() {
         return Err(PlanError::Nothing);
     }
@@ -194,11 +199,14 @@ impl Verification {
     }
 }
 
-/// One applied request, with its times.
+/// One applied request, with its times and the verification of the program it produced.
 #[derive(Clone, Debug)]
 pub struct Step {
     pub request: Request,
     pub timings: Timings,
+    /// The printed program after this step, parsed again and verified (`None` with `verify:
+    /// false`); the routines the step did not change come from the cache, when there is one.
+    pub verification: Option<Verification>,
 }
 
 /// A finished run.
@@ -209,8 +217,9 @@ pub struct Optimised {
     pub steps: Vec<Step>,
     /// The optimised program as printed, the applied `gpuopt` lines removed.
     pub text: String,
-    /// The verification of `text` as parsed again (`None` with `verify: false`). Anything
-    /// but verified is a bug of the optimisation, or the memory limit.
+    /// The verification of `text` as parsed again (`None` with `verify: false`): the last
+    /// step's. Anything but verified is a bug of the optimisation, or the memory limit; the
+    /// chain stops at the first step whose output does not verify, so `steps` ends there.
     pub after: Option<Verification>,
 }
 
@@ -246,7 +255,7 @@ pub struct Settings {
 }
 
 /// Applies `requests` (from [`plan`]) to `program`, whose comments and blank lines are
-/// `trivia`, verifying the input first and the printed output last.
+/// `trivia`, verifying the input first and the printed output of every step.
 pub fn run(
     program: &Program,
     trivia: &Trivia,
@@ -279,21 +288,23 @@ pub fn run(
         false => None,
     };
     let mut current = program.clone();
-    let mut steps = Vec::new();
+    let mut steps: Vec<Step> = Vec::new();
+    let mut text = syntax::print(&current, trivia);
     for request in requests {
-        match transform::apply(
+        if let Some(refusal) = rewritten_target(&current, request, &steps) {
+            return Err(Stop::Refused {
+                before,
+                steps,
+                refusal: Box::new(refusal),
+            });
+        }
+        let (next, timings) = match transform::apply(
             &current,
             request.target,
             &request.optimisation,
             &settings.limits,
         ) {
-            Ok((next, timings)) => {
-                current = next;
-                steps.push(Step {
-                    request: request.clone(),
-                    timings,
-                });
-            }
+            Ok(applied) => applied,
             Err(refusal) => {
                 return Err(Stop::Refused {
                     before,
@@ -301,17 +312,32 @@ pub fn run(
                     refusal: Box::new(refusal),
                 })
             }
+        };
+        current = next;
+        remove_applied_gpuopts(&mut current, std::slice::from_ref(request));
+        text = syntax::print(&current, trivia);
+        // What is handed out parses and type-checks, verified or not (`--no-verify`); each
+        // step's output is verified before the next step starts from it.
+        let reparsed =
+            syntax::parse(&text).map_err(|errors| Stop::OutputDoesNotParse { errors })?;
+        crate::check::check(&reparsed.program).map_err(|errors| Stop::OutputDoesNotCheck {
+            errors: errors.iter().map(|e| e.to_string()).collect(),
+        })?;
+        let verification = settings.verify.then(|| verify(&reparsed.program));
+        let verified = verification
+            .as_ref()
+            .is_none_or(|v| v.outcome() == Outcome::Verified);
+        steps.push(Step {
+            request: request.clone(),
+            timings,
+            verification,
+        });
+        if !verified {
+            break;
         }
     }
-    remove_applied_gpuopts(&mut current, requests);
-    let text = syntax::print(&current, trivia);
-    // What is handed out parses and type-checks, verified or not (`--no-verify`).
-    let reparsed = syntax::parse(&text).map_err(|errors| Stop::OutputDoesNotParse { errors })?;
-    crate::check::check(&reparsed.program).map_err(|errors| Stop::OutputDoesNotCheck {
-        errors: errors.iter().map(|e| e.to_string()).collect(),
-    })?;
     let after = match settings.verify {
-        true => Some(verify(&reparsed.program)),
+        true => steps.last().and_then(|s| s.verification.clone()),
         false => None,
     };
     Ok(Optimised {
@@ -319,6 +345,43 @@ pub fn run(
         steps,
         text,
         after,
+    })
+}
+
+/// In a chain, the refusal of a request whose target an earlier step rewrote: the target no
+/// longer names exactly one statement (or method).
+fn rewritten_target(current: &Program, request: &Request, steps: &[Step]) -> Option<Refusal> {
+    let target = request.target;
+    let copies = match request.optimisation {
+        Optimisation::Prefetch { .. } => current
+            .members()
+            .iter()
+            .filter(|(_, m)| matches!(&m.kind, MemberKind::Method(method) if method.span == target))
+            .count(),
+        _ => {
+            let mut n = 0;
+            current.visit_stmts(&mut |s| {
+                n += usize::from(s.span == target && !matches!(s.kind, StmtKind::Block(_)));
+            });
+            n
+        }
+    };
+    if copies == 1 || steps.is_empty() {
+        return None;
+    }
+    // The step that rewrote it: the last one whose target holds it, else the last one.
+    let holds = |outer: Span| outer.start <= target.start && target.end <= outer.end;
+    let earlier = steps
+        .iter()
+        .rev()
+        .find(|s| holds(s.request.target))
+        .or(steps.last())?;
+    Some(Refusal::TargetRewritten {
+        earlier: earlier.request.optimisation.done(),
+        what: request.optimisation.target_noun(),
+        copies,
+        span: target,
+        earlier_span: earlier.request.target,
     })
 }
 

@@ -3,7 +3,9 @@
 //! time of every method before and after — summarised over many runs as Markdown, JSON, CSV
 //! or an SVG bar chart.
 //!
-//! Input is the JSON document `optimise --json` prints (`schema_version` 1), one per file.
+//! Input is the JSON document `optimise --json` prints (`schema_version` 2; 1 is read too),
+//! one per file. A method served by the verified-method cache has no proof time: a row with
+//! one has no ratio (`optimise --no-cache` for comparisons).
 //! [`read_document`] refuses anything else with a reason, so the caller can say which files it
 //! skipped and why. The renderers are pure functions of the rows: the same documents in the
 //! same order give byte-identical output.
@@ -19,7 +21,7 @@ pub enum ReportError {
     NotJson(serde_json::Error),
     #[error("not an `alpinist optimise --json` document: {0}")]
     NotADocument(String),
-    #[error("schema_version {0} is not supported (this alpinist writes and reads 1)")]
+    #[error("schema_version {0} is not supported (this alpinist writes 2 and reads 1 and 2)")]
     Schema(u64),
 }
 
@@ -36,11 +38,28 @@ pub struct MethodTime {
     /// `verified`, `failed`, `unknown`, ... as `optimise` describes it.
     pub outcome: String,
     pub time_ms: f64,
+    /// From the verified-method cache (schema 2): the time is a lookup, not a proof.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
+}
+
+impl MethodTime {
+    /// The outcome, and whether the cache gave it.
+    fn label(&self) -> String {
+        match self.cached {
+            true => format!("{} (cached)", self.outcome),
+            false => self.outcome.clone(),
+        }
+    }
 }
 
 impl Verification {
     fn all_verified(&self) -> bool {
         self.methods.iter().all(|m| m.outcome == "verified")
+    }
+
+    fn any_cached(&self) -> bool {
+        self.methods.iter().any(|m| m.cached)
     }
 }
 
@@ -73,9 +92,13 @@ pub struct Row {
 
 impl Row {
     /// Verification time after over before, where both ran.
+    /// None where either side has a method from the verified-method cache: a lookup's
+    /// time is not a proof's (`optimise --no-cache` for comparisons).
     pub fn ratio(&self) -> Option<f64> {
         match (&self.before, &self.after) {
-            (Some(b), Some(a)) if b.time_ms > 0.0 => Some(a.time_ms / b.time_ms),
+            (Some(b), Some(a)) if b.time_ms > 0.0 && !b.any_cached() && !a.any_cached() => {
+                Some(a.time_ms / b.time_ms)
+            }
             _ => None,
         }
     }
@@ -121,7 +144,8 @@ pub fn read_document(text: &str) -> Result<Row, ReportError> {
         .get("schema_version")
         .and_then(serde_json::Value::as_u64)
     {
-        Some(1) => {}
+        // 2 adds `steps` (each step's times and verification) and `cached` per method.
+        Some(1 | 2) => {}
         Some(other) => return Err(ReportError::Schema(other)),
         None => return Err(ReportError::NotADocument("no `schema_version`".into())),
     }
@@ -158,7 +182,8 @@ pub struct Summary {
     pub applied: usize,
     pub refused: usize,
     pub failed: usize,
-    /// Rows with both verifications, and their summed times.
+    /// Rows with both verifications (neither with a method from the cache), and their
+    /// summed times.
     pub compared: usize,
     pub before_ms: f64,
     pub after_ms: f64,
@@ -180,7 +205,7 @@ pub fn summary(rows: &[Row]) -> Summary {
             Status::Refused { .. } => s.refused += 1,
             Status::Failed { .. } => s.failed += 1,
         }
-        if let (Some(b), Some(a)) = (&row.before, &row.after) {
+        if let (Some(b), Some(a), Some(_)) = (&row.before, &row.after, row.ratio()) {
             s.compared += 1;
             s.before_ms += b.time_ms;
             s.after_ms += a.time_ms;
@@ -250,9 +275,9 @@ pub fn markdown(rows: &[Row]) -> String {
                 escape_markdown(&row.file),
                 escape_markdown(name),
                 ms(before.map(|m| m.time_ms)),
-                before.map_or("–", |m| m.outcome.as_str()),
+                before.map_or("–".into(), MethodTime::label),
                 ms(after.map(|m| m.time_ms)),
-                after.map_or("–", |m| m.outcome.as_str()),
+                after.map_or("–".into(), MethodTime::label),
             );
         }
     }
@@ -477,6 +502,26 @@ mod tests {
         assert_eq!(shortened("examples/b.pvl", 8).chars().count(), 8);
     }
 
+    /// Schema 2: a method from the verified-method cache has a lookup's time, so its row has
+    /// no ratio and is not compared in the summary; the method table says `cached`.
+    #[test]
+    fn cached_methods_are_not_compared() {
+        let row = read_document(
+            r#"{"schema_version": 2, "file": "a.pvl", "applied": ["x"], "steps": [],
+              "verification_before": {"time_ms": 80.0, "methods": [
+                {"name": "f", "outcome": "verified", "time_ms": 40.0},
+                {"name": "g", "outcome": "verified", "time_ms": 40.0, "cached": false}]},
+              "verification_after": {"time_ms": 41.0, "methods": [
+                {"name": "f", "outcome": "verified", "time_ms": 40.0},
+                {"name": "g", "outcome": "verified", "time_ms": 0.1, "cached": true}]},
+              "exit": 0}"#,
+        )
+        .expect("a schema 2 document");
+        assert_eq!(row.ratio(), None);
+        assert_eq!(summary(std::slice::from_ref(&row)).compared, 0);
+        assert!(markdown(&[row]).contains("verified (cached)"));
+    }
+
     #[test]
     fn other_json_is_refused_with_a_reason() {
         assert!(matches!(read_document("{"), Err(ReportError::NotJson(_))));
@@ -485,8 +530,8 @@ mod tests {
             Err(ReportError::NotADocument(_))
         ));
         assert!(matches!(
-            read_document(r#"{"schema_version": 2, "file": "a", "exit": 0}"#),
-            Err(ReportError::Schema(2))
+            read_document(r#"{"schema_version": 3, "file": "a", "exit": 0}"#),
+            Err(ReportError::Schema(3))
         ));
         assert!(matches!(
             read_document(

@@ -248,8 +248,8 @@ fn run_here(file: &std::path::Path, options: &Options) -> Exit {
     let rewrite_time: Duration = done.steps.iter().map(|s| s.timings.rewrite).sum();
     let applicability_time: Duration = done.steps.iter().map(|s| s.timings.applicability).sum();
     let mut report = String::new();
-    for line in &applied {
-        report.push_str(&format!("{line}\n"));
+    for (line, step) in applied.iter().zip(&done.steps) {
+        report.push_str(&format!("{line}{}\n", step_note(step)));
     }
     report.push_str(&format!(
         "optimisation: {:.1} ms, applicability check: {:.1} ms\n",
@@ -282,9 +282,10 @@ fn run_here(file: &std::path::Path, options: &Options) -> Exit {
     }
     if options.json {
         let doc = serde_json::json!({
-            "schema_version": 1,
+            "schema_version": 2,
             "file": source.name,
             "applied": applied,
+            "steps": steps_json(&done.steps, &applied),
             "optimisation_ms": ms(rewrite_time),
             "applicability_ms": ms(applicability_time),
             "verification_before": methods_json(&done.before),
@@ -314,6 +315,47 @@ fn applied(steps: &[pipeline::Step], at: &dyn Fn(Span) -> String) -> Vec<String>
         .collect()
 }
 
+/// After a step's line in the report: its times, and how its output was verified.
+fn step_note(step: &pipeline::Step) -> String {
+    let mut note = format!(
+        " (applicability {:.1} ms, rewrite {:.1} ms",
+        ms(step.timings.applicability),
+        ms(step.timings.rewrite)
+    );
+    if let Some(v) = &step.verification {
+        let cached = v.reports.iter().filter(|r| r.cached).count();
+        note.push_str(&format!(
+            "; output {} in {:.1} ms: {} of {} methods proved{}",
+            describe(v.outcome()),
+            ms(v.time),
+            v.reports.len() - cached,
+            v.reports.len(),
+            match cached {
+                0 => String::new(),
+                n => format!(", {n} unchanged from the cache"),
+            }
+        ));
+    }
+    note.push(')');
+    note
+}
+
+/// The `--json` steps: each applied request with its times and its output's verification.
+fn steps_json(steps: &[pipeline::Step], applied: &[String]) -> serde_json::Value {
+    steps
+        .iter()
+        .zip(applied)
+        .map(|(s, line)| {
+            serde_json::json!({
+                "applied": line,
+                "optimisation_ms": ms(s.timings.rewrite),
+                "applicability_ms": ms(s.timings.applicability),
+                "verification": methods_json(&s.verification),
+            })
+        })
+        .collect()
+}
+
 /// The `--json` document of a refusal: what was applied before it, why, and the
 /// verification of the input (when it ran).
 fn print_refusal(
@@ -324,7 +366,7 @@ fn print_refusal(
     exit: Exit,
 ) {
     let doc = serde_json::json!({
-        "schema_version": 1,
+        "schema_version": 2,
         "file": file,
         "applied": applied,
         "refused": refused,

@@ -56,6 +56,27 @@ impl Optimisation {
         )
     }
 
+    /// Where a chain applies this kind: linearisation, fusion, merging, prefetching, tiling,
+    /// unrolling (the first two are not optimisations yet). Within a kind, inner targets
+    /// first (see `pipeline::plan`).
+    pub fn chain_rank(&self) -> u8 {
+        match self {
+            Optimisation::Merge { .. } => 2,
+            Optimisation::Prefetch { .. } => 3,
+            Optimisation::Tile { .. } => 4,
+            Optimisation::Unroll { .. } => 5,
+        }
+    }
+
+    /// What it targets, in words.
+    pub fn target_noun(&self) -> &'static str {
+        match self {
+            Optimisation::Unroll { .. } | Optimisation::Merge { .. } => "loop",
+            Optimisation::Tile { .. } => "par block",
+            Optimisation::Prefetch { .. } => "method",
+        }
+    }
+
     /// What was done, in words, for the report ("unrolled the loop over `i` by 2").
     pub fn done(&self) -> String {
         match self {
@@ -335,6 +356,22 @@ pub enum Refusal {
         span: Span,
     },
 
+    /// In a chain, an earlier step rewrote what this request targets (removed it, or copied
+    /// it), so the request no longer names one statement.
+    #[error(
+        "cannot apply: the earlier step that {earlier} rewrote the {what} this optimisation targets ({copies} copies of it now); request it on its own, or on the result"
+    )]
+    #[diagnostic(code(E0911))]
+    TargetRewritten {
+        earlier: String,
+        what: &'static str,
+        copies: usize,
+        #[label("targeted here")]
+        span: Span,
+        #[label("rewritten by this earlier step")]
+        earlier_span: Span,
+    },
+
     /// Not a refusal of the program: the optimisation itself is missing (exit 2, not 1).
     #[error("not implemented yet: {what}")]
     #[diagnostic(code(E0909))]
@@ -568,6 +605,7 @@ impl Refusal {
             Refusal::GuardShape { span, .. }
             | Refusal::GuardReadsHeap { span, .. }
             | Refusal::FactorTooLarge { span, .. }
+            | Refusal::TargetRewritten { span, .. }
             | Refusal::UpdateShape { span, .. }
             | Refusal::BodyWritesGuardVariable { span, .. }
             | Refusal::TooFewIterations { span, .. }

@@ -499,10 +499,13 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
             let elem_ty = ty_of(elem)?;
             let nested_once =
                 |t: &Ty| matches!(t, Ty::Seq(inner) if !matches!(**inner, Ty::Seq(_)));
-            if elem_ty == Ty::Perm || (matches!(elem_ty, Ty::Seq(_)) && !nested_once(&elem_ty)) {
+            if elem_ty == Ty::Perm
+                || matches!(elem_ty, Ty::Option(_))
+                || (matches!(elem_ty, Ty::Seq(_)) && !nested_once(&elem_ty))
+            {
                 return Err(EncodeError::Unsupported {
-                    what: "sequences of this element type (elements may be int, boolean, \
-                           references, or sequences of those)"
+                    what: "sequences (and options) of this element type (elements may be int, \
+                           boolean, references, or sequences of those)"
                         .into(),
                     span: ty.span,
                 });
