@@ -372,6 +372,17 @@ impl<'w, 'a> Walker<'w, 'a> {
                 op: Builtin::Perm,
                 args,
             } if args.len() == 2 => self.acc(e, &args[0], Some(&args[1]), None),
+            // `Value(loc)`: read-only access, Viper's `acc(loc, wildcard)` — as `Perm(loc, read)`.
+            ExprKind::Builtin {
+                op: Builtin::Value,
+                args,
+            } if args.len() == 1 => {
+                let read = Expr {
+                    kind: ExprKind::PermLit(PermLit::Read),
+                    span: e.span,
+                };
+                self.acc(e, &args[0], Some(&read), None)
+            }
             ExprKind::Builtin {
                 op: Builtin::PointsTo,
                 args,
@@ -408,8 +419,8 @@ impl<'w, 'a> Walker<'w, 'a> {
                     self.acc(e, e, None, Some(at))
                 }
                 None => Err(unsupported(
-                    "this form of resource assertion (`Value` and permissions under `||` or \
-                     `\\exists` are not encoded yet)",
+                    "this form of resource assertion (permissions under `||` or `\\exists` are \
+                     not encoded yet)",
                     e.span,
                 )),
             },
