@@ -1627,7 +1627,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                     .collect();
                 // The first site picks the first measure that decreases there (cheap
                 // probes: these are small linear facts); later sites must agree with it.
-                let measures = recursion::measures(tys);
+                let measures = recursion::measures(tys, &self.ctx.world.len);
                 let chosen = self
                     .self_calls
                     .first()
@@ -2269,7 +2269,7 @@ fn declare_functions(
                 } else {
                     warnings.push(Warning {
                         message: format!(
-                            "the definition of `{name}` is not used: its recursion is not proved to terminate (no integer parameter, difference of two, or sequence length decreases at every recursive call while staying non-negative)"
+                            "the definition of `{name}` is not used: its recursion is not proved to terminate (no integer parameter, difference of two, sequence length, or distance of an integer parameter to an array's or sequence's length decreases at every recursive call while staying non-negative)"
                         ),
                         span: f.span,
                     });
@@ -2387,7 +2387,7 @@ fn definition(
             None => {
                 let calls: Vec<(Bool, Vec<Value>)> =
                     calls.into_iter().map(|(g, a, _)| (g, a)).collect();
-                recursion::terminates(&decl.params, &store, &pre, &calls)
+                recursion::terminates(&decl.params, &store, &pre, &calls, &world.len)
             }
         };
     Ok(((ax1, ax2), terminates))

@@ -195,8 +195,9 @@ impl ObligationKind {
             LockInvariantFailed => "the lock invariant may not hold where it is handed to the lock",
             OptionMayBeNone => "the option may be `None` (`get` needs `Some`)",
             RecursionMayNotTerminate => {
-                "the recursion may not terminate: no integer parameter, difference of two, or \
-                 sequence length decreases at every recursive call while staying non-negative"
+                "the recursion may not terminate: no integer parameter, difference of two, \
+                 sequence length, or distance of an integer parameter to an array's or \
+                 sequence's length decreases at every recursive call while staying non-negative"
             }
         }
     }

@@ -5,14 +5,16 @@
 //! recursive method's postcondition is used at its own calls only under the same condition —
 //! otherwise `pure int f(int x) = f(x) + 1;` or `ensures false; void bad() { bad(); }` would
 //! prove `false`. The measures tried: an integer parameter (non-negative, strictly smaller at
-//! the call), the difference of two integer parameters, the length of a sequence parameter.
+//! the call), the difference of two integer parameters, the length of a sequence parameter,
+//! the distance of an integer parameter to the length of an array or sequence parameter.
 //! Mutual recursion (a cycle through two or more routines) is not analysed: a function in such
 //! a cycle gets no definition, a method in one is refused as unsupported.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use z3::ast::Ast;
 use z3::ast::{Bool, Int};
-use z3::{Params, SatResult, Solver};
+use z3::{FuncDecl, Params, SatResult, Solver};
 
 use crate::syntax::{Expr, ExprKind, MethodBody, Stmt, StmtKind};
 
@@ -20,12 +22,38 @@ use super::program::{ProgramInfo, Routine};
 use super::state::{Store, Term, Ty, Value};
 
 /// A measure: its value for a list of parameter (or argument) terms.
-pub type Measure = Box<dyn Fn(&[Term]) -> Option<Int>>;
+pub type Measure<'a> = Box<dyn Fn(&[Term]) -> Option<Int> + 'a>;
 
-/// The candidate measures for parameters of these types.
-pub fn measures(params: &[Ty]) -> Vec<Measure> {
+/// The candidate measures for parameters of these types: an integer parameter, the
+/// difference of two, a sequence's length, and the distance of an integer parameter to the
+/// length of an array or sequence parameter (`A.length - i`, `|s| - i`: recursion up to the
+/// end); `len` is the checker's array-length function.
+pub fn measures<'a>(params: &[Ty], len: &'a FuncDecl) -> Vec<Measure<'a>> {
     let mut out: Vec<Measure> = Vec::new();
     for (k, ty) in params.iter().enumerate() {
+        for (j, other) in params.iter().enumerate() {
+            if *other != Ty::Int {
+                continue;
+            }
+            match ty {
+                Ty::Array(_) => {
+                    out.push(Box::new(move |ts: &[Term]| match (ts.get(k), ts.get(j)) {
+                        (Some(Term::Ref(a)), Some(Term::Int(i))) => {
+                            let n = len.apply(&[a as &dyn Ast]).as_int()?;
+                            Some(Int::sub(&[n, i.clone()]))
+                        }
+                        _ => None,
+                    }));
+                }
+                Ty::Seq(_) => out.push(Box::new(move |ts: &[Term]| match (ts.get(k), ts.get(j)) {
+                    (Some(Term::Seq(s)), Some(Term::Int(i))) => {
+                        Some(Int::sub(&[s.length(), i.clone()]))
+                    }
+                    _ => None,
+                })),
+                _ => {}
+            }
+        }
         match ty {
             Ty::Int => {
                 out.push(Box::new(move |ts: &[Term]| match ts.get(k) {
@@ -55,7 +83,7 @@ pub fn measures(params: &[Ty]) -> Vec<Measure> {
 
 /// `measure(own) >= 0 && measure(args) < measure(own)`, or `None` when the measure does not
 /// apply to these terms.
-pub fn decrease(measure: &Measure, own: &[Term], args: &[Term]) -> Option<Bool> {
+pub fn decrease(measure: &Measure<'_>, own: &[Term], args: &[Term]) -> Option<Bool> {
     let x = measure(own)?;
     let a = measure(args)?;
     Some(Bool::and(&[x.ge(Int::from_i64(0)), a.lt(&x)]))
@@ -81,6 +109,7 @@ pub fn terminates(
     store: &Store,
     pre: &Bool,
     calls: &[(Bool, Vec<Value>)],
+    len: &FuncDecl,
 ) -> bool {
     let solver = Solver::new();
     let mut p = Params::new();
@@ -91,7 +120,7 @@ pub fn terminates(
         .iter()
         .filter_map(|(n, _)| store.get(n).map(|v| v.term.clone()))
         .collect();
-    measures(&tys).iter().any(|m| {
+    measures(&tys, len).iter().any(|m| {
         calls.iter().all(|(guard, args)| {
             let args: Vec<Term> = args.iter().map(|v| v.term.clone()).collect();
             let Some(goal) = decrease(m, &own, &args) else {
