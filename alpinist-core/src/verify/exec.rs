@@ -2154,6 +2154,7 @@ fn coerce(world: &World, v: Value, ty: &Ty, span: Span) -> Result<Value, EncodeE
         | (Term::Bool(_), Ty::Bool)
         | (Term::Real(_), Ty::Perm)
         | (Term::Seq(_), Ty::Seq(_) | Ty::Option(_))
+        | (Term::Set(_), Ty::Set(_))
         | (Term::Ref(_), Ty::Array(_) | Ty::Object(_) | Ty::Null) => Ok(Value {
             term: v.term,
             ty: if v.ty == Ty::Null { ty.clone() } else { v.ty },

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 
-use z3::ast::{self, Ast, Bool, Dynamic, Int, Real, Seq};
+use z3::ast::{self, Ast, Bool, Dynamic, Int, Real, Seq, Set};
 use z3::FuncDecl;
 
 use crate::syntax::{
@@ -755,11 +755,31 @@ impl<'a> Eval<'a> {
                     ty: Ty::Seq(Box::new(elem_ty)),
                 }
             }
+            ExprKind::Collection {
+                kind: CollectionKind::Set,
+                elem,
+                elems,
+            } => {
+                let values = elems
+                    .iter()
+                    .map(|x| self.value(x))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let elem_ty = match (elem, values.iter().find(|v| v.ty != Ty::Null)) {
+                    (Some(elem), _) => ty_of(elem)?,
+                    (None, Some(first)) => first.ty.clone(),
+                    (None, None) => return Err(unsupported("a set literal of unknown type", span)),
+                };
+                let mut set = Set::empty(&self.decls.world.sort_of(&elem_ty));
+                for v in values {
+                    set = set.add(&v.term.as_dynamic());
+                }
+                Value {
+                    term: Term::Set(set),
+                    ty: Ty::Set(Box::new(elem_ty)),
+                }
+            }
             ExprKind::Collection { .. } | ExprKind::MapLit { .. } => {
-                return Err(unsupported(
-                    "set, bag and map values (not encoded yet)",
-                    span,
-                ))
+                return Err(unsupported("bag and map values (not encoded yet)", span))
             }
             ExprKind::New { .. } | ExprKind::NewArray { .. } => {
                 return Err(unsupported("allocation inside an expression", span))
@@ -834,6 +854,15 @@ impl<'a> Eval<'a> {
                         term: Term::Seq(Seq::concat(&[x, y])),
                         ty: a.ty,
                     },
+                    // Union, difference, intersection.
+                    (Term::Set(x), Term::Set(y)) => Value {
+                        term: Term::Set(match op {
+                            Add => Set::set_union(&[&x, &y]),
+                            Sub => x.difference(&y),
+                            _ => Set::intersect(&[&x, &y]),
+                        }),
+                        ty: a.ty,
+                    },
                     (Term::Int(x), Term::Int(y)) => {
                         let r = match op {
                             Add => Int::add(&[x, y]),
@@ -900,6 +929,19 @@ impl<'a> Eval<'a> {
                 let (a, b) = (self.value(lhs)?, self.value(rhs)?);
                 Value::bool(match (a.term, b.term) {
                     (Term::Int(x), Term::Int(y)) => compare(op, &x, &y),
+                    // Subset (`<=`), strict subset (`<`), and their mirrors.
+                    (Term::Set(x), Term::Set(y)) => {
+                        let (small, big) = if matches!(op, Lt | Le) {
+                            (x, y)
+                        } else {
+                            (y, x)
+                        };
+                        let subset = small.set_subset(&big);
+                        match op {
+                            Lt | Gt => Bool::and(&[subset, small.eq(&big).not()]),
+                            _ => subset,
+                        }
+                    }
                     (x, y) => {
                         let x = to_real(Value { term: x, ty: a.ty }, lhs.span)?;
                         let y = to_real(Value { term: y, ty: b.ty }, rhs.span)?;
@@ -920,6 +962,7 @@ impl<'a> Eval<'a> {
                     (Term::Real(x), Term::Real(y)) => x.eq(y),
                     (Term::Ref(x), Term::Ref(y)) => x.eq(y),
                     (Term::Seq(x), Term::Seq(y)) => x.eq(y),
+                    (Term::Set(x), Term::Set(y)) => x.eq(y),
                     _ => return Err(ill_sorted("equal sorts", &b.ty, span)),
                 };
                 Value::bool(if op == Eq { eq } else { eq.not() })
@@ -944,9 +987,18 @@ impl<'a> Eval<'a> {
                 Value::bool(Bool::or(&[a, b?]))
             }
             In => {
-                let x = self.value(lhs)?;
-                let (s, _) = self.seq(rhs)?;
-                Value::bool(s.contains(Seq::unit(&x.term.as_dynamic())))
+                let x = self.value(lhs)?.term.as_dynamic();
+                match self.value(rhs)?.term {
+                    Term::Set(s) => Value::bool(s.member(&x)),
+                    Term::Seq(s) => Value::bool(s.contains(Seq::unit(&x))),
+                    _ => {
+                        return Err(unsupported(
+                            "`in` on something other than a sequence or a set (bags and maps \
+                             are not encoded yet)",
+                            rhs.span,
+                        ))
+                    }
+                }
             }
             Concat => {
                 let (a, ty) = self.seq(lhs)?;
@@ -1249,6 +1301,17 @@ impl<'a> Eval<'a> {
                 self.option_member(s, &b.ty, name, None, span)
             }
             Term::Seq(s) => self.seq_member(s, &b.ty, name, span),
+            Term::Set(s) if name == "isEmpty" => {
+                let Ty::Set(elem) = &b.ty else {
+                    return Err(ill_sorted("a set", &b.ty, span));
+                };
+                let empty = Set::empty(&self.decls.world.sort_of(elem));
+                Ok(Value::bool(s.eq(&empty)))
+            }
+            Term::Set(_) => Err(unsupported(
+                format!("the set member `{name}` (the size of a set is not encoded yet)"),
+                span,
+            )),
             Term::Ref(r) if name == "length" && matches!(b.ty, Ty::Array(_)) => {
                 let w = self.decls.world;
                 self.require(
@@ -1385,8 +1448,8 @@ impl<'a> Eval<'a> {
         match v.term {
             Term::Seq(s) => Ok((s, v.ty)),
             _ => Err(unsupported(
-                "this operation on something other than a sequence (sets and bags are not \
-                 encoded yet)",
+                "this operation on something other than a sequence (the size of a set, and \
+                 bags, are not encoded yet)",
                 e.span,
             )),
         }
@@ -2049,7 +2112,8 @@ pub fn unify(world: &World, a: Value, b: Value, span: Span) -> Result<(Value, Va
         | (Term::Bool(_), Term::Bool(_))
         | (Term::Real(_), Term::Real(_))
         | (Term::Ref(_), Term::Ref(_))
-        | (Term::Seq(_), Term::Seq(_)) => Ok((a, b)),
+        | (Term::Seq(_), Term::Seq(_))
+        | (Term::Set(_), Term::Set(_)) => Ok((a, b)),
         _ => Err(ill_sorted("equal sorts", &b.ty, span)),
     }
 }

@@ -52,9 +52,7 @@
 //! The interpreter and code generation truncate, which is one of the three.
 //!
 //! # Not there yet
-//! `new int[M][N]` (allocation of more than one dimension), `\unfolding`, predicate
-//! applications with a receiver (`o.p()`), locks, sets/bags/maps,
-//! objects beyond fields. Each is refused as unsupported (exit 2).
+//! Bags and maps, the size of a set, sets in the heap. Each is refused as unsupported (exit 2).
 
 mod assertion;
 mod exec;

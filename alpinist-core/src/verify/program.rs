@@ -157,7 +157,9 @@ impl<'p> ProgramInfo<'p> {
         let mut add =
             |info: &mut ProgramInfo<'p>, class: Option<&'p str>, m: &'p Member| match &m.kind {
                 MemberKind::Field(f) => {
-                    if let (Some(class), Ok(ty)) = (class, ty_of(&f.ty)) {
+                    // A set-typed field is not registered: its uses are refused (`Ty::Set`).
+                    let ty = ty_of(&f.ty).ok().filter(|t| !matches!(t, Ty::Set(_)));
+                    if let (Some(class), Some(ty)) = (class, ty) {
                         info.fields.insert(
                             (class.to_string(), f.name.name.clone()),
                             FieldInfo {
@@ -486,8 +488,27 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
         TypeKind::Int => Ty::Int,
         TypeKind::Bool => Ty::Bool,
         TypeKind::Frac | TypeKind::ZFrac | TypeKind::Rational => Ty::Perm,
-        TypeKind::Array { elem, .. } => Ty::Array(Box::new(ty_of(elem)?)),
+        TypeKind::Array { elem, .. } => match ty_of(elem)? {
+            Ty::Set(_) => {
+                return Err(EncodeError::Unsupported {
+                    what: "sets in the heap (fields and array cells of a set type)".into(),
+                    span: ty.span,
+                })
+            }
+            e => Ty::Array(Box::new(e)),
+        },
         TypeKind::Class(c) => Ty::Object(c.name.clone()),
+        TypeKind::Set(elem) => match ty_of(elem)? {
+            e @ (Ty::Int | Ty::Bool | Ty::Array(_) | Ty::Object(_)) => Ty::Set(Box::new(e)),
+            _ => {
+                return Err(EncodeError::Unsupported {
+                    what: "sets of this element type (elements may be int, boolean or \
+                           references)"
+                        .into(),
+                    span: ty.span,
+                })
+            }
+        },
         TypeKind::Option(elem) => match ty_of(&Type {
             kind: TypeKind::Seq(elem.clone()),
             span: ty.span,
@@ -500,7 +521,7 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
             let nested_once =
                 |t: &Ty| matches!(t, Ty::Seq(inner) if !matches!(**inner, Ty::Seq(_)));
             if elem_ty == Ty::Perm
-                || matches!(elem_ty, Ty::Option(_))
+                || matches!(elem_ty, Ty::Option(_) | Ty::Set(_))
                 || (matches!(elem_ty, Ty::Seq(_)) && !nested_once(&elem_ty))
             {
                 return Err(EncodeError::Unsupported {
@@ -512,15 +533,9 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
             }
             Ty::Seq(Box::new(elem_ty))
         }
-        TypeKind::Void
-        | TypeKind::Resource
-        | TypeKind::Set(_)
-        | TypeKind::Bag(_)
-        | TypeKind::Map(..) => {
+        TypeKind::Void | TypeKind::Resource | TypeKind::Bag(_) | TypeKind::Map(..) => {
             return Err(EncodeError::Unsupported {
-                what: "values of this type (sets, bags, maps and resources are not encoded \
-                       yet)"
-                    .into(),
+                what: "values of this type (bags, maps and resources are not encoded yet)".into(),
                 span: ty.span,
             })
         }

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use z3::ast::{self, Array, Ast, Bool, Dynamic, Int, Real, Seq};
+use z3::ast::{self, Array, Ast, Bool, Dynamic, Int, Real, Seq, Set};
 use z3::{FuncDecl, Sort as Z3Sort};
 
 use super::expr::EncodeError;
@@ -36,6 +36,10 @@ pub enum Ty {
     /// equality is option equality. `Option(Null)` is the type of a `None` whose element
     /// type is not known yet (the sink's declared type gives it: `World::typed_none`).
     Option(Box<Ty>),
+    /// `set<T>`, T an int, boolean or reference: a Z3 set (an array to booleans, so equal sets
+    /// are equal terms). Only as a value of locals, parameters, results and ghost code: never
+    /// in the heap (`program::ty_of` refuses set-typed fields, cells and elements).
+    Set(Box<Ty>),
 }
 
 impl Ty {
@@ -51,6 +55,8 @@ impl Ty {
             Ty::Perm => HeapKind::Perm,
             Ty::Array(_) | Ty::Object(_) | Ty::Null => HeapKind::Ref,
             Ty::Option(e) => Ty::Seq(e.clone()).heap_kind(),
+            // Never stored (see `Ty::Set`); `World::kind_of` refuses the kind of a set.
+            Ty::Set(_) => HeapKind::SeqSeqRef,
             Ty::Seq(e) => match &**e {
                 Ty::Bool => HeapKind::SeqBool,
                 e if e.is_ref() => HeapKind::SeqRef,
@@ -74,6 +80,7 @@ pub enum Term {
     Real(Real),
     Ref(Dynamic),
     Seq(Seq),
+    Set(Set),
 }
 
 impl Term {
@@ -84,6 +91,7 @@ impl Term {
             Term::Real(t) => Dynamic::from_ast(t),
             Term::Ref(t) => t.clone(),
             Term::Seq(t) => Dynamic::from_ast(t),
+            Term::Set(t) => Dynamic::from_ast(t),
         }
     }
 
@@ -94,6 +102,7 @@ impl Term {
             (Term::Bool(x), Term::Bool(y)) => Term::Bool(cond.ite(x, y)),
             (Term::Real(x), Term::Real(y)) => Term::Real(cond.ite(x, y)),
             (Term::Seq(x), Term::Seq(y)) => Term::Seq(cond.ite(x, y)),
+            (Term::Set(x), Term::Set(y)) => Term::Set(cond.ite(x, y)),
             _ => Term::Ref(cond.ite(&a.as_dynamic(), &b.as_dynamic())),
         }
     }
@@ -574,6 +583,12 @@ impl World {
     /// The heap kind of locations holding `ty`, or unsupported where heaps lack it (an array
     /// of sequences of references or of sequences; fields of any kind are always present).
     pub fn heap_kind(&self, ty: &Ty, span: Span) -> Result<HeapKind, EncodeError> {
+        if matches!(ty, Ty::Set(_)) {
+            return Err(EncodeError::Unsupported {
+                what: "sets in the heap (fields and array cells of a set type)".into(),
+                span,
+            });
+        }
         let kind = ty.heap_kind();
         if self.has_heap_kind(kind) {
             Ok(kind)
@@ -610,6 +625,7 @@ impl World {
             Ty::Perm => Z3Sort::real(),
             Ty::Array(_) | Ty::Object(_) | Ty::Null => self.ref_sort.clone(),
             Ty::Seq(elem) | Ty::Option(elem) => Z3Sort::seq(&self.sort_of(elem)),
+            Ty::Set(elem) => Z3Sort::set(&self.sort_of(elem)),
         }
     }
 
@@ -650,6 +666,7 @@ impl World {
                 Term::Ref(Dynamic::fresh_const(name, &self.ref_sort))
             }
             Ty::Seq(e) => Term::Seq(Seq::fresh_const(name, &self.sort_of(e))),
+            Ty::Set(e) => Term::Set(Set::fresh_const(name, &self.sort_of(e))),
             Ty::Option(e) => {
                 let some = Bool::fresh_const(&format!("{name}_some"));
                 let elem = self.fresh(name, e).term.as_dynamic();
@@ -677,6 +694,7 @@ pub fn value_of(ty: &Ty, d: Dynamic) -> Value {
         Ty::Perm => Term::Real(d.as_real().expect("real cell")),
         Ty::Array(_) | Ty::Object(_) | Ty::Null => Term::Ref(d),
         Ty::Seq(_) => Term::Seq(d.as_seq().expect("seq cell")),
+        Ty::Set(_) => Term::Set(d.as_set().expect("a set")),
         // A cell holds any sequence: read as an option, only its first element counts.
         Ty::Option(_) => {
             let s = d.as_seq().expect("option cell");
