@@ -30,6 +30,8 @@
 //!   verdict is already known; the next run proves again).
 //! - `--int32` runs are not cached (which operations are exempt and which routines are entry
 //!   points depends on every body).
+//! - The folder is bounded: [`MethodCache::from_env`] prunes it to [`MAX_ENTRIES`], the least
+//!   recently written entries first.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,6 +51,10 @@ pub const DIR_ENV: &str = "ALPINIST_CACHE_DIR";
 
 /// The entries' format; a new one starts a new folder.
 const FORMAT: &str = "methods-v1";
+
+/// At most this many entries stay in the folder (a few kilobytes each; see
+/// [`MethodCache::prune`]).
+pub const MAX_ENTRIES: usize = 20_000;
 
 /// A folder of verified routines.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,7 +92,33 @@ impl MethodCache {
             (None, None, Some(home)) => PathBuf::from(home).join(".cache").join("alpinist"),
             (None, None, None) => return None,
         };
-        Some(MethodCache::at(dir))
+        let cache = MethodCache::at(dir);
+        cache.prune(MAX_ENTRIES);
+        Some(cache)
+    }
+
+    /// Keeps the folder to at most `max` entries: beyond that, the least recently written
+    /// ones go (down to three quarters of `max`), so the cache never grows without bound.
+    /// Best effort: what cannot be read or removed stays.
+    pub fn prune(&self, max: usize) {
+        let Ok(entries) = std::fs::read_dir(self.dir.join(FORMAT)) else {
+            return;
+        };
+        let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let modified = e.metadata().ok()?.modified().ok()?;
+                Some((modified, e.path()))
+            })
+            .collect();
+        if files.len() <= max {
+            return;
+        }
+        files.sort();
+        let excess = files.len() - max * 3 / 4;
+        for (_, path) in files.into_iter().take(excess) {
+            let _ = std::fs::remove_file(path);
+        }
     }
 
     pub fn dir(&self) -> &Path {

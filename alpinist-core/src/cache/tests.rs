@@ -200,3 +200,32 @@ fn the_environment_names_the_folder_or_turns_the_cache_off() {
     assert_eq!(with(&[("HOME", "/home/u"), (SWITCH_ENV, "1")]), with(&home));
     assert_eq!(with(&[]), None);
 }
+
+#[test]
+fn pruning_keeps_the_most_recent_entries() {
+    let cache = fresh_cache("prune");
+    let dir = cache.dir().join(FORMAT);
+    std::fs::create_dir_all(&dir).unwrap();
+    for k in 0..12 {
+        std::fs::write(dir.join(format!("{k:02}.json")), "{}").unwrap();
+        // Distinct modification times, oldest first.
+        let when = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000 + k);
+        let file = std::fs::File::options()
+            .write(true)
+            .open(dir.join(format!("{k:02}.json")))
+            .unwrap();
+        file.set_modified(when).unwrap();
+    }
+    cache.prune(20);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 12);
+    cache.prune(8);
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["06.json", "07.json", "08.json", "09.json", "10.json", "11.json"]
+    );
+}
