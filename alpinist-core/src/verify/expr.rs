@@ -733,30 +733,7 @@ impl<'a> Eval<'a> {
                 }
             }
             ExprKind::Collection {
-                kind: CollectionKind::Seq,
-                elem,
-                elems,
-            } => {
-                let values = elems
-                    .iter()
-                    .map(|x| self.value(x))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let elem_ty = match (elem, values.first()) {
-                    (Some(elem), _) => ty_of(elem)?,
-                    (None, Some(first)) => first.ty.clone(),
-                    (None, None) => return Err(unsupported("an empty `[]`", span)),
-                };
-                let mut parts = vec![Seq::empty(&self.decls.world.sort_of(&elem_ty))];
-                for v in values {
-                    parts.push(Seq::unit(&v.term.as_dynamic()));
-                }
-                Value {
-                    term: Term::Seq(Seq::concat(&parts)),
-                    ty: Ty::Seq(Box::new(elem_ty)),
-                }
-            }
-            ExprKind::Collection {
-                kind: CollectionKind::Set,
+                kind: kind @ (CollectionKind::Seq | CollectionKind::Set),
                 elem,
                 elems,
             } => {
@@ -767,15 +744,24 @@ impl<'a> Eval<'a> {
                 let elem_ty = match (elem, values.iter().find(|v| v.ty != Ty::Null)) {
                     (Some(elem), _) => ty_of(elem)?,
                     (None, Some(first)) => first.ty.clone(),
-                    (None, None) => return Err(unsupported("a set literal of unknown type", span)),
+                    (None, None) => {
+                        return Err(unsupported("a collection literal of unknown type", span))
+                    }
                 };
-                let mut set = Set::empty(&self.decls.world.sort_of(&elem_ty));
-                for v in values {
-                    set = set.add(&v.term.as_dynamic());
-                }
-                Value {
-                    term: Term::Set(set),
-                    ty: Ty::Set(Box::new(elem_ty)),
+                let sort = self.decls.world.sort_of(&elem_ty);
+                let elems = values.iter().map(|v| v.term.as_dynamic());
+                if *kind == CollectionKind::Seq {
+                    let mut parts = vec![Seq::empty(&sort)];
+                    parts.extend(elems.map(|x| Seq::unit(&x)));
+                    Value {
+                        term: Term::Seq(Seq::concat(&parts)),
+                        ty: Ty::Seq(Box::new(elem_ty)),
+                    }
+                } else {
+                    Value {
+                        term: Term::Set(elems.fold(Set::empty(&sort), |set, x| set.add(&x))),
+                        ty: Ty::Set(Box::new(elem_ty)),
+                    }
                 }
             }
             ExprKind::Collection { .. } | ExprKind::MapLit { .. } => {
