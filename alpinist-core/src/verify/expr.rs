@@ -1391,8 +1391,13 @@ impl<'a> Eval<'a> {
             (None, "Some", [e]) => {
                 return Some(self.value(e).map(|v| Value {
                     term: Term::Seq(Seq::unit(&v.term.as_dynamic())),
-                    ty: Ty::Option(Box::new(v.ty)),
-                }))
+                    // `Option(Null)` is the type of a `None` not typed yet: `Some(null)` is an
+                    // option of some reference type (one sort for all of them).
+                    ty: Ty::Option(Box::new(match v.ty {
+                        Ty::Null => Ty::Object(String::new()),
+                        ty => ty,
+                    })),
+                }));
             }
             (None, "None", []) => return Some(Ok(self.decls.world.typed_none(&Ty::Null))),
             (Some(o), "get" | "getOrElse", rest) => (o, rest),
