@@ -390,6 +390,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                 self.acc(e, &args[0], Some(&args[1]), None)?;
                 let cell = self.eval.value(&args[0])?;
                 let v = self.eval.value(&args[2])?;
+                let v = self.eval.settle(v, Some(&cell.ty), args[2].span)?;
                 self.flush();
                 let eq = cell.term.as_dynamic().eq(v.term.as_dynamic());
                 self.pure_term(eq, e)

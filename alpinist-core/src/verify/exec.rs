@@ -634,6 +634,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 let mut ev = eval(self.ctx, &st, true);
                 ev.defining = Some(routine.method.name.name.clone());
                 let v = ev.value(body)?;
+                let v = ev.settle(v, self.result_ty.as_ref(), body.span)?;
                 let calls = std::mem::take(&mut ev.recursive_calls);
                 self.flush(&mut ev);
                 self.check_function_measure(routine, &st, &calls)?;
@@ -2354,6 +2355,8 @@ fn definition(
     let pre = expr::function_hypothesis(&mut ev, f)?;
     ev.recursive_calls.clear();
     let value = ev.value(body)?;
+    let result = f.method.return_type.as_ref().and_then(|t| ty_of(t).ok());
+    let value = ev.settle(value, result.as_ref(), body.span)?;
     let calls = std::mem::take(&mut ev.recursive_calls);
     let args: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
     let full = decl.full.apply(&args);
@@ -2402,7 +2405,7 @@ fn bound_arguments(world: &World, decl: &FunctionDecl) -> (Option<Heap>, Store, 
     let mut xs = heap.as_ref().map(Heap::terms).unwrap_or_default();
     let mut store = Store::new();
     for (p, t) in &decl.params {
-        let v = world.fresh(p, t);
+        let v = world.bound(p, t);
         xs.push(v.term.as_dynamic());
         store.insert(p.clone(), v);
     }

@@ -458,6 +458,26 @@ impl<'a> Eval<'a> {
         Ok(v)
     }
 
+    /// `v` where a value of type `expected` goes: a `None` not typed yet becomes the `None` of
+    /// that option type; anywhere else it is refused (its sort is not known).
+    pub fn settle(
+        &self,
+        v: Value,
+        expected: Option<&Ty>,
+        span: Span,
+    ) -> Result<Value, EncodeError> {
+        if !is_untyped_none(&v) {
+            return Ok(v);
+        }
+        match expected {
+            Some(Ty::Option(elem)) if **elem != Ty::Null => Ok(self.decls.world.typed_none(elem)),
+            _ => Err(unsupported(
+                "a `None` whose option type is not known here (bind it to a typed variable first)",
+                span,
+            )),
+        }
+    }
+
     /// `v`, bound to the name `name` of type `ty`, lies in that type's range (when it is a
     /// fraction type): a `fraction_out_of_range` obligation, like any definedness check.
     pub fn require_fraction(&mut self, ty: &TypeKind, name: &str, v: &Value, span: Span) {
@@ -741,6 +761,15 @@ impl<'a> Eval<'a> {
                     .iter()
                     .map(|x| self.value(x))
                     .collect::<Result<Vec<_>, _>>()?;
+                if let Some(v) = values
+                    .iter()
+                    .find(|v| matches!(v.ty, Ty::Option(_) | Ty::Set(_)))
+                {
+                    return Err(unsupported(
+                        format!("a collection of options or sets ({:?} elements)", v.ty),
+                        span,
+                    ));
+                }
                 let elem_ty = match (elem, values.iter().find(|v| v.ty != Ty::Null)) {
                     (Some(elem), _) => ty_of(elem)?,
                     (None, Some(first)) => first.ty.clone(),
@@ -1389,15 +1418,26 @@ impl<'a> Eval<'a> {
     ) -> Option<Result<Value, EncodeError>> {
         let (option, rest) = match (receiver, name, args) {
             (None, "Some", [e]) => {
-                return Some(self.value(e).map(|v| Value {
-                    term: Term::Seq(Seq::unit(&v.term.as_dynamic())),
-                    // `Option(Null)` is the type of a `None` not typed yet: `Some(null)` is an
-                    // option of some reference type (one sort for all of them).
-                    ty: Ty::Option(Box::new(match v.ty {
-                        Ty::Null => Ty::Object(String::new()),
-                        ty => ty,
-                    })),
-                }));
+                return Some(
+                    self.value(e)
+                        .and_then(|v| match v.ty {
+                            Ty::Option(_) | Ty::Set(_) => Err(unsupported(
+                                "an option of an option or of a set (options of int, boolean, \
+                         references and sequences of those)",
+                                e.span,
+                            )),
+                            _ => Ok(v),
+                        })
+                        .map(|v| Value {
+                            term: Term::Seq(Seq::unit(&v.term.as_dynamic())),
+                            // `Option(Null)` is the type of a `None` not typed yet: `Some(null)` is an
+                            // option of some reference type (one sort for all of them).
+                            ty: Ty::Option(Box::new(match v.ty {
+                                Ty::Null => Ty::Object(String::new()),
+                                ty => ty,
+                            })),
+                        }),
+                );
             }
             (None, "None", []) => return Some(Ok(self.decls.world.typed_none(&Ty::Null))),
             (Some(o), "get" | "getOrElse", rest) => (o, rest),
@@ -1588,6 +1628,7 @@ impl<'a> Eval<'a> {
             let v = self.value(a)?;
             let v = match params.get(k) {
                 Some(p) => {
+                    let v = self.settle(v, ty_of(&p.ty).ok().as_ref(), a.span)?;
                     let v = fraction::convert(&p.ty.kind, v);
                     if let Some(range) = fraction::range(&p.ty.kind, &v) {
                         self.require_noted(
@@ -1877,6 +1918,7 @@ impl Eval<'_> {
             inner.instantiating.push(name.to_string());
             let pre = function_hypothesis(&mut inner, &routine)?;
             let v = inner.value(body)?;
+            let v = inner.settle(v, Some(&app.ty), body.span)?;
             facts.push(pre.implies(app.term.as_dynamic().eq(v.term.as_dynamic())));
             facts.extend(inner.take_axioms());
         }
@@ -2083,6 +2125,11 @@ fn to_real(v: Value, span: Span) -> Result<Real, EncodeError> {
 }
 
 /// Brings two values to one sort for `==`/`?:`: an int meets a fraction as a real.
+/// Whether `v` is a `None` whose element type is not known yet (see `Ty::Option`).
+fn is_untyped_none(v: &Value) -> bool {
+    matches!(&v.ty, Ty::Option(elem) if **elem == Ty::Null)
+}
+
 /// Two values of one sort: an int beside a fraction becomes a fraction, a `None` of unknown
 /// element type beside an option takes its type.
 pub fn unify(world: &World, a: Value, b: Value, span: Span) -> Result<(Value, Value), EncodeError> {

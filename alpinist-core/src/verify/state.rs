@@ -656,7 +656,22 @@ impl World {
         )]
     }
 
-    /// A fresh constant of the sort of `ty`.
+    /// A fresh *constant* of the sort of `ty`, to quantify over (a function's axioms): unlike
+    /// [`World::fresh`], an option is not normalised (a quantifier binds constants only), so
+    /// it ranges over every sequence; an option is read by its first element, so that is only
+    /// more instances.
+    pub fn bound(&self, name: &str, ty: &Ty) -> Value {
+        match ty {
+            Ty::Option(e) => Value {
+                term: Term::Seq(Seq::fresh_const(name, &self.sort_of(e))),
+                ty: ty.clone(),
+            },
+            _ => self.fresh(name, ty),
+        }
+    }
+
+    /// A fresh constant of the sort of `ty` (for an option, a normalised term over fresh
+    /// constants: `None` or `Some` of one).
     pub fn fresh(&self, name: &str, ty: &Ty) -> Value {
         let term = match ty {
             Ty::Int => Term::Int(Int::fresh_const(name)),
