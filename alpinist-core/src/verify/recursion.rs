@@ -30,6 +30,9 @@ pub type Measure<'a> = Box<dyn Fn(&[Term]) -> Option<Int> + 'a>;
 /// end); `len` is the checker's array-length function.
 pub fn measures<'a>(params: &[Ty], len: &'a FuncDecl) -> Vec<Measure<'a>> {
     let mut out: Vec<Measure> = Vec::new();
+    // The distances to a length come last: each measure that does not decrease costs a
+    // query that may run to its budget, and the others are the common case.
+    let mut distances: Vec<Measure> = Vec::new();
     for (k, ty) in params.iter().enumerate() {
         for (j, other) in params.iter().enumerate() {
             if *other != Ty::Int {
@@ -37,7 +40,7 @@ pub fn measures<'a>(params: &[Ty], len: &'a FuncDecl) -> Vec<Measure<'a>> {
             }
             match ty {
                 Ty::Array(_) => {
-                    out.push(Box::new(move |ts: &[Term]| match (ts.get(k), ts.get(j)) {
+                    distances.push(Box::new(move |ts: &[Term]| match (ts.get(k), ts.get(j)) {
                         (Some(Term::Ref(a)), Some(Term::Int(i))) => {
                             let n = len.apply(&[a as &dyn Ast]).as_int()?;
                             Some(Int::sub(&[n, i.clone()]))
@@ -45,12 +48,14 @@ pub fn measures<'a>(params: &[Ty], len: &'a FuncDecl) -> Vec<Measure<'a>> {
                         _ => None,
                     }));
                 }
-                Ty::Seq(_) => out.push(Box::new(move |ts: &[Term]| match (ts.get(k), ts.get(j)) {
-                    (Some(Term::Seq(s)), Some(Term::Int(i))) => {
-                        Some(Int::sub(&[s.length(), i.clone()]))
-                    }
-                    _ => None,
-                })),
+                Ty::Seq(_) => {
+                    distances.push(Box::new(move |ts: &[Term]| match (ts.get(k), ts.get(j)) {
+                        (Some(Term::Seq(s)), Some(Term::Int(i))) => {
+                            Some(Int::sub(&[s.length(), i.clone()]))
+                        }
+                        _ => None,
+                    }))
+                }
                 _ => {}
             }
         }
@@ -78,6 +83,7 @@ pub fn measures<'a>(params: &[Ty], len: &'a FuncDecl) -> Vec<Measure<'a>> {
             _ => {}
         }
     }
+    out.extend(distances);
     out
 }
 
