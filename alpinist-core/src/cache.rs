@@ -197,53 +197,41 @@ impl MethodCache {
         {
             return false;
         }
+        // `None` where a span leaves the routine: such a report is not stored.
         let relative = |span: Span| key.relative(span);
-        let Some(obligations) = report
-            .obligations
-            .iter()
-            .map(|o| {
-                Some(StoredObligation {
-                    kind: o.kind,
-                    at: relative(o.span)?,
-                    note: o.note.clone(),
-                })
+        let entry = || {
+            Some(Entry {
+                material: key.material.clone(),
+                name: key.name.clone(),
+                obligations: (report.obligations.iter())
+                    .map(|o| {
+                        Some(StoredObligation {
+                            kind: o.kind,
+                            at: relative(o.span)?,
+                            note: o.note.clone(),
+                        })
+                    })
+                    .collect::<Option<_>>()?,
+                trusted: (report.trusted.iter())
+                    .map(|t| {
+                        Some(StoredTrusted {
+                            what: t.what.clone(),
+                            at: relative(t.span)?,
+                        })
+                    })
+                    .collect::<Option<_>>()?,
+                warnings: (report.warnings.iter())
+                    .map(|w| {
+                        Some(StoredWarning {
+                            message: w.message.clone(),
+                            at: relative(w.span)?,
+                        })
+                    })
+                    .collect::<Option<_>>()?,
             })
-            .collect::<Option<Vec<_>>>()
-        else {
-            return false;
         };
-        let Some(trusted) = report
-            .trusted
-            .iter()
-            .map(|t| {
-                Some(StoredTrusted {
-                    what: t.what.clone(),
-                    at: relative(t.span)?,
-                })
-            })
-            .collect::<Option<Vec<_>>>()
-        else {
+        let Some(entry) = entry() else {
             return false;
-        };
-        let Some(warnings) = report
-            .warnings
-            .iter()
-            .map(|w| {
-                Some(StoredWarning {
-                    message: w.message.clone(),
-                    at: relative(w.span)?,
-                })
-            })
-            .collect::<Option<Vec<_>>>()
-        else {
-            return false;
-        };
-        let entry = Entry {
-            material: key.material.clone(),
-            name: key.name.clone(),
-            obligations,
-            trusted,
-            warnings,
         };
         let Ok(text) = serde_json::to_string(&entry) else {
             return false;
