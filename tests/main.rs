@@ -4,6 +4,7 @@ mod cache;
 mod cli;
 mod common;
 mod diagnostics;
+mod fuse;
 mod int32;
 mod merge;
 #[cfg(feature = "opencl")]

@@ -85,6 +85,10 @@ enum Command {
         /// Tile the kernel: `inter:T` or `intra:T`.
         #[arg(long, value_name = "inter|intra:T")]
         tile: Option<String>,
+        /// Fuse F consecutive kernels (par blocks) into one, launched on B work-groups
+        /// (default 1): `F` or `F:B`.
+        #[arg(long, value_name = "F[:B]")]
+        fuse: Option<String>,
         /// Prefetch cells of a global array into registers: `ARRAY:INDEX[,INDEX..]`, e.g.
         /// `a:tid,tid+1` (repeatable; the method with par blocks that has the array).
         #[arg(long, value_name = "ARRAY:INDEX,..")]
@@ -174,6 +178,7 @@ pub fn main() -> ExitCode {
             unroll,
             merge,
             tile,
+            fuse,
             prefetch,
             r#loop,
             output,
@@ -187,6 +192,7 @@ pub fn main() -> ExitCode {
                 unroll,
                 merge,
                 tile,
+                fuse,
                 prefetch,
                 var: r#loop,
                 output,

@@ -52,6 +52,9 @@ pub enum PlanError {
     NotBefore { gpuopt: Span, what: &'static str },
     /// `--tile` with no par block, or several.
     TileFlagTarget { pars: Vec<Span> },
+    /// `--fuse F` with no run of at least F consecutive par blocks, or several (their first
+    /// par blocks).
+    FuseFlagTarget { count: u32, runs: Vec<Span> },
     /// `--prefetch ARRAY:..` with no method, or several, that has a par block and the array.
     PrefetchTarget { array: String, methods: Vec<Span> },
     /// `--unroll`/`--merge` (`flag`) with no loop whose guard reads `var`.
@@ -109,6 +112,17 @@ impl PlanError {
                     .collect::<Vec<_>>()
                     .join("\n")
             ),
+            PlanError::FuseFlagTarget { count, runs } if runs.is_empty() => {
+                format!("no {count} consecutive par blocks to fuse")
+            }
+            PlanError::FuseFlagTarget { count, runs } => format!(
+                "{} runs of {count} or more consecutive par blocks match `--fuse`; put `gpuopt fuse` right before the first par block of the one to fuse:\n{}",
+                runs.len(),
+                runs.iter()
+                    .map(|s| format!("  the par blocks from {}", at(*s)))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ),
             PlanError::PrefetchTarget { array, methods } if methods.is_empty() => format!(
                 "no method with a par block has a parameter or field `{array}` for `--prefetch`"
             ),
@@ -154,15 +168,19 @@ pub fn plan(
 ) -> Result<Vec<Request>, PlanError> {
     let mut requests = annotation_requests(program)?;
     for optimisation in flags {
-        let request = flag_request(program, optimisation, var)?;
+        let mut request = flag_request(program, optimisation, var)?;
         // A flag overrides an annotation of the same kind on the same target (for prefetching,
-        // of the same cell).
+        // of the same cell), whose line it consumes: the output has neither.
         requests.retain(|r| {
             let same_kind = match &request.optimisation {
                 Optimisation::Prefetch { .. } => r.optimisation == request.optimisation,
                 o => std::mem::discriminant(&r.optimisation) == std::mem::discriminant(o),
             };
-            r.target != request.target || !same_kind
+            let replaced = r.target == request.target && same_kind;
+            if replaced && request.gpuopt.is_none() {
+                request.gpuopt = r.gpuopt;
+            }
+            !replaced
         });
         requests.push(request);
     }
@@ -431,7 +449,17 @@ fn annotated_kind(kind: &GpuOptKind) -> Result<Optimisation, String> {
         GpuOptKind::GlobToReg { .. } => {
             Err("`gpuopt glob_to_reg` stands before a method, not a statement".into())
         }
-        GpuOptKind::Fuse { .. } => Err("not implemented yet: `gpuopt fuse` (kernel fusion)".into()),
+        GpuOptKind::Fuse { count, block_hint } => {
+            let count = literal(count, "number of par blocks to fuse")?;
+            if count < 2 {
+                return Err("the number of par blocks to fuse must be at least 2".into());
+            }
+            let groups = match block_hint {
+                Some(b) => literal(b, "number of work-groups")?,
+                None => 1,
+            };
+            Ok(Optimisation::Fuse { count, groups })
+        }
     }
 }
 
@@ -500,6 +528,13 @@ fn annotation_requests(program: &Program) -> Result<Vec<Request>, PlanError> {
             };
             if optimisation.targets_loop() {
                 error.get_or_insert(PlanError::MethodLevelLoop { gpuopt: g.span });
+                continue;
+            }
+            if let Optimisation::Fuse { .. } = optimisation {
+                error.get_or_insert(PlanError::NotBefore {
+                    gpuopt: g.span,
+                    what: "the first par block to fuse",
+                });
                 continue;
             }
             let pars = match &m.kind {
@@ -611,6 +646,30 @@ fn flag_request(
                 array: array.clone(),
                 methods,
             }),
+        };
+    }
+    if let Optimisation::Fuse { count, .. } = optimisation {
+        // The first par statements of runs of at least `count` consecutive ones.
+        let mut runs = Vec::new();
+        let mut copy = program.clone();
+        copy.visit_stmt_lists_mut(&mut |stmts| {
+            let is_par = |s: &Stmt| matches!(s.kind, StmtKind::Par(_));
+            let mut j = 0;
+            while j < stmts.len() {
+                let len = stmts[j..].iter().take_while(|s| is_par(s)).count();
+                if len >= count as usize {
+                    runs.push(stmts[j].span);
+                }
+                j += len.max(1);
+            }
+        });
+        return match runs.as_slice() {
+            [one] => Ok(Request {
+                target: *one,
+                optimisation,
+                gpuopt: None,
+            }),
+            _ => Err(PlanError::FuseFlagTarget { count, runs }),
         };
     }
     if !optimisation.targets_loop() {

@@ -20,6 +20,8 @@ pub struct Options {
     pub unroll: Option<u32>,
     pub merge: Option<u32>,
     pub tile: Option<String>,
+    /// `--fuse F[:B]`, as given.
+    pub fuse: Option<String>,
     /// `--prefetch ARRAY:INDEX,..`, each as given.
     pub prefetch: Vec<String>,
     pub var: Option<String>,
@@ -443,6 +445,9 @@ fn flag_optimisations(options: &Options) -> Result<Vec<Optimisation>, String> {
                 .into(),
         );
     }
+    if let Some(spec) = &options.fuse {
+        out.push(parse_fuse(spec)?);
+    }
     if let Some(spec) = &options.tile {
         out.push(parse_tile(spec)?);
     }
@@ -488,6 +493,20 @@ fn parse_prefetch(spec: &str) -> Result<Vec<Optimisation>, String> {
             index: index.trim().to_string(),
         })
         .collect())
+}
+
+/// `F` or `F:B`: F ≥ 2 kernels, B ≥ 1 work-groups.
+fn parse_fuse(spec: &str) -> Result<Optimisation, String> {
+    let bad = || {
+        format!("`--fuse {spec}`: expected `F` or `F:B`, F ≥ 2 kernels to fuse, B ≥ 1 work-groups")
+    };
+    let (count, groups) = spec.split_once(':').unwrap_or((spec, "1"));
+    let count = count.trim().parse::<u32>().ok().filter(|f| *f >= 2);
+    let groups = groups.trim().parse::<u32>().ok().filter(|b| *b >= 1);
+    match (count, groups) {
+        (Some(count), Some(groups)) => Ok(Optimisation::Fuse { count, groups }),
+        _ => Err(bad()),
+    }
 }
 
 /// `inter:T` or `intra:T`.

@@ -375,7 +375,7 @@ pub enum CheckError {
         span: Span,
     },
 
-    #[error("`gpuopt fuse {needed}` needs {needed} consecutive par blocks, found {found}")]
+    #[error("`gpuopt fuse {needed}` needs {needed} par blocks after it, found {found}")]
     #[diagnostic(code(E0406))]
     GpuOptFuseCount {
         needed: u64,

@@ -295,7 +295,8 @@ fn check_statement_opt(
         }
         GpuOptKind::Fuse { count, block_hint } => {
             let needed = require_positive(checker, kind, "kernel count", count);
-            // The hint may be a size in scope (`N`); a literal must be positive.
+            // The number of work-groups: a literal must be positive (the optimisation refuses
+            // a name, e.g. a 1.x `N` thread-block hint, with its own message).
             if let Some(
                 hint @ Expr {
                     kind: ExprKind::IntLit(_),
@@ -305,13 +306,18 @@ fn check_statement_opt(
             {
                 require_positive(checker, kind, "thread-block hint", hint);
             }
-            let found = following
-                .iter()
-                .take_while(|s| matches!(s.kind, StmtKind::Par(_)))
-                .count();
-            if found == 0 {
+            // Par blocks after it in the same block; a statement between two of them is the
+            // optimisation's refusal (E0963, with that statement's span), not a misplacement.
+            if !following
+                .first()
+                .is_some_and(|s| matches!(s.kind, StmtKind::Par(_)))
+            {
                 return misplaced(checker);
             }
+            let found = following
+                .iter()
+                .filter(|s| matches!(s.kind, StmtKind::Par(_)))
+                .count();
             if let Some(needed) = needed {
                 if (found as u64) < needed {
                     checker.err(CheckError::GpuOptFuseCount {

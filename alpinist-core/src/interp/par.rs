@@ -371,18 +371,18 @@ impl<'p> Machine<'p, '_> {
                     }
                 }
             }
-            if let Some((_, stmt)) = waiting {
-                if let StmtKind::Barrier(b) = &stmt.kind {
-                    for k in self.order(threads.len() as u64) {
-                        let k = k as usize;
-                        self.set_current(k);
-                        self.release(b, stmt.span, &mut threads[k].env, &mut pool)?;
-                    }
-                }
-            }
+            // The barrier ends the interval: its postcondition, checked as each thread leaves,
+            // reads the state after it (a cell another thread wrote before it is no race).
             self.end_interval()?;
-            if waiting.is_none() {
+            let Some((_, stmt)) = waiting else {
                 return self.join(env, &returned, block.span);
+            };
+            if let StmtKind::Barrier(b) = &stmt.kind {
+                for k in self.order(threads.len() as u64) {
+                    let k = k as usize;
+                    self.set_current(k);
+                    self.release(b, stmt.span, &mut threads[k].env, &mut pool)?;
+                }
             }
         }
     }

@@ -1476,3 +1476,51 @@ proptest! {
         prop_assert_eq!(scan_out_of_place("prefix-sum/blelloch.pvl", xs), exclusive_scan(xs));
     }
 }
+
+#[test]
+fn a_barrier_postcondition_reads_the_state_after_the_barrier() {
+    // Thread t writes a[t], then the barrier hands it a[n - 1 - t], whose value its
+    // postcondition states: another thread wrote that cell *before* the barrier, which is no
+    // race. Reading it before the barrier is one.
+    let src = "class C {
+      requires a.length == n;
+      context (\\forall* int i; 0 <= i && i < n; Perm(a[i], write));
+      void f(int n, int[] a) {
+        par p(int t = 0 .. n)
+          requires Perm(a[t], write);
+          ensures Perm(a[n - 1 - t], write) ** a[n - 1 - t] == 0;
+        {
+          a[t] = 0;
+          barrier(p) {
+            requires Perm(a[t], write) ** a[t] == 0;
+            ensures Perm(a[n - 1 - t], write) ** a[n - 1 - t] == 0;
+          }
+        }
+      }
+      void g(int n, int[] a) {
+        par p(int t = 0 .. n)
+        {
+          a[t] = a[n - 1 - t];
+          barrier(p) { requires true; }
+        }
+      }
+    }";
+    let p = program(src);
+    let mut m = Memory::new();
+    let a = m.alloc_ints(&[4, 5, 6]);
+    let specs = Limits {
+        check_specs: true,
+        ..Limits::default()
+    };
+    let out = run(
+        &p,
+        "f",
+        &[Value::Int(3), Value::Array(a)],
+        m.clone(),
+        &specs,
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(out.memory.ints(a), Some(vec![0, 0, 0]));
+    let e = run_err(&p, "g", &[Value::Int(3), Value::Array(a)], m);
+    assert!(matches!(e, InterpError::DataRace { .. }), "{e:?}");
+}

@@ -9,6 +9,7 @@
 //! - Generated nodes reuse the span of the node they were derived from.
 //! - The applicability check is never skipped (`--no-verify` skips only reverification).
 
+pub mod fuse;
 pub mod merge;
 pub mod prefetch;
 pub mod tile;
@@ -18,7 +19,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::syntax::{
-    Block, Expr, Item, MemberKind, MethodBody, Program, Span, Stmt, StmtKind, TileLayout,
+    BinaryOp, Block, Builtin, Expr, ExprKind, Item, MemberKind, MethodBody, Program, Span, Stmt,
+    StmtKind, TileLayout,
 };
 use crate::verify::Limits;
 
@@ -45,6 +47,12 @@ pub enum Optimisation {
         array: String,
         index: String,
     },
+    /// Kernel fusion of `count` consecutive par statements (the target is the first) for
+    /// `groups` work-groups.
+    Fuse {
+        count: u32,
+        groups: u32,
+    },
 }
 
 impl Optimisation {
@@ -57,10 +65,11 @@ impl Optimisation {
     }
 
     /// Where a chain applies this kind: linearisation, fusion, merging, prefetching, tiling,
-    /// unrolling (the first two are not optimisations yet). Within a kind, inner targets
+    /// unrolling (linearisation is not an optimisation yet). Within a kind, inner targets
     /// first (see `pipeline::plan`).
     pub fn chain_rank(&self) -> u8 {
         match self {
+            Optimisation::Fuse { .. } => 1,
             Optimisation::Merge { .. } => 2,
             Optimisation::Prefetch { .. } => 3,
             Optimisation::Tile { .. } => 4,
@@ -73,6 +82,7 @@ impl Optimisation {
         match self {
             Optimisation::Unroll { .. } | Optimisation::Merge { .. } => "loop",
             Optimisation::Tile { .. } => "par block",
+            Optimisation::Fuse { .. } => "par block",
             Optimisation::Prefetch { .. } => "method",
         }
     }
@@ -95,6 +105,13 @@ impl Optimisation {
             }
             Optimisation::Prefetch { array, index } => {
                 format!("prefetched `{array}[{index}]` into a register")
+            }
+            Optimisation::Fuse { count, groups } => {
+                let groups = match groups {
+                    1 => "one work-group".to_string(),
+                    g => format!("{g} work-groups"),
+                };
+                format!("fused {count} par blocks into one kernel ({groups})")
             }
         }
     }
@@ -139,7 +156,7 @@ pub fn apply(
         Optimisation::Unroll { factor, .. } => ("unrolling factor", *factor),
         Optimisation::Merge { factor, .. } => ("merging factor", *factor),
         Optimisation::Tile { size, .. } => ("tile size", *size),
-        Optimisation::Prefetch { .. } => ("", 0),
+        Optimisation::Prefetch { .. } | Optimisation::Fuse { .. } => ("", 0),
     };
     if factor > MAX_FACTOR {
         return Err(Refusal::FactorTooLarge {
@@ -157,6 +174,9 @@ pub fn apply(
         Optimisation::Tile { layout, size } => tile::tile(program, target, *layout, *size, limits),
         Optimisation::Prefetch { array, index } => {
             prefetch::prefetch(program, target, array, index, limits)
+        }
+        Optimisation::Fuse { count, groups } => {
+            fuse::fuse(program, target, *count, *groups, limits)
         }
     }
 }
@@ -597,6 +617,121 @@ pub enum Refusal {
         #[label("this access")]
         span: Span,
     },
+
+    // ---- Kernel fusion (E0960–E0979) ----
+    #[error("cannot check whether the par blocks can be fused: {reason}")]
+    #[diagnostic(code(E0960))]
+    FuseCannotCheck {
+        reason: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("cannot fuse {count} par blocks on {groups} work-groups: fusion needs at least 2 par blocks and at least 1 work-group")]
+    #[diagnostic(code(E0961))]
+    FuseBadCount {
+        count: u32,
+        groups: u32,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("cannot fuse {count} par blocks: only {found} follow, one after the other")]
+    #[diagnostic(code(E0962))]
+    FuseTooFew {
+        count: u32,
+        found: usize,
+        #[label("the first par block")]
+        span: Span,
+    },
+
+    #[error("cannot fuse {count} par blocks: a statement stands between par blocks {found} and {}", found + 1)]
+    #[diagnostic(
+        code(E0963),
+        help("the host runs it between the kernels; a fused kernel has no such point (move it before or after them)")
+    )]
+    FuseBetween {
+        count: u32,
+        found: usize,
+        #[label("this statement")]
+        span: Span,
+    },
+
+    #[error("cannot fuse: {what} is not supported")]
+    #[diagnostic(code(E0964))]
+    FuseParShape {
+        what: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("cannot fuse: cannot read the thread contract as permissions and facts: {what}")]
+    #[diagnostic(code(E0965))]
+    FuseContractShape {
+        what: String,
+        #[label("this clause")]
+        span: Span,
+    },
+
+    #[error("cannot fuse: cannot show that the range `{range}` equals the first par block's `{first}`: {why}")]
+    #[diagnostic(
+        code(E0966),
+        help("every fused par block must run the same threads, provably in the state before the first")
+    )]
+    FuseRangesDiffer {
+        range: String,
+        first: String,
+        why: String,
+        #[label("this par block")]
+        span: Span,
+    },
+
+    #[error("cannot fuse for {groups} work-groups: cannot show that {groups} divides the number of threads `{threads}`: {why}")]
+    #[diagnostic(code(E0967))]
+    FuseGroupsDivide {
+        groups: u32,
+        threads: String,
+        why: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("cannot fuse: a thread's permissions to `{first}` and `{second}` may be to the same location")]
+    #[diagnostic(
+        code(E0968),
+        help("the fused thread holds both; prove that the indices differ for one thread, or write the same location the same way")
+    )]
+    FuseOverlap {
+        first: String,
+        second: String,
+        #[label("this one")]
+        span: Span,
+        #[label("and this one")]
+        first_span: Span,
+    },
+
+    #[error("cannot fuse kernels {first} and {second} on {groups} work-groups: a thread may write `{write}` in one and a thread of another work-group touch it as `{touch}` in the other")]
+    #[diagnostic(
+        code(E0969),
+        help("a barrier synchronises only the threads of one work-group; fuse with fewer work-groups, or stop fusing before this kernel")
+    )]
+    FuseAcrossGroups {
+        first: usize,
+        second: usize,
+        write: String,
+        touch: String,
+        groups: u32,
+        #[label("this kernel")]
+        span: Span,
+    },
+
+    #[error("cannot fuse: {what}")]
+    #[diagnostic(code(E0970))]
+    FuseUnsupported {
+        what: String,
+        #[label("here")]
+        span: Span,
+    },
 }
 
 impl Refusal {
@@ -633,9 +768,57 @@ impl Refusal {
             | Refusal::PrefetchNotHeapArray { span, .. }
             | Refusal::PrefetchUnsupported { span, .. }
             | Refusal::PrefetchCannotCheck { span, .. }
-            | Refusal::PrefetchUnguarded { span, .. } => *span,
+            | Refusal::PrefetchUnguarded { span, .. }
+            | Refusal::FuseCannotCheck { span, .. }
+            | Refusal::FuseBadCount { span, .. }
+            | Refusal::FuseTooFew { span, .. }
+            | Refusal::FuseBetween { span, .. }
+            | Refusal::FuseParShape { span, .. }
+            | Refusal::FuseContractShape { span, .. }
+            | Refusal::FuseRangesDiffer { span, .. }
+            | Refusal::FuseGroupsDivide { span, .. }
+            | Refusal::FuseOverlap { span, .. }
+            | Refusal::FuseAcrossGroups { span, .. }
+            | Refusal::FuseUnsupported { span, .. } => *span,
         }
     }
+}
+
+/// The top-level `&&`/`**` conjuncts of `e` that hold permissions (a pure `e` is one conjunct: one
+/// quantifier, or one conjunction of facts).
+pub(crate) fn conjuncts(e: &Expr) -> Vec<&Expr> {
+    if !has_perm(e) {
+        return vec![e];
+    }
+    match &e.kind {
+        ExprKind::Binary {
+            op: BinaryOp::And | BinaryOp::Star,
+            lhs,
+            rhs,
+        } => {
+            let mut out = conjuncts(lhs);
+            out.extend(conjuncts(rhs));
+            out
+        }
+        _ => vec![e],
+    }
+}
+
+/// Whether `e` holds a permission (`Perm`, `PointsTo`, `Value`) anywhere.
+pub(crate) fn has_perm(e: &Expr) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| {
+        if matches!(
+            &x.kind,
+            ExprKind::Builtin {
+                op: Builtin::Perm | Builtin::PointsTo | Builtin::Value,
+                ..
+            }
+        ) {
+            found = true;
+        }
+    });
+    found
 }
 
 /// Parses one expression (inside a throw-away method); `None` when it does not parse.

@@ -19,7 +19,7 @@
 use std::time::Instant;
 
 use super::unroll::{prove_in_probe, MARK_BASE};
-use super::{parse_expr, parse_stmts, respan, FreshNames, Refusal, Timings};
+use super::{conjuncts, has_perm, parse_expr, parse_stmts, respan, FreshNames, Refusal, Timings};
 use crate::syntax::{
     print_expr, BinaryOp, Builtin, ClauseKind, Expr, ExprKind, ParBlock, Program, Span, Stmt,
     StmtKind, TileLayout,
@@ -134,41 +134,6 @@ pub fn plan(
         size,
         block: block.clone(),
     })
-}
-
-/// The top-level `&&`/`**` conjuncts of `e` (a pure `e` is one conjunct: one quantifier).
-fn conjuncts(e: &Expr) -> Vec<&Expr> {
-    if !has_perm(e) {
-        return vec![e];
-    }
-    match &e.kind {
-        ExprKind::Binary {
-            op: BinaryOp::And | BinaryOp::Star,
-            lhs,
-            rhs,
-        } => {
-            let mut out = conjuncts(lhs);
-            out.extend(conjuncts(rhs));
-            out
-        }
-        _ => vec![e],
-    }
-}
-
-fn has_perm(e: &Expr) -> bool {
-    let mut found = false;
-    e.visit(&mut |x| {
-        if matches!(
-            &x.kind,
-            ExprKind::Builtin {
-                op: Builtin::Perm | Builtin::PointsTo | Builtin::Value,
-                ..
-            }
-        ) {
-            found = true;
-        }
-    });
-    found
 }
 
 /// A conjunct can be requantified: a pure one always (unless it rebinds the iterator); one with

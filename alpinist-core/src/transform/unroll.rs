@@ -611,7 +611,18 @@ fn cut(stmts: &[Stmt], target: Span, replacement: &[Stmt]) -> Option<Vec<Stmt>> 
             out.extend(replacement.iter().cloned());
             return Some(out);
         }
-        if !contains(s.span, target) {
+        // Generated statements may carry a span that covers the target (a register load
+        // spans its segment): only statements that hold statements can hold the target.
+        let compound = matches!(
+            s.kind,
+            StmtKind::Block(_)
+                | StmtKind::If { .. }
+                | StmtKind::While { .. }
+                | StmtKind::For { .. }
+                | StmtKind::Ghost(_)
+                | StmtKind::Par(_)
+        );
+        if !contains(s.span, target) || !compound {
             continue;
         }
         let mut inner = s.clone();

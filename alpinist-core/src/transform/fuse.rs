@@ -1,0 +1,1523 @@
+//! Kernel fusion (`gpuopt fuse F B;`, `--fuse F[:B]`; design.md "Transformation templates"):
+//! F consecutive par blocks with provably equal ranges become one par block whose thread runs
+//! the F bodies one after the other, with a barrier before a body that depends on what
+//! *another* thread did in an earlier one.
+//!
+//! The analysis works on *permission atoms*, the conjuncts `Perm(l, p)` and `c ==> Perm(l, p)`
+//! of the thread contracts (every body only touches what its contract gives it), and on the
+//! pure conjuncts (*facts*):
+//! - a **resource** is an array (`a` of `a[e]`) or a field name (`.f` of `x.f`); an atom's
+//!   *key* is its guard and location as printed (after every kernel's iterator is renamed to
+//!   the first kernel's), its *address* the index `e` (or the receiver `x`);
+//! - kernels k < l **depend** on each other where a location one thread may write in one (an
+//!   atom worth a whole permission) may be touched by *another* thread in the other (Z3, over
+//!   two threads t ≠ u); a kernel that depends on a kernel of the current *segment* starts
+//!   the next one, after a barrier. With B work-groups a dependence must stay inside a group
+//!   (`(t - lo) / (N/B) == (u - lo) / (N/B)`), else E0969; a barrier with B > 1 must be
+//!   verified as a work-group barrier (groups of local threads), not done yet: E0970;
+//! - per thread, two keys of one resource held at once (in one segment) beyond a whole
+//!   permission together must be different locations (Z3), else E0968.
+//!
+//! Every Z3 question is asked in the state before the first par block, each in a branch of
+//! its own (`boolean b; if (b) { assert q; }`): a failed question is never assumed by the
+//! next one.
+//!
+//! The fused thread contract is computed by *accounting* ([`held`]): per key, a segment's
+//! kernels need `pre_k` at their start and give back `post_k` at their end, so the thread
+//! holds `max_k (pre_k - Σ_{j<k} (post_j - pre_j))` at the segment's start and that plus
+//! `Σ (post - pre)` at its end (fractions as rationals; `read` is an infinitesimal, so
+//! `max(read, 1\2) = 1\2`: the larger of two shares, never their sum, when a kernel gives
+//! back what it takes). A resource's holdings come from the fused precondition (the first
+//! segment that touches it) and change hands only at barriers: a barrier requires everything
+//! the thread holds and the facts still valid, and ensures the next segment's holdings (one
+//! location handed for another takes the whole share, when both keys name a different
+//! location for every thread, so no share is lost), the facts about resources whose holdings
+//! stay, and the next segment's preconditions. What no new holder takes of a thread's old
+//! location stays with that thread ([`leftover`]: the new keys' addresses are inverted, so
+//! for a stencil reading `a[tid]` and `a[tid + 1]` thread 0 keeps the half of `a[0]` that no
+//! thread takes). A fact stays valid until a kernel that may write a resource it reads
+//! starts. A later kernel's fact about resources no earlier kernel writes goes to the fused
+//! precondition; one about a resource an earlier kernel of its segment wrote is asserted
+//! before its body (the thread knows it). The output is reverified like every
+//! optimisation's, so the contract need not be the weakest; where a handed-over address
+//! cannot be inverted (`tid / 2`), the untaken shares are lost and the output may not verify
+//! (a known gap, README).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use super::unroll::{find_stmt, mark, prove_in_probe};
+use super::{conjuncts, has_perm, parse_expr, respan, FreshNames, Refusal, Timings};
+use crate::syntax::{
+    print_expr, Barrier, BarrierStyle, BinaryOp, Block, Builtin, Clause, ClauseKind, Contract,
+    Expr, ExprKind, Ident, ParBlock, ParGroup, ParGroupStyle, ParIter, PermLit, Program, Span,
+    Stmt, StmtKind,
+};
+use crate::verify::{Limits, Status};
+
+/// Fuse the `count` par statements that start at `first`, for `groups` work-groups.
+pub fn fuse(
+    program: &Program,
+    first: Span,
+    count: u32,
+    groups: u32,
+    limits: &Limits,
+) -> Result<(Program, Timings), Refusal> {
+    super::timed(
+        || plan(program, first, count, groups),
+        |plan| check_applicable(program, plan, limits),
+        |plan, layout| apply(program, &plan, &layout),
+    )
+}
+
+/// What the syntactic check found out.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub first: Span,
+    /// The par statements, in order (the first is `first`).
+    pub spans: Vec<Span>,
+    pub groups: u32,
+    /// The fused iterator: the first kernel's.
+    pub iter: ParIter,
+    kernels: Vec<Kernel>,
+}
+
+/// One kernel, its iterator renamed to the fused one.
+#[derive(Clone, Debug)]
+struct Kernel {
+    block: ParBlock,
+    pre: Vec<Conjunct>,
+    post: Vec<Conjunct>,
+    everywhere: Vec<Expr>,
+    has_barrier: bool,
+}
+
+#[derive(Clone, Debug)]
+enum Conjunct {
+    Perm(Box<Atom>),
+    Fact(Fact),
+}
+
+/// `guard ==> Perm(location, amount)`.
+#[derive(Clone, Debug)]
+struct Atom {
+    guard: Option<Expr>,
+    location: Expr,
+    resource: String,
+    address: Expr,
+    amount: Amount,
+    key: String,
+    span: Span,
+}
+
+#[derive(Clone, Debug)]
+struct Fact {
+    expr: Expr,
+    /// The resources it reads.
+    reads: BTreeSet<String>,
+    /// It mentions `\old` (kept out of barriers: there `\old` would mean another state).
+    old: bool,
+    span: Span,
+}
+
+/// A permission amount `num/den + reads·ε`, `ε` standing for `read` (smaller than every
+/// positive fraction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Amount {
+    num: i128,
+    den: i128,
+    reads: i64,
+}
+
+impl Amount {
+    const ZERO: Amount = Amount {
+        num: 0,
+        den: 1,
+        reads: 0,
+    };
+
+    fn new(num: i128, den: i128, reads: i64) -> Amount {
+        let g = gcd(num.abs(), den.abs()).max(1);
+        let sign = if den < 0 { -1 } else { 1 };
+        Amount {
+            num: sign * num / g,
+            den: sign * den / g,
+            reads,
+        }
+    }
+
+    fn of(e: &Expr) -> Option<Amount> {
+        let int = |e: &Expr| match &e.kind {
+            ExprKind::IntLit(n) => i128::try_from(n).ok(),
+            _ => None,
+        };
+        match &e.kind {
+            ExprKind::PermLit(PermLit::Write) => Some(Amount::new(1, 1, 0)),
+            ExprKind::PermLit(PermLit::Read) => Some(Amount::new(0, 1, 1)),
+            ExprKind::PermLit(PermLit::None) => Some(Amount::ZERO),
+            ExprKind::IntLit(_) => Some(Amount::new(int(e)?, 1, 0)),
+            ExprKind::Binary {
+                op: BinaryOp::FracDiv | BinaryOp::Div,
+                lhs,
+                rhs,
+            } => {
+                let (n, d) = (int(lhs)?, int(rhs)?);
+                (d > 0).then(|| Amount::new(n, d, 0))
+            }
+            _ => None,
+        }
+    }
+
+    fn add(self, o: Amount) -> Amount {
+        Amount::new(
+            self.num * o.den + o.num * self.den,
+            self.den * o.den,
+            self.reads + o.reads,
+        )
+    }
+
+    fn sub(self, o: Amount) -> Amount {
+        self.add(Amount::new(-o.num, o.den, -o.reads))
+    }
+
+    fn max(self, o: Amount) -> Amount {
+        if self.cmp_to(o) == std::cmp::Ordering::Less {
+            o
+        } else {
+            self
+        }
+    }
+
+    fn cmp_to(self, o: Amount) -> std::cmp::Ordering {
+        (self.num * o.den)
+            .cmp(&(o.num * self.den))
+            .then(self.reads.cmp(&o.reads))
+    }
+
+    fn is_positive(self) -> bool {
+        self.cmp_to(Amount::ZERO) == std::cmp::Ordering::Greater
+    }
+
+    /// A whole permission (or more): the thread may write.
+    fn writes(self) -> bool {
+        self.num >= self.den
+    }
+
+    /// As PVL, if it can be written there.
+    fn text(self) -> Option<String> {
+        match (self.num, self.den, self.reads) {
+            (0, _, 1) => Some("read".into()),
+            (n, d, 0) if n == d => Some("write".into()),
+            (n, 1, 0) if n > 0 => Some(n.to_string()),
+            (n, d, 0) if n > 0 => Some(format!("{n}\\{d}")),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Amount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.text() {
+            Some(t) => write!(f, "{t}"),
+            None => write!(f, "{}\\{} + {} read", self.num, self.den, self.reads),
+        }
+    }
+}
+
+fn gcd(a: i128, b: i128) -> i128 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The syntactic part of the applicability check.
+pub fn plan(program: &Program, first: Span, count: u32, groups: u32) -> Result<Plan, Refusal> {
+    let cannot = |reason: &str| Refusal::FuseCannotCheck {
+        reason: reason.into(),
+        span: first,
+    };
+    if count < 2 || groups == 0 {
+        return Err(Refusal::FuseBadCount {
+            count,
+            groups,
+            span: first,
+        });
+    }
+    let Some(stmts) = statement_list(program, first) else {
+        return Err(cannot("no par statement at this position"));
+    };
+    let start = stmts
+        .iter()
+        .position(|s| s.span == first)
+        .ok_or_else(|| cannot("no par statement at this position"))?;
+    let mut blocks = Vec::new();
+    let mut spans = Vec::new();
+    for s in &stmts[start..] {
+        if blocks.len() == count as usize {
+            break;
+        }
+        match &s.kind {
+            StmtKind::Par(group) => {
+                let [block] = &group.blocks[..] else {
+                    return Err(Refusal::FuseParShape {
+                        what: "several par blocks launched together".into(),
+                        span: s.span,
+                    });
+                };
+                blocks.push(block.clone());
+                spans.push(s.span);
+            }
+            // A `gpuopt` line for a later step stays where it is only if it is not between.
+            _ => {
+                return Err(Refusal::FuseBetween {
+                    span: s.span,
+                    count,
+                    found: blocks.len(),
+                })
+            }
+        }
+    }
+    if blocks.len() < count as usize {
+        return Err(Refusal::FuseTooFew {
+            count,
+            found: blocks.len(),
+            span: first,
+        });
+    }
+    let iter = match &blocks[0].iters[..] {
+        [one] => one.clone(),
+        iters => {
+            return Err(Refusal::FuseParShape {
+                what: format!("a par block with {} iterators", iters.len()),
+                span: blocks[0].span,
+            })
+        }
+    };
+    let tid = iter.name.name.clone();
+    let mut kernels = Vec::new();
+    for (k, block) in blocks.iter().enumerate() {
+        let [it] = &block.iters[..] else {
+            return Err(Refusal::FuseParShape {
+                what: format!("a par block with {} iterators", block.iters.len()),
+                span: block.span,
+            });
+        };
+        let mut block = block.clone();
+        if it.name.name != tid {
+            let mut names = BTreeSet::new();
+            collect_idents(&block, &mut names);
+            if names.contains(&tid) {
+                return Err(Refusal::FuseParShape {
+                    what: format!(
+                        "renaming the iterator `{}` to `{tid}`, the first kernel's, where `{tid}` is already a name",
+                        it.name.name
+                    ),
+                    span: block.span,
+                });
+            }
+            rename_in_block(&mut block, &it.name.name, &tid);
+        }
+        kernels.push(kernel(block, k)?);
+    }
+    Ok(Plan {
+        first,
+        spans,
+        groups,
+        iter,
+        kernels,
+    })
+}
+
+/// The statement list that holds the statement at `span`.
+fn statement_list(program: &Program, span: Span) -> Option<Vec<Stmt>> {
+    find_stmt(program, span)?;
+    let mut found = None;
+    let mut copy = program.clone();
+    copy.visit_stmt_lists_mut(&mut |stmts| {
+        if found.is_none() && stmts.iter().any(|s| s.span == span) {
+            found = Some(stmts.clone());
+        }
+    });
+    found
+}
+
+/// Every identifier in `block` (names, binders, labels, fields).
+fn collect_idents(block: &ParBlock, into: &mut BTreeSet<String>) {
+    fn go(v: &serde_json::Value, into: &mut BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                if let (Some(serde_json::Value::String(n)), Some(_)) =
+                    (map.get("name"), map.get("span"))
+                {
+                    into.insert(n.clone());
+                }
+                map.values().for_each(|x| go(x, into));
+            }
+            serde_json::Value::Array(xs) => xs.iter().for_each(|x| go(x, into)),
+            _ => {}
+        }
+    }
+    if let Ok(v) = serde_json::to_value(block) {
+        go(&v, into);
+    }
+}
+
+/// `from` renamed to `to` in the block's contract and body (the caller made sure `to` is not
+/// a name there, so nothing is captured).
+fn rename_in_block(block: &mut ParBlock, from: &str, to: &str) {
+    let by = |span| Expr::name(to, span);
+    let sub = |e: &mut Expr| *e = e.substitute(from, &by(e.span));
+    rename_contract(&mut block.contract, &sub);
+    for it in &mut block.iters {
+        if it.name.name == from {
+            it.name.name = to.to_string();
+        }
+    }
+    for s in &mut block.body.stmts {
+        rename_stmt(s, &sub);
+    }
+}
+
+fn rename_contract(c: &mut Contract, sub: &dyn Fn(&mut Expr)) {
+    for clause in &mut c.clauses {
+        match &mut clause.kind {
+            ClauseKind::Requires(e)
+            | ClauseKind::Ensures(e)
+            | ClauseKind::Context(e)
+            | ClauseKind::ContextEverywhere(e)
+            | ClauseKind::LoopInvariant(e)
+            | ClauseKind::LockInvariant(e) => sub(e),
+            ClauseKind::Decreases(crate::syntax::Decreases::Measure(es)) => {
+                es.iter_mut().for_each(sub)
+            }
+            _ => {}
+        }
+    }
+}
+
+fn rename_stmt(s: &mut Stmt, sub: &dyn Fn(&mut Expr)) {
+    s.for_each_expr_mut(&mut |e| sub(e));
+    match &mut s.kind {
+        StmtKind::While { contract, .. } | StmtKind::For { contract, .. } => {
+            rename_contract(contract, sub)
+        }
+        StmtKind::Par(group) => {
+            for b in &mut group.blocks {
+                rename_contract(&mut b.contract, sub)
+            }
+        }
+        StmtKind::Barrier(b) => rename_contract(&mut b.contract, sub),
+        _ => {}
+    }
+    for c in s.children_mut() {
+        rename_stmt(c, sub);
+    }
+}
+
+/// The kernel's contract in atoms and facts, or why it cannot be read so.
+fn kernel(block: ParBlock, index: usize) -> Result<Kernel, Refusal> {
+    let mut pre = Vec::new();
+    let mut post = Vec::new();
+    let mut everywhere = Vec::new();
+    let shape = |what: String, span: Span| Refusal::FuseContractShape { what, span };
+    for clause in &block.contract.clauses {
+        let (e, to_pre, to_post) = match &clause.kind {
+            ClauseKind::Requires(e) => (e, true, false),
+            ClauseKind::Ensures(e) => (e, false, true),
+            ClauseKind::Context(e) => (e, true, true),
+            ClauseKind::ContextEverywhere(e) => {
+                everywhere.push(e.clone());
+                continue;
+            }
+            other => {
+                return Err(shape(
+                    format!("a `{}` clause of the thread", other.keyword()),
+                    clause.span,
+                ))
+            }
+        };
+        for c in conjuncts(e) {
+            let conjunct = conjunct(c, clause.span).map_err(|w| shape(w, clause.span))?;
+            if let Conjunct::Fact(f) = &conjunct {
+                if f.old && index > 0 {
+                    return Err(shape(
+                        format!(
+                            "`\\old` in `{}`, in the contract of a kernel after the first (in the fused kernel it would mean the state where the first starts)",
+                            print_expr(c)
+                        ),
+                        clause.span,
+                    ));
+                }
+            }
+            if to_pre {
+                pre.push(conjunct.clone());
+            }
+            if to_post {
+                post.push(conjunct);
+            }
+        }
+    }
+    let mut has_barrier = false;
+    for s in &block.body.stmts {
+        let mut bad = None;
+        s.visit(&mut |s| match &s.kind {
+            StmtKind::Barrier(_) => has_barrier = true,
+            StmtKind::Return(_) => {
+                bad.get_or_insert(("a `return`", s.span));
+            }
+            StmtKind::Par(_) => {
+                bad.get_or_insert(("a nested par block", s.span));
+            }
+            _ => {}
+        });
+        if let Some((what, span)) = bad {
+            return Err(Refusal::FuseParShape {
+                what: what.into(),
+                span,
+            });
+        }
+    }
+    Ok(Kernel {
+        block,
+        pre,
+        post,
+        everywhere,
+        has_barrier,
+    })
+}
+
+fn conjunct(c: &Expr, span: Span) -> Result<Conjunct, String> {
+    if !has_perm(c) {
+        let mut old = false;
+        c.visit(&mut |x| old |= matches!(x.kind, ExprKind::Old(_)));
+        return Ok(Conjunct::Fact(Fact {
+            expr: c.clone(),
+            reads: reads(c),
+            old,
+            span,
+        }));
+    }
+    let (guard, perm) = match &c.kind {
+        ExprKind::Binary {
+            op: BinaryOp::Implies,
+            lhs,
+            rhs,
+        } if !has_perm(lhs) => (Some((**lhs).clone()), &**rhs),
+        _ => (None, c),
+    };
+    let not_atom = || {
+        format!(
+            "`{}` is not a permission of the form `Perm(l, p)` or `c ==> Perm(l, p)`",
+            print_expr(c)
+        )
+    };
+    let ExprKind::Builtin {
+        op: Builtin::Perm,
+        args,
+    } = &perm.kind
+    else {
+        return Err(not_atom());
+    };
+    let [location, amount] = &args[..] else {
+        return Err(not_atom());
+    };
+    if has_perm(location) || has_perm(amount) {
+        return Err(not_atom());
+    }
+    let (resource, address) = match &location.kind {
+        ExprKind::Index { base, index }
+            if !matches!(base.kind, ExprKind::Index { .. }) && !has_all(index) =>
+        {
+            (print_expr(base), (**index).clone())
+        }
+        ExprKind::Field { base, name } => (format!(".{}", name.name), (**base).clone()),
+        _ => {
+            return Err(format!(
+                "the location `{}` is not an array cell `a[e]` or a field `x.f`",
+                print_expr(location)
+            ))
+        }
+    };
+    let amount = Amount::of(amount).ok_or_else(|| {
+        format!(
+            "the permission amount `{}` is not a literal fraction (`write`, `read`, `1\\2`, ...)",
+            print_expr(amount)
+        )
+    })?;
+    let key = format!(
+        "{} ==> {}",
+        guard.as_ref().map_or("true".into(), print_expr),
+        print_expr(location)
+    );
+    Ok(Conjunct::Perm(Box::new(Atom {
+        guard,
+        location: location.clone(),
+        resource,
+        address,
+        amount,
+        key,
+        span,
+    })))
+}
+
+fn has_all(e: &Expr) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| found |= matches!(x.kind, ExprKind::AllIndices));
+    found
+}
+
+/// The resources an expression reads: arrays indexed (the root of `m[i][j]`), fields other
+/// than `length`.
+fn reads(e: &Expr) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    e.visit(&mut |x| match &x.kind {
+        ExprKind::Index { base, .. } if !matches!(base.kind, ExprKind::Index { .. }) => {
+            out.insert(print_expr(base));
+        }
+        ExprKind::Field { name, .. } if name.name != "length" => {
+            out.insert(format!(".{}", name.name));
+        }
+        _ => {}
+    });
+    out
+}
+
+impl Kernel {
+    fn atoms(&self) -> impl Iterator<Item = &Atom> {
+        self.pre.iter().chain(&self.post).filter_map(|c| match c {
+            Conjunct::Perm(a) => Some(&**a),
+            Conjunct::Fact(_) => None,
+        })
+    }
+
+    fn facts(list: &[Conjunct]) -> impl Iterator<Item = &Fact> {
+        list.iter().filter_map(|c| match c {
+            Conjunct::Fact(f) => Some(f),
+            Conjunct::Perm(_) => None,
+        })
+    }
+
+    /// The amount per key in `list`.
+    fn amounts(list: &[Conjunct]) -> BTreeMap<String, Amount> {
+        let mut out: BTreeMap<String, Amount> = BTreeMap::new();
+        for c in list {
+            if let Conjunct::Perm(a) = c {
+                let e = out.entry(a.key.clone()).or_insert(Amount::ZERO);
+                *e = e.add(a.amount);
+            }
+        }
+        out
+    }
+
+    /// Resources the thread may write: a key worth a whole permission before or after.
+    fn writes(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for list in [&self.pre, &self.post] {
+            let amounts = Kernel::amounts(list);
+            for a in self.atoms() {
+                if amounts.get(&a.key).is_some_and(|x| x.writes()) {
+                    out.insert(a.resource.clone());
+                }
+            }
+        }
+        out
+    }
+
+    fn resources(&self) -> BTreeSet<String> {
+        self.atoms().map(|a| a.resource.clone()).collect()
+    }
+}
+
+/// What the Z3 part decided: where the barriers go.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// The kernels (indices) of each segment, in order; a barrier stands between segments.
+    segments: Vec<Vec<usize>>,
+    /// The keys that name a different location for every thread.
+    injective: BTreeSet<String>,
+}
+
+/// One question for Z3, and what its failure means.
+enum Query {
+    SameRange(usize),
+    GroupsDivide,
+    Distinct(Atom, Atom),
+    Injective(String),
+    Independent {
+        k: usize,
+        l: usize,
+    },
+    InsideGroup {
+        k: usize,
+        l: usize,
+        a: Atom,
+        b: Atom,
+    },
+}
+
+/// The Z3 part: equal ranges, B divides N, atoms of one thread distinct, and the dependences.
+pub fn check_applicable(
+    program: &Program,
+    plan: &Plan,
+    limits: &Limits,
+) -> Result<Layout, Refusal> {
+    let mut names = FreshNames::new(program);
+    let (t, u) = (names.fresh("t"), names.fresh("u"));
+    let tid = plan.iter.name.name.clone();
+    let (lo, hi) = (print_expr(&plan.iter.lo), print_expr(&plan.iter.hi));
+    let threads = format!("(({hi}) - ({lo}))");
+    let mut queries: Vec<(Query, String)> = Vec::new();
+    for (k, kernel) in plan.kernels.iter().enumerate().skip(1) {
+        let it = &kernel.block.iters[0];
+        queries.push((
+            Query::SameRange(k),
+            format!(
+                "({}) == ({lo}) && ({}) == ({hi})",
+                print_expr(&it.lo),
+                print_expr(&it.hi)
+            ),
+        ));
+    }
+    if plan.groups > 1 {
+        queries.push((
+            Query::GroupsDivide,
+            format!("{threads} % {} == 0", plan.groups),
+        ));
+    }
+    let at = |e: &Expr, v: &str| {
+        format!(
+            "({})",
+            print_expr(&e.substitute(&tid, &Expr::name(v, e.span)))
+        )
+    };
+    let guard = |a: &Atom, v: &str| a.guard.as_ref().map_or("true".into(), |g| at(g, v));
+    let in_range = |v: &str| format!("({lo}) <= {v} && {v} < ({hi})");
+    // Dependences between kernels: a location one thread may write in one kernel and another
+    // thread touches in the other.
+    let group = format!("({threads} / {})", plan.groups);
+    for l in 1..plan.kernels.len() {
+        for k in 0..l {
+            let (kk, kl) = (&plan.kernels[k], &plan.kernels[l]);
+            let (wk, wl) = (kk.writes(), kl.writes());
+            let mut clashes = Vec::new();
+            for a in kk.atoms() {
+                for b in kl.atoms() {
+                    if a.resource == b.resource
+                        && (wk.contains(&a.resource) || wl.contains(&b.resource))
+                        && !clashes
+                            .iter()
+                            .any(|(x, y): &(&Atom, &Atom)| x.key == a.key && y.key == b.key)
+                    {
+                        clashes.push((a, b));
+                    }
+                }
+            }
+            if clashes.is_empty() {
+                continue;
+            }
+            let clash = |a: &Atom, b: &Atom| {
+                format!(
+                    "{} && {} && {t} != {u} && {} && {} && {} == {}",
+                    in_range(&t),
+                    in_range(&u),
+                    guard(a, &t),
+                    guard(b, &u),
+                    at(&a.address, &t),
+                    at(&b.address, &u)
+                )
+            };
+            let none: Vec<String> = clashes
+                .iter()
+                .map(|(a, b)| format!("!({})", clash(a, b)))
+                .collect();
+            queries.push((
+                Query::Independent { k, l },
+                format!(
+                    "(\\forall int {t}; (\\forall int {u}; {}))",
+                    none.join(" && ")
+                ),
+            ));
+            if plan.groups > 1 {
+                for (a, b) in &clashes {
+                    queries.push((
+                        Query::InsideGroup {
+                            k,
+                            l,
+                            a: (*a).clone(),
+                            b: (*b).clone(),
+                        },
+                        format!(
+                            "(\\forall int {t}; (\\forall int {u}; {} ==> ({t} - ({lo})) / {group} == ({u} - ({lo})) / {group}))",
+                            clash(a, b)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    let statuses = ask(program, plan, &queries, limits)?;
+    // The variables of the ranges, for Z3's counterexample.
+    let mut range_names = BTreeSet::new();
+    for kernel in &plan.kernels {
+        kernel.block.iters[0].lo.names(&mut range_names);
+        kernel.block.iters[0].hi.names(&mut range_names);
+    }
+    let why = |s: &Status| match s {
+        Status::Failed { model } => {
+            let values: Vec<String> = model
+                .iter()
+                .filter(|(name, _)| range_names.contains(name))
+                .map(|(name, v)| format!("{name} may be {v}"))
+                .collect();
+            match values.is_empty() {
+                true => "it may not hold".to_string(),
+                false => values.join(", "),
+            }
+        }
+        Status::Unknown { reason } => format!("Z3 gave up ({reason})"),
+        _ => "it was not checked".into(),
+    };
+    let mut depends = BTreeSet::new();
+    for ((query, _), status) in queries.iter().zip(&statuses) {
+        if *status == Status::Verified {
+            continue;
+        }
+        match query {
+            Query::SameRange(k) => {
+                return Err(Refusal::FuseRangesDiffer {
+                    range: format!(
+                        "{} .. {}",
+                        print_expr(&plan.kernels[*k].block.iters[0].lo),
+                        print_expr(&plan.kernels[*k].block.iters[0].hi)
+                    ),
+                    first: format!("{lo} .. {hi}"),
+                    why: why(status),
+                    span: plan.spans[*k],
+                })
+            }
+            Query::GroupsDivide => {
+                return Err(Refusal::FuseGroupsDivide {
+                    groups: plan.groups,
+                    threads: match &plan.iter.lo.kind {
+                        ExprKind::IntLit(n) if *n == 0u8.into() => hi.clone(),
+                        _ => format!("{hi} - ({lo})"),
+                    },
+                    why: why(status),
+                    span: plan.first,
+                })
+            }
+            // Asked in the second round.
+            Query::Distinct(..) | Query::Injective(_) => {}
+            Query::Independent { k, l } => {
+                depends.insert((*k, *l));
+            }
+            Query::InsideGroup { k, l, a, b } => {
+                return Err(Refusal::FuseAcrossGroups {
+                    first: *k + 1,
+                    second: *l + 1,
+                    write: print_expr(&a.location),
+                    touch: print_expr(&b.location),
+                    groups: plan.groups,
+                    span: plan.spans[*l],
+                });
+            }
+        }
+    }
+    // Segments: a kernel that depends on one of the current segment starts the next.
+    let mut segments: Vec<Vec<usize>> = vec![vec![0]];
+    for l in 1..plan.kernels.len() {
+        let current = segments.last().cloned().unwrap_or_default();
+        if current.iter().any(|k| depends.contains(&(*k, l))) {
+            segments.push(vec![l]);
+        } else if let Some(last) = segments.last_mut() {
+            last.push(l);
+        }
+    }
+    // Per thread, different keys of one resource accounted together (in one segment) are
+    // different locations: the thread may hold both at once.
+    let mut queries: Vec<(Query, String)> = Vec::new();
+    for seg in &segments {
+        let mut resources: Vec<String> = Vec::new();
+        for k in seg {
+            for r in plan.kernels[*k].resources() {
+                if !resources.contains(&r) {
+                    resources.push(r);
+                }
+            }
+        }
+        let atoms: Vec<(Atom, Vec<Amount>)> = resources
+            .iter()
+            .flat_map(|r| held(&plan.kernels, r, seg))
+            .collect();
+        for (i, (a, held_a)) in atoms.iter().enumerate() {
+            for (b, held_b) in &atoms[i + 1..] {
+                // Held at once beyond a whole permission: one location would be over-held
+                // (below that, two keys of one location are just their sum).
+                let at_once = held_a.iter().zip(held_b).any(|(x, y)| {
+                    x.is_positive()
+                        && y.is_positive()
+                        && x.add(*y).cmp_to(Amount::new(1, 1, 0)) == std::cmp::Ordering::Greater
+                });
+                if a.resource == b.resource && at_once {
+                    queries.push((
+                        Query::Distinct(a.clone(), b.clone()),
+                        format!(
+                            "(\\forall int {t}; {} && {} && {} ==> {} != {})",
+                            in_range(&t),
+                            guard(a, &t),
+                            guard(b, &t),
+                            at(&a.address, &t),
+                            at(&b.address, &t)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    // Keys that name a different location for every thread (a barrier may hand one whole
+    // location over for another only between such keys).
+    if segments.len() > 1 {
+        let mut keys: Vec<&Atom> = Vec::new();
+        for kernel in &plan.kernels {
+            for a in kernel.atoms() {
+                if !keys.iter().any(|b| b.key == a.key) {
+                    keys.push(a);
+                }
+            }
+        }
+        for a in keys {
+            queries.push((
+                Query::Injective(a.key.clone()),
+                format!(
+                    "(\\forall int {t}; (\\forall int {u}; {} && {} && {t} != {u} && {} && {} ==> {} != {}))",
+                    in_range(&t),
+                    in_range(&u),
+                    guard(a, &t),
+                    guard(a, &u),
+                    at(&a.address, &t),
+                    at(&a.address, &u)
+                ),
+            ));
+        }
+    }
+    let statuses = ask(program, plan, &queries, limits)?;
+    let mut injective = BTreeSet::new();
+    for ((query, _), status) in queries.iter().zip(&statuses) {
+        let verified = *status == Status::Verified;
+        match query {
+            Query::Distinct(a, b) if !verified => {
+                return Err(Refusal::FuseOverlap {
+                    first: print_expr(&a.location),
+                    second: print_expr(&b.location),
+                    span: b.span,
+                    first_span: a.span,
+                })
+            }
+            Query::Injective(key) if verified => {
+                injective.insert(key.clone());
+            }
+            _ => {}
+        }
+    }
+    let barrier = segments.len() > 1 || plan.kernels.iter().any(|k| k.has_barrier);
+    if barrier && plan.groups > 1 {
+        return Err(Refusal::FuseUnsupported {
+            what: format!(
+                "a fused kernel with a barrier launched on {} work-groups (a barrier synchronises one work-group: the kernel must be verified as groups of local threads, not done yet); fuse with one work-group",
+                plan.groups
+            ),
+            span: plan.first,
+        });
+    }
+    Ok(Layout {
+        segments,
+        injective,
+    })
+}
+
+/// Proves each query's text in the state before the first par block, each in a branch of its
+/// own (`boolean b; if (b) { assert q; }`, as prefetching does): a failed query would be
+/// assumed afterwards, and make the later ones hold vacuously.
+fn ask(
+    program: &Program,
+    plan: &Plan,
+    queries: &[(Query, String)],
+    limits: &Limits,
+) -> Result<Vec<Status>, Refusal> {
+    let mut names = FreshNames::new(program);
+    let mut asserts = Vec::new();
+    for (k, (_, text)) in queries.iter().enumerate() {
+        let b = names.fresh("fuse_probe");
+        let stmts = super::parse_stmts(&format!("boolean {b}; if ({b}) {{ assert {text}; }}"))
+            .ok_or_else(|| Refusal::FuseCannotCheck {
+                reason: format!("internal: the query `{text}` does not parse"),
+                span: plan.first,
+            })?;
+        asserts.extend(respan(stmts, mark(k as u32)));
+    }
+    prove_in_probe(program, plan.first, asserts, limits).map_err(|reason| {
+        Refusal::FuseCannotCheck {
+            reason,
+            span: plan.first,
+        }
+    })
+}
+
+/// What a thread running the kernels `seg` one after the other holds of `resource`: per key
+/// (in first appearance), the amount at the segment's start and after each kernel. Kernel k
+/// needs `pre_k` at its start and gives back `post_k`, so the start amount is
+/// `max_k (pre_k - Σ_{j<k} (post_j - pre_j))` (at least 0), the least that never runs short.
+fn held(kernels: &[Kernel], resource: &str, seg: &[usize]) -> Vec<(Atom, Vec<Amount>)> {
+    let mut keys: Vec<Atom> = Vec::new();
+    for k in seg {
+        for a in kernels[*k].atoms() {
+            if a.resource == resource && !keys.iter().any(|b| b.key == a.key) {
+                keys.push(a.clone());
+            }
+        }
+    }
+    let amount = |list: &[Conjunct], key: &str| {
+        Kernel::amounts(list)
+            .get(key)
+            .copied()
+            .unwrap_or(Amount::ZERO)
+    };
+    keys.into_iter()
+        .map(|atom| {
+            let mut delta = Amount::ZERO;
+            let mut need = Amount::ZERO;
+            let mut deltas = vec![Amount::ZERO];
+            for k in seg {
+                let pre = amount(&kernels[*k].pre, &atom.key);
+                let post = amount(&kernels[*k].post, &atom.key);
+                need = need.max(pre.sub(delta));
+                delta = delta.add(post.sub(pre));
+                deltas.push(delta);
+            }
+            let amounts = deltas.into_iter().map(|d| need.add(d)).collect();
+            (atom, amounts)
+        })
+        .collect()
+}
+
+/// Holdings of one resource: amount per key, with the atom that names the key.
+type Holdings = BTreeMap<(usize, String), (Atom, Amount)>;
+
+/// The rewrite (the checks have passed).
+pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program, Refusal> {
+    let span = plan.first;
+    let kernels = &plan.kernels;
+    let unsupported = |what: String| Refusal::FuseUnsupported { what, span };
+    let mut names = FreshNames::new(program);
+    let needs_label = layout.segments.len() > 1 || kernels.iter().any(|k| k.has_barrier);
+    let label = match &kernels[0].block.label {
+        Some(l) => Some(l.clone()),
+        None if needs_label => Some(Ident {
+            name: names.fresh("fused"),
+            span,
+        }),
+        None => None,
+    };
+    let segment_of: Vec<usize> = {
+        let mut out = vec![0; kernels.len()];
+        for (s, seg) in layout.segments.iter().enumerate() {
+            for k in seg {
+                out[*k] = s;
+            }
+        }
+        out
+    };
+    // Per resource: the start and end holdings of every segment that touches it.
+    // Keys and resources in the order they first appear, so the output follows the input.
+    let mut key_order: BTreeMap<String, usize> = BTreeMap::new();
+    let mut resources: Vec<String> = Vec::new();
+    for k in kernels {
+        for a in k.atoms() {
+            let next = key_order.len();
+            key_order.entry(a.key.clone()).or_insert(next);
+            if !resources.contains(&a.resource) {
+                resources.push(a.resource.clone());
+            }
+        }
+    }
+    let resource_key = |r: &str| {
+        (
+            resources.iter().position(|x| x == r).unwrap_or(0),
+            r.to_string(),
+        )
+    };
+    let account = |resource: &str, seg: &[usize]| -> Result<(Holdings, Holdings), Refusal> {
+        let (mut start, mut end) = (Holdings::new(), Holdings::new());
+        for (atom, amounts) in held(kernels, resource, seg) {
+            let at = (
+                key_order.get(&atom.key).copied().unwrap_or(0),
+                atom.key.clone(),
+            );
+            let first = amounts.first().copied().unwrap_or(Amount::ZERO);
+            let last = amounts.last().copied().unwrap_or(Amount::ZERO);
+            start.insert(at.clone(), (atom.clone(), first));
+            end.insert(at, (atom, last));
+        }
+        Ok((start, end))
+    };
+    // Fused precondition holdings: per resource, the first segment that touches it.
+    let mut holdings: BTreeMap<(usize, String), Holdings> = BTreeMap::new();
+    let mut pre_holdings: BTreeMap<(usize, String), Holdings> = BTreeMap::new();
+    for r in &resources {
+        for seg in &layout.segments {
+            if seg.iter().any(|k| kernels[*k].resources().contains(r)) {
+                let (start, _) = account(r, seg)?;
+                pre_holdings.insert(resource_key(r), start.clone());
+                holdings.insert(resource_key(r), start);
+                break;
+            }
+        }
+    }
+    // Facts: a precondition fact goes to the fused precondition when no earlier kernel
+    // writes what it reads and the fused precondition's holdings frame it (its kernel is in
+    // the first segment, or in the first segment that touches what it reads).
+    let first_touch = |r: &str| {
+        layout
+            .segments
+            .iter()
+            .position(|seg| seg.iter().any(|k| kernels[*k].resources().contains(r)))
+    };
+    let mut written_before: BTreeSet<String> = BTreeSet::new();
+    let mut pre_facts: Vec<Fact> = Vec::new();
+    let mut placed_pre: Vec<Vec<bool>> = Vec::new();
+    for (l, k) in kernels.iter().enumerate() {
+        let mut placed = Vec::new();
+        for f in Kernel::facts(&k.pre) {
+            let framed = segment_of[l] == 0
+                || f.reads
+                    .iter()
+                    .all(|r| first_touch(r).is_none_or(|s| s == segment_of[l]));
+            let free = f.reads.is_disjoint(&written_before) && framed;
+            if free {
+                push_fact(&mut pre_facts, f);
+            }
+            placed.push(free);
+        }
+        placed_pre.push(placed);
+        written_before.extend(k.writes());
+    }
+    let mut valid: Vec<Fact> = pre_facts.clone();
+    // Per resource, what a barrier gave the thread beyond its segment's need.
+    let mut boost: BTreeMap<String, Amount> = BTreeMap::new();
+    // Per resource, what the thread kept of its old location at the last barrier.
+    let mut leftovers: BTreeMap<String, Holdings> = BTreeMap::new();
+    let mut body: Vec<Stmt> = Vec::new();
+    let mut written_in_segment: BTreeSet<String> = BTreeSet::new();
+    for (l, kernel) in kernels.iter().enumerate() {
+        let seg = segment_of[l];
+        if l > 0 && layout.segments[seg][0] == l {
+            // A barrier: everything held and known, for the next segment's holdings, the
+            // facts whose resources keep their holdings, and the segment's preconditions.
+            written_in_segment.clear();
+            let mut requires: Vec<String> = Vec::new();
+            for h in holdings.values() {
+                requires.extend(perm_texts(h)?);
+            }
+            requires.extend(valid.iter().filter(|f| !f.old).map(|f| print_expr(&f.expr)));
+            let touched: BTreeSet<String> = layout.segments[seg]
+                .iter()
+                .flat_map(|k| kernels[*k].resources())
+                .collect();
+            let mut changed = BTreeSet::new();
+            for r in &touched {
+                let (mut start, _) = account(r, &layout.segments[seg])?;
+                let old = holdings.get(&resource_key(r)).cloned().unwrap_or_default();
+                // One location handed for another: the new holder takes all of it, so no
+                // share is lost at the barrier (the host gets it back at the end).
+                if let ([(_, (was, had))], [(_, (now, need))]) = (
+                    old.iter().collect::<Vec<_>>().as_slice(),
+                    start.iter_mut().collect::<Vec<_>>().as_mut_slice(),
+                ) {
+                    let whole =
+                        layout.injective.contains(&was.key) && layout.injective.contains(&now.key);
+                    if whole && had.cmp_to(*need) == std::cmp::Ordering::Greater {
+                        boost.insert(r.clone(), had.sub(*need));
+                        *need = *had;
+                    }
+                }
+                // What the new holders do not take of the thread's old location stays with it.
+                let moved = perm_texts(&old)? != perm_texts(&start)?;
+                let rest = match old.values().collect::<Vec<_>>().as_slice() {
+                    [(was, had)] if moved && layout.injective.contains(&was.key) => {
+                        leftover(was, *had, &start, &plan.iter, key_order.len())
+                    }
+                    _ => Holdings::new(),
+                };
+                start.extend(rest.clone());
+                leftovers.insert(r.clone(), rest);
+                if perm_texts(&old)? != perm_texts(&start)? {
+                    changed.insert(r.clone());
+                }
+                holdings.insert(resource_key(r), start);
+            }
+            let mut ensures: Vec<String> = Vec::new();
+            for h in holdings.values() {
+                ensures.extend(perm_texts(h)?);
+            }
+            valid.retain(|f| !f.old && f.reads.is_disjoint(&changed));
+            let mut written: BTreeSet<String> = BTreeSet::new();
+            for k in &layout.segments[seg] {
+                for f in Kernel::facts(&kernels[*k].pre) {
+                    if f.reads.is_disjoint(&written) {
+                        push_fact(&mut valid, f);
+                    }
+                }
+                written.extend(kernels[*k].writes());
+            }
+            ensures.extend(valid.iter().map(|f| print_expr(&f.expr)));
+            let Some(label) = &label else {
+                return Err(unsupported("internal: a barrier without a label".into()));
+            };
+            body.push(barrier(label, &requires, &ensures, span)?);
+        }
+        if l > 0 {
+            // A fact about what this segment wrote before: the thread knows it, assert it.
+            for (f, placed) in Kernel::facts(&kernel.pre).zip(&placed_pre[l]) {
+                let known = match seg {
+                    0 => *placed,
+                    _ => f.reads.is_disjoint(&written_in_segment),
+                };
+                if !known {
+                    body.push(Stmt {
+                        kind: StmtKind::Assert(f.expr.clone()),
+                        span: f.span,
+                    });
+                }
+            }
+        }
+        let writes = kernel.writes();
+        valid.retain(|f| f.reads.is_disjoint(&writes));
+        written_in_segment.extend(writes);
+        body.extend(kernel_body(kernel, label.as_ref()));
+        for f in Kernel::facts(&kernel.post) {
+            push_fact(&mut valid, f);
+        }
+        // The segment's end holdings, once it is over.
+        if layout.segments[seg].last() == Some(&l) {
+            for r in &resources {
+                if layout.segments[seg]
+                    .iter()
+                    .any(|k| kernels[*k].resources().contains(r))
+                {
+                    let (_, mut end) = account(r, &layout.segments[seg])?;
+                    if let Some(extra) = boost.remove(r) {
+                        for (_, amount) in end.values_mut() {
+                            *amount = amount.add(extra);
+                        }
+                    }
+                    end.extend(leftovers.get(r).cloned().unwrap_or_default());
+                    holdings.insert(resource_key(r), end);
+                }
+            }
+        }
+    }
+    // The fused contract.
+    let mut clauses: Vec<Clause> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for k in kernels {
+        for e in &k.everywhere {
+            if seen.insert(print_expr(e)) {
+                clauses.push(Clause {
+                    kind: ClauseKind::ContextEverywhere(e.clone()),
+                    span: e.span,
+                });
+            }
+        }
+    }
+    let pre_perms: Vec<String> = pre_holdings
+        .values()
+        .map(perm_texts)
+        .collect::<Result<Vec<_>, _>>()?
+        .concat();
+    let post_perms: Vec<String> = holdings
+        .values()
+        .map(perm_texts)
+        .collect::<Result<Vec<_>, _>>()?
+        .concat();
+    let pre_texts: Vec<String> = pre_facts.iter().map(|f| print_expr(&f.expr)).collect();
+    let post_texts: Vec<String> = valid.iter().map(|f| print_expr(&f.expr)).collect();
+    let both = |list: &[String], other: &[String]| -> Vec<String> {
+        list.iter().filter(|x| other.contains(x)).cloned().collect()
+    };
+    let context_perms = both(&pre_perms, &post_perms);
+    let context_facts = both(&pre_texts, &post_texts);
+    let mut push = |kind: fn(Expr) -> ClauseKind, text: &str| -> Result<(), Refusal> {
+        let e = parse_expr(text)
+            .ok_or_else(|| unsupported(format!("internal: the clause `{text}` does not parse")))?;
+        clauses.push(Clause {
+            kind: kind(respan(e, span)),
+            span,
+        });
+        Ok(())
+    };
+    for (list, context) in [(&pre_perms, &context_perms), (&pre_texts, &context_facts)] {
+        for x in list {
+            let kind = match context.contains(x) {
+                true => ClauseKind::Context,
+                false => ClauseKind::Requires,
+            };
+            push(kind, x)?;
+        }
+    }
+    for (list, context) in [(&post_perms, &context_perms), (&post_texts, &context_facts)] {
+        for x in list.iter().filter(|x| !context.contains(x)) {
+            push(ClauseKind::Ensures, x)?;
+        }
+    }
+    // The fused statement spans the kernels it replaces, so that what was inside any of them
+    // (a loop a later step targets) is inside it.
+    let whole = Span {
+        start: span.start,
+        end: plan.spans.last().map_or(span.end, |s| s.end),
+    };
+    let fused = ParBlock {
+        label,
+        iters: vec![plan.iter.clone()],
+        contract: Contract { clauses },
+        body: Block {
+            stmts: body,
+            span: whole,
+        },
+        span: whole,
+    };
+    let replacement = Stmt {
+        kind: StmtKind::Par(ParGroup {
+            blocks: vec![fused],
+            style: ParGroupStyle::And,
+        }),
+        span: whole,
+    };
+    let mut out = program.clone();
+    let mut done = false;
+    let spans: BTreeSet<Span> = plan.spans.iter().copied().collect();
+    out.visit_stmt_lists_mut(&mut |stmts| {
+        if done || !stmts.iter().any(|s| s.span == span) {
+            return;
+        }
+        let mut next = Vec::new();
+        for s in stmts.drain(..) {
+            if s.span == span {
+                next.push(replacement.clone());
+            } else if !spans.contains(&s.span) {
+                next.push(s);
+            }
+        }
+        *stmts = next;
+        done = true;
+    });
+    if !done {
+        return Err(Refusal::FuseCannotCheck {
+            reason: "no par statement at this position".into(),
+            span,
+        });
+    }
+    Ok(out)
+}
+
+fn push_fact(list: &mut Vec<Fact>, f: &Fact) {
+    let text = print_expr(&f.expr);
+    if !list.iter().any(|g| print_expr(&g.expr) == text) {
+        list.push(f.clone());
+    }
+}
+
+/// At a barrier, the share of the thread's old location `was` (held at `had`, its address the
+/// thread id itself) that no new holding takes: the new keys (at most 3, their addresses
+/// inverted syntactically: `tid + c`, `c - tid`, ..) are taken by the thread `u` whose address
+/// is this thread's location, if `u` is a thread and its guard holds; per combination of
+/// those conditions, what remains of `had` is kept, under that combination. Empty where the
+/// keys cannot be inverted (the share is then lost, and the output may not verify).
+fn leftover(was: &Atom, had: Amount, new: &Holdings, iter: &ParIter, base: usize) -> Holdings {
+    let tid = &iter.name.name;
+    let mut out = Holdings::new();
+    if !matches!(&was.address.kind, ExprKind::Name(n) if n.name == *tid) {
+        return out;
+    }
+    // Per new key: the condition under which a thread takes this thread's location (`None`:
+    // always, the thread itself with no guard), and how much it takes.
+    let takers: Vec<(Option<String>, Amount)> = new
+        .values()
+        .filter(|(_, amount)| amount.is_positive())
+        .map(|(atom, amount)| {
+            let inv = inverse(&atom.address, tid, tid)?;
+            let inv_expr = parse_expr(&inv)?;
+            let mut parts = Vec::new();
+            if inv != *tid {
+                parts.push(format!("{} <= {inv}", print_expr(&iter.lo)));
+                parts.push(format!("{inv} < {}", print_expr(&iter.hi)));
+            }
+            if let Some(g) = &atom.guard {
+                parts.push(print_expr(&g.substitute(tid, &inv_expr)));
+            }
+            let cond = (!parts.is_empty()).then(|| parts.join(" && "));
+            Some((cond, *amount))
+        })
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default();
+    if takers.is_empty() || takers.len() > 3 {
+        return out;
+    }
+    for mask in 0..(1u32 << takers.len()) {
+        let mut amount = had;
+        let mut conds = Vec::new();
+        if let Some(g) = &was.guard {
+            conds.push(format!("({})", print_expr(g)));
+        }
+        let mut possible = true;
+        for (k, (cond, need)) in takers.iter().enumerate() {
+            match (mask & (1 << k) != 0, cond) {
+                (true, cond) => {
+                    amount = amount.sub(*need);
+                    conds.extend(cond.as_ref().map(|c| format!("({c})")));
+                }
+                (false, Some(cond)) => conds.push(format!("!({cond})")),
+                (false, None) => possible = false,
+            }
+        }
+        if !possible || !amount.is_positive() || amount.text().is_none() {
+            continue;
+        }
+        let guard = match conds.is_empty() {
+            true => None,
+            false => match parse_expr(&conds.join(" && ")) {
+                Some(g) => Some(respan(g, was.span)),
+                None => continue,
+            },
+        };
+        let atom = Atom {
+            key: format!(
+                "{} ==> {}",
+                guard.as_ref().map_or("true".into(), print_expr),
+                print_expr(&was.location)
+            ),
+            guard,
+            amount,
+            ..was.clone()
+        };
+        out.insert((base + out.len(), atom.key.clone()), (atom, amount));
+    }
+    out
+}
+
+/// The thread whose address `e` (of `tid`) is the location `x`, as text: `e` built from `tid`
+/// by adding or subtracting expressions without `tid`.
+fn inverse(e: &Expr, tid: &str, x: &str) -> Option<String> {
+    match &e.kind {
+        ExprKind::Name(n) if n.name == tid => Some(x.to_string()),
+        ExprKind::Binary { op, lhs, rhs } => {
+            let (l, r) = (lhs.mentions(tid), rhs.mentions(tid));
+            let (lt, rt) = (print_expr(lhs), print_expr(rhs));
+            match (op, l, r) {
+                (BinaryOp::Add, true, false) => inverse(lhs, tid, &format!("({x}) - ({rt})")),
+                (BinaryOp::Add, false, true) => inverse(rhs, tid, &format!("({x}) - ({lt})")),
+                (BinaryOp::Sub, true, false) => inverse(lhs, tid, &format!("({x}) + ({rt})")),
+                (BinaryOp::Sub, false, true) => inverse(rhs, tid, &format!("({lt}) - ({x})")),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The permissions held, as PVL conjuncts (zero amounts left out).
+fn perm_texts(h: &Holdings) -> Result<Vec<String>, Refusal> {
+    let mut out = Vec::new();
+    for (atom, amount) in h.values() {
+        if !amount.is_positive() {
+            continue;
+        }
+        let p = amount.text().ok_or_else(|| Refusal::FuseUnsupported {
+            what: format!(
+                "the permission to `{}` the fused thread needs, {amount}, cannot be written in PVL",
+                print_expr(&atom.location)
+            ),
+            span: atom.span,
+        })?;
+        let perm = format!("Perm({}, {p})", print_expr(&atom.location));
+        out.push(match &atom.guard {
+            Some(g) => format!("{} ==> {perm}", print_expr(g)),
+            None => perm,
+        });
+    }
+    Ok(out)
+}
+
+fn barrier(
+    label: &Ident,
+    requires: &[String],
+    ensures: &[String],
+    span: Span,
+) -> Result<Stmt, Refusal> {
+    let mut clauses = Vec::new();
+    for (kind, list) in [(0, requires), (1, ensures)] {
+        for text in list {
+            let e = parse_expr(text).ok_or_else(|| Refusal::FuseUnsupported {
+                what: format!("internal: the barrier clause `{text}` does not parse"),
+                span,
+            })?;
+            let e = respan(e, span);
+            clauses.push(Clause {
+                kind: if kind == 0 {
+                    ClauseKind::Requires(e)
+                } else {
+                    ClauseKind::Ensures(e)
+                },
+                span,
+            });
+        }
+    }
+    Ok(Stmt {
+        kind: StmtKind::Barrier(Barrier {
+            label: label.clone(),
+            invariants: Vec::new(),
+            contract: Contract { clauses },
+            body: Block {
+                stmts: Vec::new(),
+                span,
+            },
+            style: BarrierStyle::ClausesInside,
+        }),
+        span,
+    })
+}
+
+/// The kernel's body, its barriers renamed to the fused label: its statements, or one block
+/// when it declares locals at its top level (so they stay its own).
+fn kernel_body(kernel: &Kernel, label: Option<&Ident>) -> Vec<Stmt> {
+    let mut block = kernel.block.body.clone();
+    if let (Some(own), Some(label)) = (&kernel.block.label, label) {
+        for s in &mut block.stmts {
+            relabel(s, &own.name, label);
+        }
+    }
+    if block
+        .stmts
+        .iter()
+        .any(|s| matches!(s.kind, StmtKind::LocalDecl { .. }))
+    {
+        vec![Stmt {
+            span: block.span,
+            kind: StmtKind::Block(block),
+        }]
+    } else {
+        block.stmts
+    }
+}
+
+fn relabel(s: &mut Stmt, from: &str, to: &Ident) {
+    if let StmtKind::Barrier(b) = &mut s.kind {
+        if b.label.name == from {
+            b.label.name = to.name.clone();
+        }
+    }
+    for c in s.children_mut() {
+        relabel(c, from, to);
+    }
+}
