@@ -1,14 +1,15 @@
 //! End-to-end tests of `alpinist optimise` for kernel fusion: the examples in
 //! `examples/kernel_fusion/` (exit 0, a snapshot of the fused PVL), the inputs in
-//! `tests/data/fuse/` that must be refused (exit 1 with their code and message, snapshot), the
-//! `--fuse` flag, and a property: for random kernel pairs whose second kernel reads its own
+//! `tests/data/fuse/` that must be refused (exit 1 with their code and message, snapshot), a
+//! partial fusion (`tests/data/fuse_partial/`: exit 0 with a note), the `--fuse` flag, and a
+//! property: for random kernel pairs whose second kernel reads its own
 //! cell, the mirror cell or a shifted one, the fused program computes what the original
 //! computes, with a barrier exactly where another thread's cell is read, race-free and never
 //! divergent.
 
 use alpinist::interp::{self, Memory, Value};
 use alpinist::syntax::{self, StmtKind};
-use alpinist::transform::{self, Optimisation};
+use alpinist::transform::{self, Optimisation, Refusal};
 use alpinist::verify::Limits;
 use proptest::prelude::*;
 
@@ -153,11 +154,38 @@ fn refused_fusions_exit_1_with_their_reason() {
     }
 }
 
+#[test]
+fn a_dependence_across_work_groups_stops_fusion_before_that_kernel() {
+    let file = "tests/data/fuse_partial/third_reads_across_groups.pvl";
+    let out = run(&["optimise", file]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("only the first 2 were fused: par block 3 is not, as a thread may write `b[tid]` in par block 2 and a thread of another of the 2 work-groups touch it as `b[n - 1 - tid]` in par block 3"),
+        "{err}"
+    );
+    assert_eq!(text.matches("par ").count(), 2, "{text}");
+    assert!(!text.contains("barrier("), "{text}");
+    let json = run(&["optimise", "--json", file]);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let note = doc["steps"][0]["note"].as_str().unwrap_or_default();
+    assert!(note.starts_with("only the first 2 were fused"), "{doc}");
+    insta::with_settings!({
+        snapshot_path => "snapshots/fuse",
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+        description => file.to_string(),
+    }, {
+        insta::assert_snapshot!("partial_third_reads_across_groups", text);
+    });
+}
+
 /// Two kernels: the first updates a[tid], the second reads `a[INDEX]` into b[tid].
-fn kernel_pair(index: &str, scale: i64, add: i64) -> String {
+fn kernel_pair(index: &str, scale: i64, add: i64, groups: u32) -> String {
     format!(
         "class K {{
   context_everywhere a != null && b != null && a.length == n && b.length == n && n > 0;
+  context_everywhere n % {groups} == 0;
   context (\\forall* int i; 0 <= i && i < n; Perm(a[i], write) ** Perm(b[i], write));
   void m(int n, int[] a, int[] b) {{
     par p(int tid = 0 .. n)
@@ -192,6 +220,10 @@ fn final_heap(program: &syntax::Program, input: &[i128]) -> Result<(Vec<i128>, V
     ))
 }
 
+fn text_has_barrier(program: &syntax::Program) -> bool {
+    syntax::print(program, &Default::default()).contains("barrier(")
+}
+
 proptest! {
     // Z3 decides each pair's dependence (about 0.1 s): few cases.
     #![proptest_config(crate::properties::config(24))]
@@ -202,27 +234,46 @@ proptest! {
         shift in 1i64..4,
         scale in -2i64..3,
         add in -3i64..4,
-        input in proptest::collection::vec(-20i128..20, 1..12),
+        groups in 1u32..3,
+        half in proptest::collection::vec(-20i128..20, 1..7),
     ) {
-        let index = match which {
-            0 => "tid".to_string(),
-            1 => "n - 1 - tid".to_string(),
-            2 => format!("(tid + {shift}) % n"),
-            _ => format!("tid / {}", shift + 1),
+        // An even number of threads, so that two work-groups split them.
+        let input: Vec<i128> = half.iter().chain(half.iter().rev()).copied().collect();
+        let n = input.len() as i64;
+        let (index, reads): (String, Box<dyn Fn(i64) -> i64>) = match which {
+            0 => ("tid".to_string(), Box::new(|t| t)),
+            1 => ("n - 1 - tid".to_string(), Box::new(move |t| n - 1 - t)),
+            2 => (format!("(tid + {shift}) % n"), Box::new(move |t| (t + shift) % n)),
+            _ => (format!("tid / {}", shift + 1), Box::new(move |t| t / (shift + 1))),
         };
-        let original = syntax::parse(&kernel_pair(&index, scale, add)).unwrap().program;
+        let original = syntax::parse(&kernel_pair(&index, scale, add, groups)).unwrap().program;
         let mut first = None;
         original.visit_stmts(&mut |s| {
             if matches!(s.kind, StmtKind::Par(_)) && first.is_none() {
                 first = Some(s.span);
             }
         });
-        let fuse = Optimisation::Fuse { count: 2, groups: 1 };
-        let (fused, _) = transform::apply(&original, first.unwrap(), &fuse, &Limits::default())
-            .map_err(|r| TestCaseError::fail(format!("{index}: {r}")))?;
+        let fuse = Optimisation::Fuse { count: 2, groups };
+        let group = |t: i64| t / (n / i64::from(groups));
+        let other_thread = (0..n).any(|t| reads(t) != t);
+        let other_group = (0..n).any(|t| group(reads(t)) != group(t));
+        let fused = match transform::apply(&original, first.unwrap(), &fuse, &Limits::default()) {
+            Ok(applied) => applied.program,
+            // With two work-groups: a dependence is refused, and one Z3 found inside the
+            // groups (for every n) is inside them for this n.
+            Err(Refusal::FuseUnsupported { .. }) if groups > 1 => {
+                prop_assert!(!other_group, "{index}: claimed inside the work-groups");
+                return Ok(());
+            }
+            Err(Refusal::FuseAcrossGroups { .. }) if groups > 1 => return Ok(()),
+            Err(r) => return Err(TestCaseError::fail(format!("{index}: {r}"))),
+        };
+        // Fused without a barrier only where no thread reads another's cell (for every n).
+        prop_assert!(text_has_barrier(&fused) || !other_thread, "{index}: no barrier");
         let text = syntax::print(&fused, &Default::default());
         // Only the thread's own cell needs no barrier.
         prop_assert_eq!(text.contains("barrier("), which != 0, "{}", text);
+        prop_assert!(groups == 1 || which == 0, "{index}: fused on {groups} work-groups");
         let reparsed = syntax::parse(&text).unwrap().program;
         let expected = final_heap(&original, &input);
         prop_assert!(expected.is_ok(), "{:?}", expected);

@@ -222,6 +222,8 @@ impl Verification {
 pub struct Step {
     pub request: Request,
     pub timings: Timings,
+    /// What the report says beyond "applied" (fusion that stopped before a kernel).
+    pub note: Option<String>,
     /// The printed program after this step, parsed again and verified (`None` with `verify:
     /// false`); the routines the step did not change come from the cache, when there is one.
     pub verification: Option<Verification>,
@@ -316,7 +318,7 @@ pub fn run(
                 refusal: Box::new(refusal),
             });
         }
-        let (next, timings) = match transform::apply(
+        let applied = match transform::apply(
             &current,
             request.target,
             &request.optimisation,
@@ -331,7 +333,7 @@ pub fn run(
                 })
             }
         };
-        current = next;
+        current = applied.program;
         remove_applied_gpuopts(&mut current, std::slice::from_ref(request));
         text = syntax::print(&current, trivia);
         // What is handed out parses and type-checks, verified or not (`--no-verify`); each
@@ -347,7 +349,8 @@ pub fn run(
             .is_none_or(|v| v.outcome() == Outcome::Verified);
         steps.push(Step {
             request: request.clone(),
-            timings,
+            timings: applied.timings,
+            note: applied.note,
             verification,
         });
         if !verified {

@@ -407,7 +407,7 @@ pub fn apply_loop_gpuopts(program: &alpinist::syntax::Program) -> alpinist::synt
         .fold(program.clone(), |current, (span, optimisation)| {
             transform::apply(&current, span, &optimisation, &limits)
                 .unwrap_or_else(|r| panic!("refused: {r}"))
-                .0
+                .program
         })
 }
 
@@ -526,7 +526,7 @@ pub fn assert_loop_optimisation_keeps_meaning(
         &alpinist::verify::Limits::default(),
     );
     let optimised = match result {
-        Ok((p, _)) => p,
+        Ok(applied) => applied.program,
         Err(r) if allowed(&r) => return Ok(()),
         Err(r) => panic!("refused within the template: {r}\n{text}"),
     };

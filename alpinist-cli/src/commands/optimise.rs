@@ -308,8 +308,9 @@ fn applied(steps: &[pipeline::Step], at: &dyn Fn(Span) -> String) -> Vec<String>
     steps
         .iter()
         .map(|s| {
+            let note = s.note.as_ref().map_or(String::new(), |n| format!("; {n}"));
             format!(
-                "{} at {}",
+                "{} at {}{note}",
                 s.request.optimisation.done(),
                 at(s.request.target)
             )
@@ -350,6 +351,7 @@ fn steps_json(steps: &[pipeline::Step], applied: &[String]) -> serde_json::Value
         .map(|(s, line)| {
             serde_json::json!({
                 "applied": line,
+                "note": s.note,
                 "optimisation_ms": ms(s.timings.rewrite),
                 "applicability_ms": ms(s.timings.applicability),
                 "verification": methods_json(&s.verification),

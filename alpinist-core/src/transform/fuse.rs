@@ -47,7 +47,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::unroll::{find_stmt, mark, prove_in_probe};
-use super::{conjuncts, has_perm, parse_expr, respan, FreshNames, Refusal, Timings};
+use super::{conjuncts, has_perm, parse_expr, respan, Applied, FreshNames, Refusal, Timings};
 use crate::syntax::{
     print_expr, Barrier, BarrierStyle, BinaryOp, Block, Builtin, Clause, ClauseKind, Contract,
     Expr, ExprKind, Ident, ParBlock, ParGroup, ParGroupStyle, ParIter, PermLit, Program, Span,
@@ -55,19 +55,56 @@ use crate::syntax::{
 };
 use crate::verify::{Limits, Status};
 
-/// Fuse the `count` par statements that start at `first`, for `groups` work-groups.
+/// Fuse the `count` par statements that start at `first`, for `groups` work-groups. Where a
+/// kernel depends on an earlier one across work-groups, the kernels before it are fused (at
+/// least two), with a note that says which kernel stopped fusion and why; else the refusal.
 pub fn fuse(
     program: &Program,
     first: Span,
     count: u32,
     groups: u32,
     limits: &Limits,
-) -> Result<(Program, Timings), Refusal> {
-    super::timed(
-        || plan(program, first, count, groups),
-        |plan| check_applicable(program, plan, limits),
-        |plan, layout| apply(program, &plan, &layout),
-    )
+) -> Result<Applied, Refusal> {
+    let mut count = count;
+    let mut note = None;
+    let mut spent = Timings::default();
+    loop {
+        let start = std::time::Instant::now();
+        let result = super::timed(
+            || plan(program, first, count, groups),
+            |plan| check_applicable(program, plan, limits),
+            |plan, layout| apply(program, &plan, &layout),
+        );
+        match result {
+            Ok((program, timings)) => {
+                return Ok(Applied {
+                    program,
+                    timings: Timings {
+                        rewrite: spent.rewrite + timings.rewrite,
+                        applicability: spent.applicability + timings.applicability,
+                    },
+                    note,
+                })
+            }
+            Err(Refusal::FuseAcrossGroups {
+                first: k,
+                second: l,
+                write,
+                touch,
+                groups,
+                ..
+            }) if l > 2 => {
+                note = Some(format!(
+                    "only the first {} were fused: par block {l} is not, as a thread may write `{write}` in par block {k} and a thread of another of the {groups} work-groups touch it as `{touch}` in par block {l}",
+                    l - 1
+                ));
+                // All of the failed attempt counts as applicability checking.
+                spent.applicability += start.elapsed();
+                count = (l - 1) as u32;
+            }
+            Err(refusal) => return Err(refusal),
+        }
+    }
 }
 
 /// What the syntactic check found out.
@@ -637,6 +674,8 @@ pub struct Layout {
     segments: Vec<Vec<usize>>,
     /// The keys that name a different location for every thread.
     injective: BTreeSet<String>,
+    /// The keys under which every thread's own location is some thread's (`leftover`).
+    covering: BTreeSet<String>,
 }
 
 /// One question for Z3, and what its failure means.
@@ -645,6 +684,7 @@ enum Query {
     GroupsDivide,
     Distinct(Atom, Atom),
     Injective(String),
+    Covering(String),
     Independent {
         k: usize,
         l: usize,
@@ -809,7 +849,7 @@ pub fn check_applicable(
                 })
             }
             // Asked in the second round.
-            Query::Distinct(..) | Query::Injective(_) => {}
+            Query::Distinct(..) | Query::Injective(_) | Query::Covering(_) => {}
             Query::Independent { k, l } => {
                 depends.insert((*k, *l));
             }
@@ -888,6 +928,14 @@ pub fn check_applicable(
             }
         }
         for a in keys {
+            // Every thread's location is some thread's under this key (its taker condition
+            // always holds).
+            if let Some(cond) = taker(a, &plan.iter).flatten().and_then(|c| parse_expr(&c)) {
+                queries.push((
+                    Query::Covering(a.key.clone()),
+                    format!("(\\forall int {t}; {} ==> {})", in_range(&t), at(&cond, &t)),
+                ));
+            }
             queries.push((
                 Query::Injective(a.key.clone()),
                 format!(
@@ -904,6 +952,7 @@ pub fn check_applicable(
     }
     let statuses = ask(program, plan, &queries, limits)?;
     let mut injective = BTreeSet::new();
+    let mut covering = BTreeSet::new();
     for ((query, _), status) in queries.iter().zip(&statuses) {
         let verified = *status == Status::Verified;
         match query {
@@ -917,6 +966,9 @@ pub fn check_applicable(
             }
             Query::Injective(key) if verified => {
                 injective.insert(key.clone());
+            }
+            Query::Covering(key) if verified => {
+                covering.insert(key.clone());
             }
             _ => {}
         }
@@ -934,6 +986,7 @@ pub fn check_applicable(
     Ok(Layout {
         segments,
         injective,
+        covering,
     })
 }
 
@@ -1145,9 +1198,14 @@ pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program,
                 // What the new holders do not take of the thread's old location stays with it.
                 let moved = perm_texts(&old)? != perm_texts(&start)?;
                 let rest = match old.values().collect::<Vec<_>>().as_slice() {
-                    [(was, had)] if moved && layout.injective.contains(&was.key) => {
-                        leftover(was, *had, &start, &plan.iter, key_order.len())
-                    }
+                    [(was, had)] if moved && layout.injective.contains(&was.key) => leftover(
+                        was,
+                        *had,
+                        &start,
+                        &plan.iter,
+                        &layout.covering,
+                        key_order.len(),
+                    ),
                     _ => Holdings::new(),
                 };
                 start.extend(rest.clone());
@@ -1334,7 +1392,14 @@ fn push_fact(list: &mut Vec<Fact>, f: &Fact) {
 /// is this thread's location, if `u` is a thread and its guard holds; per combination of
 /// those conditions, what remains of `had` is kept, under that combination. Empty where the
 /// keys cannot be inverted (the share is then lost, and the output may not verify).
-fn leftover(was: &Atom, had: Amount, new: &Holdings, iter: &ParIter, base: usize) -> Holdings {
+fn leftover(
+    was: &Atom,
+    had: Amount,
+    new: &Holdings,
+    iter: &ParIter,
+    covering: &BTreeSet<String>,
+    base: usize,
+) -> Holdings {
     let tid = &iter.name.name;
     let mut out = Holdings::new();
     if !matches!(&was.address.kind, ExprKind::Name(n) if n.name == *tid) {
@@ -1346,17 +1411,7 @@ fn leftover(was: &Atom, had: Amount, new: &Holdings, iter: &ParIter, base: usize
         .values()
         .filter(|(_, amount)| amount.is_positive())
         .map(|(atom, amount)| {
-            let inv = inverse(&atom.address, tid, tid)?;
-            let inv_expr = parse_expr(&inv)?;
-            let mut parts = Vec::new();
-            if inv != *tid {
-                parts.push(format!("{} <= {inv}", print_expr(&iter.lo)));
-                parts.push(format!("{inv} < {}", print_expr(&iter.hi)));
-            }
-            if let Some(g) = &atom.guard {
-                parts.push(print_expr(&g.substitute(tid, &inv_expr)));
-            }
-            let cond = (!parts.is_empty()).then(|| parts.join(" && "));
+            let cond = taker(atom, iter)?.filter(|_| !covering.contains(&atom.key));
             Some((cond, *amount))
         })
         .collect::<Option<Vec<_>>>()
@@ -1404,6 +1459,25 @@ fn leftover(was: &Atom, had: Amount, new: &Holdings, iter: &ParIter, base: usize
         out.insert((base + out.len(), atom.key.clone()), (atom, amount));
     }
     out
+}
+
+/// The condition under which the thread whose address under `atom` is this thread's
+/// location (`atom`'s address inverted at the thread id) exists and holds `atom`: `None`
+/// inside when that is always so syntactically (the address is the thread id, no guard), `None`
+/// outside when the address cannot be inverted.
+fn taker(atom: &Atom, iter: &ParIter) -> Option<Option<String>> {
+    let tid = &iter.name.name;
+    let inv = inverse(&atom.address, tid, tid)?;
+    let inv_expr = parse_expr(&inv)?;
+    let mut parts = Vec::new();
+    if inv != *tid {
+        parts.push(format!("{} <= {inv}", print_expr(&iter.lo)));
+        parts.push(format!("{inv} < {}", print_expr(&iter.hi)));
+    }
+    if let Some(g) = &atom.guard {
+        parts.push(print_expr(&g.substitute(tid, &inv_expr)));
+    }
+    Some((!parts.is_empty()).then(|| parts.join(" && ")))
 }
 
 /// The thread whose address `e` (of `tid`) is the location `x`, as text: `e` built from `tid`

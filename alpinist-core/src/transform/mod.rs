@@ -133,9 +133,35 @@ pub struct Timings {
 /// 2-core machine), so the limit keeps every answer within seconds.
 pub const MAX_FACTOR: u32 = 1024;
 
+/// An applied optimisation: the program it made, its times, and what the report should say
+/// beyond "applied" (fusion that stopped before a kernel says which and why).
+#[derive(Clone, Debug)]
+pub struct Applied {
+    pub program: Program,
+    pub timings: Timings,
+    pub note: Option<String>,
+}
+
 /// Applies `optimisation` to the statement at `target`, after checking that it applies. A
 /// `gpuopt` line that requested it is left alone: the caller removes the lines it applied.
 pub fn apply(
+    program: &Program,
+    target: Span,
+    optimisation: &Optimisation,
+    limits: &Limits,
+) -> Result<Applied, Refusal> {
+    if let Optimisation::Fuse { count, groups } = optimisation {
+        return fuse::fuse(program, target, *count, *groups, limits);
+    }
+    let (program, timings) = apply_one(program, target, optimisation, limits)?;
+    Ok(Applied {
+        program,
+        timings,
+        note: None,
+    })
+}
+
+fn apply_one(
     program: &Program,
     target: Span,
     optimisation: &Optimisation,
@@ -175,9 +201,10 @@ pub fn apply(
         Optimisation::Prefetch { array, index } => {
             prefetch::prefetch(program, target, array, index, limits)
         }
-        Optimisation::Fuse { count, groups } => {
-            fuse::fuse(program, target, *count, *groups, limits)
-        }
+        Optimisation::Fuse { .. } => Err(Refusal::NotImplemented {
+            what: "internal: fusion goes through `apply`".into(),
+            span: target,
+        }),
     }
 }
 
