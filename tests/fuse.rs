@@ -180,6 +180,17 @@ fn a_dependence_across_work_groups_stops_fusion_before_that_kernel() {
     });
 }
 
+#[test]
+fn fusion_renames_an_iterator_in_the_prefetch_line_of_a_later_step() {
+    let file = "tests/data/chains/fuse_renames_the_prefetched_cell.pvl";
+    let out = run(&["optimise", file]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("prefetched `a[size - 1 - tid]`"), "{err}");
+    assert!(text.contains("a_reg = a[size - 1 - tid];"), "{text}");
+    assert!(!text.contains(" i "), "{text}");
+}
+
 /// Two kernels: the first updates a[tid], the second reads `a[INDEX]` into b[tid].
 fn kernel_pair(index: &str, scale: i64, add: i64, groups: u32) -> String {
     format!(

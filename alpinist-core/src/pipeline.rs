@@ -310,7 +310,9 @@ pub fn run(
     let mut current = program.clone();
     let mut steps: Vec<Step> = Vec::new();
     let mut text = syntax::print(&current, trivia);
-    for request in requests {
+    let mut requests = requests.to_vec();
+    for at in 0..requests.len() {
+        let request = &requests[at].clone();
         if let Some(refusal) = rewritten_target(&current, request, &steps) {
             return Err(Stop::Refused {
                 before,
@@ -333,6 +335,11 @@ pub fn run(
                 })
             }
         };
+        // A step may rewrite a later request's `glob_to_reg` line (fusion renames iterators):
+        // the later request names its cell as the line now does.
+        for later in &mut requests[at + 1..] {
+            restate_prefetch(&current, &applied.program, later);
+        }
         current = applied.program;
         remove_applied_gpuopts(&mut current, std::slice::from_ref(request));
         text = syntax::print(&current, trivia);
@@ -404,6 +411,44 @@ fn rewritten_target(current: &Program, request: &Request, steps: &[Step]) -> Opt
         span: target,
         earlier_span: earlier.request.target,
     })
+}
+
+/// A prefetch request from a `glob_to_reg` line that `before` and `after` both have: its array
+/// and index as the line in `after` writes the same position.
+fn restate_prefetch(before: &Program, after: &Program, request: &mut Request) {
+    let (Optimisation::Prefetch { array, index }, Some(line)) =
+        (&mut request.optimisation, request.gpuopt)
+    else {
+        return;
+    };
+    let cells = |program: &Program| -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (_, m) in program.members() {
+            for g in m.gpuopts.iter().filter(|g| g.span == line) {
+                if let GpuOptKind::GlobToReg {
+                    array,
+                    rows,
+                    indices,
+                } = &g.kind
+                {
+                    let mut array = array.name.clone();
+                    for row in rows {
+                        array = format!("{array}[{}]", syntax::print_expr(row));
+                    }
+                    for index in indices {
+                        out.push((array.clone(), syntax::print_expr(index)));
+                    }
+                }
+            }
+        }
+        out
+    };
+    let (old, new) = (cells(before), cells(after));
+    if let Some(k) = old.iter().position(|(a, i)| a == array && i == index) {
+        if let Some((a, i)) = new.get(k) {
+            (*array, *index) = (a.clone(), i.clone());
+        }
+    }
 }
 
 /// Removes the `gpuopt` lines (statement- and member-level) that requests came from.

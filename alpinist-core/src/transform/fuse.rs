@@ -117,6 +117,8 @@ pub struct Plan {
     /// The fused iterator: the first kernel's.
     pub iter: ParIter,
     kernels: Vec<Kernel>,
+    /// The iterators of later kernels renamed to the fused one.
+    renamed: Vec<String>,
 }
 
 /// One kernel, its iterator renamed to the fused one.
@@ -334,6 +336,7 @@ pub fn plan(program: &Program, first: Span, count: u32, groups: u32) -> Result<P
     };
     let tid = iter.name.name.clone();
     let mut kernels = Vec::new();
+    let mut renamed = Vec::new();
     for (k, block) in blocks.iter().enumerate() {
         let [it] = &block.iters[..] else {
             return Err(Refusal::FuseParShape {
@@ -355,6 +358,7 @@ pub fn plan(program: &Program, first: Span, count: u32, groups: u32) -> Result<P
                 });
             }
             rename_in_block(&mut block, &it.name.name, &tid);
+            renamed.push(it.name.name.clone());
         }
         kernels.push(kernel(block, k)?);
     }
@@ -364,6 +368,7 @@ pub fn plan(program: &Program, first: Span, count: u32, groups: u32) -> Result<P
         groups,
         iter,
         kernels,
+        renamed,
     })
 }
 
@@ -1376,7 +1381,45 @@ pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program,
             span,
         });
     }
+    rename_in_prefetch_lines(&mut out, plan);
     Ok(out)
+}
+
+/// The method-level `glob_to_reg` lines of the fused method name cells by a renamed iterator
+/// the way the fused block now does, where no other par block of the method binds that name.
+fn rename_in_prefetch_lines(program: &mut Program, plan: &Plan) {
+    let tid = &plan.iter.name.name;
+    for member in program.members_mut() {
+        let crate::syntax::MemberKind::Method(method) = &member.kind else {
+            continue;
+        };
+        if !(method.span.start <= plan.first.start && plan.first.end <= method.span.end) {
+            continue;
+        }
+        let mut bound = BTreeSet::new();
+        if let crate::syntax::MethodBody::Block(body) = &method.body {
+            for s in &body.stmts {
+                s.visit(&mut |s| {
+                    if let StmtKind::Par(group) = &s.kind {
+                        if s.span.start != plan.first.start {
+                            for b in &group.blocks {
+                                bound.extend(b.iters.iter().map(|i| i.name.name.clone()));
+                            }
+                        }
+                    }
+                });
+            }
+        }
+        for g in &mut member.gpuopts {
+            if let crate::syntax::GpuOptKind::GlobToReg { rows, indices, .. } = &mut g.kind {
+                for old in plan.renamed.iter().filter(|n| !bound.contains(*n)) {
+                    for e in rows.iter_mut().chain(indices.iter_mut()) {
+                        *e = e.substitute(old, &Expr::name(tid, e.span));
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn push_fact(list: &mut Vec<Fact>, f: &Fact) {
