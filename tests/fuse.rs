@@ -126,6 +126,11 @@ fn refused_fusions_exit_1_with_their_reason() {
             "a thread's permissions to `a[0]` and `a[k]` may be to the same location",
         ),
         (
+            "tests/data/fuse/old_of_a_written_cell.pvl",
+            "E0970",
+            "`\\old(b[tid])` in par block 2 reads what an earlier par block writes",
+        ),
+        (
             "tests/data/fuse/two_iterators.pvl",
             "E0964",
             "a par block with 2 iterators is not supported",

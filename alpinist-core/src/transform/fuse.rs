@@ -360,7 +360,24 @@ pub fn plan(program: &Program, first: Span, count: u32, groups: u32) -> Result<P
             rename_in_block(&mut block, &it.name.name, &tid);
             renamed.push(it.name.name.clone());
         }
-        kernels.push(kernel(block, k)?);
+        let kernel = kernel(block)?;
+        // `\old` means the state where the fused block starts: the same as where this kernel
+        // starts only for what no earlier kernel writes.
+        let written: BTreeSet<String> = kernels.iter().flat_map(Kernel::writes).collect();
+        if let Some((e, span)) = olds(&kernel.block)
+            .into_iter()
+            .find(|(e, _)| !reads(e).is_disjoint(&written))
+        {
+            return Err(Refusal::FuseUnsupported {
+                what: format!(
+                    "`\\old({})` in par block {} reads what an earlier par block writes; in the fused block `\\old` would mean the state where the first starts",
+                    print_expr(&e),
+                    k + 1
+                ),
+                span,
+            });
+        }
+        kernels.push(kernel);
     }
     Ok(Plan {
         first,
@@ -370,6 +387,49 @@ pub fn plan(program: &Program, first: Span, count: u32, groups: u32) -> Result<P
         kernels,
         renamed,
     })
+}
+
+/// Every `\old(e)` in the block (its contract and body, nested contracts included), with the
+/// span of the expression.
+fn olds(block: &ParBlock) -> Vec<(Expr, Span)> {
+    let mut out = Vec::new();
+    let mut from = |e: &Expr| {
+        e.visit(&mut |x| {
+            if let ExprKind::Old(inner) = &x.kind {
+                out.push(((**inner).clone(), x.span));
+            }
+        })
+    };
+    let mut exprs: Vec<Expr> = Vec::new();
+    let contract_exprs = |c: &Contract, into: &mut Vec<Expr>| {
+        for clause in &c.clauses {
+            match &clause.kind {
+                ClauseKind::Requires(e)
+                | ClauseKind::Ensures(e)
+                | ClauseKind::Context(e)
+                | ClauseKind::ContextEverywhere(e)
+                | ClauseKind::LoopInvariant(e) => into.push(e.clone()),
+                _ => {}
+            }
+        }
+    };
+    contract_exprs(&block.contract, &mut exprs);
+    for s in &block.body.stmts {
+        s.visit(&mut |s| {
+            s.for_each_expr(&mut |e| exprs.push(e.clone()));
+            match &s.kind {
+                StmtKind::While { contract, .. } | StmtKind::For { contract, .. } => {
+                    contract_exprs(contract, &mut exprs)
+                }
+                StmtKind::Barrier(b) => contract_exprs(&b.contract, &mut exprs),
+                _ => {}
+            }
+        });
+    }
+    for e in &exprs {
+        from(e);
+    }
+    out
 }
 
 /// The statement list that holds the statement at `span`.
@@ -459,7 +519,7 @@ fn rename_stmt(s: &mut Stmt, sub: &dyn Fn(&mut Expr)) {
 }
 
 /// The kernel's contract in atoms and facts, or why it cannot be read so.
-fn kernel(block: ParBlock, index: usize) -> Result<Kernel, Refusal> {
+fn kernel(block: ParBlock) -> Result<Kernel, Refusal> {
     let mut pre = Vec::new();
     let mut post = Vec::new();
     let mut everywhere = Vec::new();
@@ -482,17 +542,6 @@ fn kernel(block: ParBlock, index: usize) -> Result<Kernel, Refusal> {
         };
         for c in conjuncts(e) {
             let conjunct = conjunct(c, clause.span).map_err(|w| shape(w, clause.span))?;
-            if let Conjunct::Fact(f) = &conjunct {
-                if f.old && index > 0 {
-                    return Err(shape(
-                        format!(
-                            "`\\old` in `{}`, in the contract of a kernel after the first (in the fused kernel it would mean the state where the first starts)",
-                            print_expr(c)
-                        ),
-                        clause.span,
-                    ));
-                }
-            }
             if to_pre {
                 pre.push(conjunct.clone());
             }
@@ -1087,7 +1136,6 @@ pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program,
         }
         out
     };
-    // Per resource: the start and end holdings of every segment that touches it.
     // Keys and resources in the order they first appear, so the output follows the input.
     let mut key_order: BTreeMap<String, usize> = BTreeMap::new();
     let mut resources: Vec<String> = Vec::new();
