@@ -126,6 +126,11 @@ fn refused_fusions_exit_1_with_their_reason() {
             "a thread's permissions to `a[0]` and `a[k]` may be to the same location",
         ),
         (
+            "tests/data/fuse/incomparable_shares.pvl",
+            "E0970",
+            "the fused thread's share of `a[tid]`: cannot tell whether p or 1\\2 is larger",
+        ),
+        (
             "tests/data/fuse/old_of_a_written_cell.pvl",
             "E0970",
             "`\\old(b[tid])` in par block 2 reads what an earlier par block writes",

@@ -44,14 +44,17 @@
 //! (a known gap, README).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
+
+mod amount;
+
+use amount::Amount;
 
 use super::unroll::{find_stmt, mark, prove_in_probe};
 use super::{conjuncts, has_perm, parse_expr, respan, Applied, FreshNames, Refusal, Timings};
 use crate::syntax::{
     print_expr, Barrier, BarrierStyle, BinaryOp, Block, Builtin, Clause, ClauseKind, Contract,
-    Expr, ExprKind, Ident, ParBlock, ParGroup, ParGroupStyle, ParIter, PermLit, Program, Span,
-    Stmt, StmtKind,
+    Expr, ExprKind, Ident, ParBlock, ParGroup, ParGroupStyle, ParIter, Program, Span, Stmt,
+    StmtKind,
 };
 use crate::verify::{Limits, Status};
 
@@ -157,118 +160,6 @@ struct Fact {
     /// It mentions `\old` (kept out of barriers: there `\old` would mean another state).
     old: bool,
     span: Span,
-}
-
-/// A permission amount `num/den + reads·ε`, `ε` standing for `read` (smaller than every
-/// positive fraction).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Amount {
-    num: i128,
-    den: i128,
-    reads: i64,
-}
-
-impl Amount {
-    const ZERO: Amount = Amount {
-        num: 0,
-        den: 1,
-        reads: 0,
-    };
-
-    fn new(num: i128, den: i128, reads: i64) -> Amount {
-        let g = gcd(num.abs(), den.abs()).max(1);
-        let sign = if den < 0 { -1 } else { 1 };
-        Amount {
-            num: sign * num / g,
-            den: sign * den / g,
-            reads,
-        }
-    }
-
-    fn of(e: &Expr) -> Option<Amount> {
-        let int = |e: &Expr| match &e.kind {
-            ExprKind::IntLit(n) => i128::try_from(n).ok(),
-            _ => None,
-        };
-        match &e.kind {
-            ExprKind::PermLit(PermLit::Write) => Some(Amount::new(1, 1, 0)),
-            ExprKind::PermLit(PermLit::Read) => Some(Amount::new(0, 1, 1)),
-            ExprKind::PermLit(PermLit::None) => Some(Amount::ZERO),
-            ExprKind::IntLit(_) => Some(Amount::new(int(e)?, 1, 0)),
-            ExprKind::Binary {
-                op: BinaryOp::FracDiv | BinaryOp::Div,
-                lhs,
-                rhs,
-            } => {
-                let (n, d) = (int(lhs)?, int(rhs)?);
-                (d > 0).then(|| Amount::new(n, d, 0))
-            }
-            _ => None,
-        }
-    }
-
-    fn add(self, o: Amount) -> Amount {
-        Amount::new(
-            self.num * o.den + o.num * self.den,
-            self.den * o.den,
-            self.reads + o.reads,
-        )
-    }
-
-    fn sub(self, o: Amount) -> Amount {
-        self.add(Amount::new(-o.num, o.den, -o.reads))
-    }
-
-    fn max(self, o: Amount) -> Amount {
-        if self.cmp_to(o) == std::cmp::Ordering::Less {
-            o
-        } else {
-            self
-        }
-    }
-
-    fn cmp_to(self, o: Amount) -> std::cmp::Ordering {
-        (self.num * o.den)
-            .cmp(&(o.num * self.den))
-            .then(self.reads.cmp(&o.reads))
-    }
-
-    fn is_positive(self) -> bool {
-        self.cmp_to(Amount::ZERO) == std::cmp::Ordering::Greater
-    }
-
-    /// A whole permission (or more): the thread may write.
-    fn writes(self) -> bool {
-        self.num >= self.den
-    }
-
-    /// As PVL, if it can be written there.
-    fn text(self) -> Option<String> {
-        match (self.num, self.den, self.reads) {
-            (0, _, 1) => Some("read".into()),
-            (n, d, 0) if n == d => Some("write".into()),
-            (n, 1, 0) if n > 0 => Some(n.to_string()),
-            (n, d, 0) if n > 0 => Some(format!("{n}\\{d}")),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Amount {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.text() {
-            Some(t) => write!(f, "{t}"),
-            None => write!(f, "{}\\{} + {} read", self.num, self.den, self.reads),
-        }
-    }
-}
-
-fn gcd(a: i128, b: i128) -> i128 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
 }
 
 /// The syntactic part of the applicability check.
@@ -695,8 +586,8 @@ impl Kernel {
         let mut out: BTreeMap<String, Amount> = BTreeMap::new();
         for c in list {
             if let Conjunct::Perm(a) = c {
-                let e = out.entry(a.key.clone()).or_insert(Amount::ZERO);
-                *e = e.add(a.amount);
+                let e = out.entry(a.key.clone()).or_insert_with(Amount::zero);
+                *e = e.add(&a.amount);
             }
         }
         out
@@ -941,18 +832,16 @@ pub fn check_applicable(
                 }
             }
         }
-        let atoms: Vec<(Atom, Vec<Amount>)> = resources
-            .iter()
-            .flat_map(|r| held(&plan.kernels, r, seg))
-            .collect();
+        let mut atoms: Vec<(Atom, Vec<Amount>)> = Vec::new();
+        for r in &resources {
+            atoms.extend(held(&plan.kernels, r, seg)?);
+        }
         for (i, (a, held_a)) in atoms.iter().enumerate() {
             for (b, held_b) in &atoms[i + 1..] {
                 // Held at once beyond a whole permission: one location would be over-held
                 // (below that, two keys of one location are just their sum).
                 let at_once = held_a.iter().zip(held_b).any(|(x, y)| {
-                    x.is_positive()
-                        && y.is_positive()
-                        && x.add(*y).cmp_to(Amount::new(1, 1, 0)) == std::cmp::Ordering::Greater
+                    x.is_positive() && y.is_positive() && x.add(y).may_exceed_whole()
                 });
                 if a.resource == b.resource && at_once {
                     queries.push((
@@ -1076,7 +965,11 @@ fn ask(
 /// (in first appearance), the amount at the segment's start and after each kernel. Kernel k
 /// needs `pre_k` at its start and gives back `post_k`, so the start amount is
 /// `max_k (pre_k - Σ_{j<k} (post_j - pre_j))` (at least 0), the least that never runs short.
-fn held(kernels: &[Kernel], resource: &str, seg: &[usize]) -> Vec<(Atom, Vec<Amount>)> {
+fn held(
+    kernels: &[Kernel],
+    resource: &str,
+    seg: &[usize],
+) -> Result<Vec<(Atom, Vec<Amount>)>, Refusal> {
     let mut keys: Vec<Atom> = Vec::new();
     for k in seg {
         for a in kernels[*k].atoms() {
@@ -1087,26 +980,32 @@ fn held(kernels: &[Kernel], resource: &str, seg: &[usize]) -> Vec<(Atom, Vec<Amo
     }
     let amount = |list: &[Conjunct], key: &str| {
         Kernel::amounts(list)
-            .get(key)
-            .copied()
-            .unwrap_or(Amount::ZERO)
+            .remove(key)
+            .unwrap_or_else(Amount::zero)
     };
-    keys.into_iter()
-        .map(|atom| {
-            let mut delta = Amount::ZERO;
-            let mut need = Amount::ZERO;
-            let mut deltas = vec![Amount::ZERO];
-            for k in seg {
-                let pre = amount(&kernels[*k].pre, &atom.key);
-                let post = amount(&kernels[*k].post, &atom.key);
-                need = need.max(pre.sub(delta));
-                delta = delta.add(post.sub(pre));
-                deltas.push(delta);
-            }
-            let amounts = deltas.into_iter().map(|d| need.add(d)).collect();
-            (atom, amounts)
-        })
-        .collect()
+    let mut out = Vec::new();
+    for atom in keys {
+        let mut delta = Amount::zero();
+        let mut need = Amount::zero();
+        let mut deltas = vec![Amount::zero()];
+        for k in seg {
+            let pre = amount(&kernels[*k].pre, &atom.key);
+            let post = amount(&kernels[*k].post, &atom.key);
+            let short = pre.sub(&delta);
+            need = need.max(&short).ok_or_else(|| Refusal::FuseUnsupported {
+                what: format!(
+                    "the fused thread's share of `{}`: cannot tell whether {need} or {short} is larger",
+                    print_expr(&atom.location)
+                ),
+                span: atom.span,
+            })?;
+            delta = delta.add(&post.sub(&pre));
+            deltas.push(delta.clone());
+        }
+        let amounts = deltas.iter().map(|d| need.add(d)).collect();
+        out.push((atom, amounts));
+    }
+    Ok(out)
 }
 
 /// Holdings of one resource: amount per key, with the atom that names the key.
@@ -1156,13 +1055,13 @@ pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program,
     };
     let account = |resource: &str, seg: &[usize]| -> Result<(Holdings, Holdings), Refusal> {
         let (mut start, mut end) = (Holdings::new(), Holdings::new());
-        for (atom, amounts) in held(kernels, resource, seg) {
+        for (atom, amounts) in held(kernels, resource, seg)? {
             let at = (
                 key_order.get(&atom.key).copied().unwrap_or(0),
                 atom.key.clone(),
             );
-            let first = amounts.first().copied().unwrap_or(Amount::ZERO);
-            let last = amounts.last().copied().unwrap_or(Amount::ZERO);
+            let first = amounts.first().cloned().unwrap_or_else(Amount::zero);
+            let last = amounts.last().cloned().unwrap_or_else(Amount::zero);
             start.insert(at.clone(), (atom.clone(), first));
             end.insert(at, (atom, last));
         }
@@ -1243,9 +1142,9 @@ pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program,
                 ) {
                     let whole =
                         layout.injective.contains(&was.key) && layout.injective.contains(&now.key);
-                    if whole && had.cmp_to(*need) == std::cmp::Ordering::Greater {
-                        boost.insert(r.clone(), had.sub(*need));
-                        *need = *had;
+                    if whole && had.compare(need) == Some(std::cmp::Ordering::Greater) {
+                        boost.insert(r.clone(), had.sub(need));
+                        *need = had.clone();
                     }
                 }
                 // What the new holders do not take of the thread's old location stays with it.
@@ -1253,7 +1152,7 @@ pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program,
                 let rest = match old.values().collect::<Vec<_>>().as_slice() {
                     [(was, had)] if moved && layout.injective.contains(&was.key) => leftover(
                         was,
-                        *had,
+                        had.clone(),
                         &start,
                         &plan.iter,
                         &layout.covering,
@@ -1320,7 +1219,7 @@ pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program,
                     let (_, mut end) = account(r, &layout.segments[seg])?;
                     if let Some(extra) = boost.remove(r) {
                         for (_, amount) in end.values_mut() {
-                            *amount = amount.add(extra);
+                            *amount = amount.add(&extra);
                         }
                     }
                     end.extend(leftovers.get(r).cloned().unwrap_or_default());
@@ -1503,7 +1402,7 @@ fn leftover(
         .filter(|(_, amount)| amount.is_positive())
         .map(|(atom, amount)| {
             let cond = taker(atom, iter)?.filter(|_| !covering.contains(&atom.key));
-            Some((cond, *amount))
+            Some((cond, amount.clone()))
         })
         .collect::<Option<Vec<_>>>()
         .unwrap_or_default();
@@ -1511,7 +1410,7 @@ fn leftover(
         return out;
     }
     for mask in 0..(1u32 << takers.len()) {
-        let mut amount = had;
+        let mut amount = had.clone();
         let mut conds = Vec::new();
         if let Some(g) = &was.guard {
             conds.push(format!("({})", print_expr(g)));
@@ -1520,7 +1419,7 @@ fn leftover(
         for (k, (cond, need)) in takers.iter().enumerate() {
             match (mask & (1 << k) != 0, cond) {
                 (true, cond) => {
-                    amount = amount.sub(*need);
+                    amount = amount.sub(need);
                     conds.extend(cond.as_ref().map(|c| format!("({c})")));
                 }
                 (false, Some(cond)) => conds.push(format!("!({cond})")),
@@ -1544,7 +1443,7 @@ fn leftover(
                 print_expr(&was.location)
             ),
             guard,
-            amount,
+            amount: amount.clone(),
             ..was.clone()
         };
         out.insert((base + out.len(), atom.key.clone()), (atom, amount));
