@@ -128,7 +128,7 @@ fn refused_fusions_exit_1_with_their_reason() {
         (
             "tests/data/fuse/incomparable_shares.pvl",
             "E0970",
-            "the fused thread's share of `a[tid]`: cannot tell whether p or 1\\2 is larger",
+            "the fused thread's share of `b[tid]`: cannot tell whether p or 1\\2 is larger (Z3 proves neither in the state before the first par block)",
         ),
         (
             "tests/data/fuse/old_of_a_written_cell.pvl",

@@ -43,6 +43,7 @@
 //! cannot be inverted (`tid / 2`), the untaken shares are lost and the output may not verify
 //! (a known gap, README).
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 mod amount;
@@ -621,6 +622,8 @@ pub struct Layout {
     injective: BTreeSet<String>,
     /// The keys under which every thread's own location is some thread's (`leftover`).
     covering: BTreeSet<String>,
+    /// The comparisons of named shares Z3 decided.
+    decided: Decided,
 }
 
 /// One question for Z3, and what its failure means.
@@ -630,6 +633,8 @@ enum Query {
     Distinct(Atom, Atom),
     Injective(String),
     Covering(String),
+    /// One share at least another (a comparison the accounting needs).
+    AtLeast,
     Independent {
         k: usize,
         l: usize,
@@ -794,7 +799,7 @@ pub fn check_applicable(
                 })
             }
             // Asked in the second round.
-            Query::Distinct(..) | Query::Injective(_) | Query::Covering(_) => {}
+            Query::Distinct(..) | Query::Injective(_) | Query::Covering(_) | Query::AtLeast => {}
             Query::Independent { k, l } => {
                 depends.insert((*k, *l));
             }
@@ -820,6 +825,40 @@ pub fn check_applicable(
             last.push(l);
         }
     }
+    // The comparisons of named shares the accounting needs, decided by Z3 (a round per
+    // comparison found: a decision may lead the accounting to the next one).
+    let mut decided = Decided::new();
+    for _round in 0..8 {
+        let mut pending = None;
+        for seg in &segments {
+            for r in seg.iter().flat_map(|k| plan.kernels[*k].resources()) {
+                if let Err(u) = held(&plan.kernels, &r, seg, &decided) {
+                    pending.get_or_insert(u);
+                }
+            }
+        }
+        let Some(u) = pending else {
+            break;
+        };
+        let (Some(a), Some(b)) = (u.first.pvl(), u.second.pvl()) else {
+            return Err(u.refusal(""));
+        };
+        let queries = vec![
+            (Query::AtLeast, format!("({a}) >= ({b})")),
+            (Query::AtLeast, format!("({b}) >= ({a})")),
+        ];
+        let statuses = ask(program, plan, &queries, limits)?;
+        let order = match (&statuses[0], &statuses[1]) {
+            (Status::Verified, _) => Ordering::Greater,
+            (_, Status::Verified) => Ordering::Less,
+            _ => {
+                return Err(
+                    u.refusal(" (Z3 proves neither in the state before the first par block)")
+                )
+            }
+        };
+        decided.insert((u.first.to_string(), u.second.to_string()), order);
+    }
     // Per thread, different keys of one resource accounted together (in one segment) are
     // different locations: the thread may hold both at once.
     let mut queries: Vec<(Query, String)> = Vec::new();
@@ -834,7 +873,7 @@ pub fn check_applicable(
         }
         let mut atoms: Vec<(Atom, Vec<Amount>)> = Vec::new();
         for r in &resources {
-            atoms.extend(held(&plan.kernels, r, seg)?);
+            atoms.extend(held(&plan.kernels, r, seg, &decided).map_err(|u| u.refusal(""))?);
         }
         for (i, (a, held_a)) in atoms.iter().enumerate() {
             for (b, held_b) in &atoms[i + 1..] {
@@ -930,6 +969,7 @@ pub fn check_applicable(
         segments,
         injective,
         covering,
+        decided,
     })
 }
 
@@ -969,7 +1009,8 @@ fn held(
     kernels: &[Kernel],
     resource: &str,
     seg: &[usize],
-) -> Result<Vec<(Atom, Vec<Amount>)>, Refusal> {
+    decided: &Decided,
+) -> Result<Vec<(Atom, Vec<Amount>)>, Box<Uncertain>> {
     let mut keys: Vec<Atom> = Vec::new();
     for k in seg {
         for a in kernels[*k].atoms() {
@@ -992,13 +1033,20 @@ fn held(
             let pre = amount(&kernels[*k].pre, &atom.key);
             let post = amount(&kernels[*k].post, &atom.key);
             let short = pre.sub(&delta);
-            need = need.max(&short).ok_or_else(|| Refusal::FuseUnsupported {
-                what: format!(
-                    "the fused thread's share of `{}`: cannot tell whether {need} or {short} is larger",
-                    print_expr(&atom.location)
-                ),
-                span: atom.span,
-            })?;
+            let order = need
+                .compare(&short)
+                .or_else(|| decided.get(&(need.to_string(), short.to_string())).copied());
+            need = match order {
+                Some(Ordering::Less) => short,
+                Some(_) => need,
+                None => {
+                    return Err(Box::new(Uncertain {
+                        first: need,
+                        second: short,
+                        atom,
+                    }))
+                }
+            };
             delta = delta.add(&post.sub(&pre));
             deltas.push(delta.clone());
         }
@@ -1006,6 +1054,32 @@ fn held(
         out.push((atom, amounts));
     }
     Ok(out)
+}
+
+/// Comparisons of shares the accounting needed and Z3 decided in the state before the first
+/// par block: `(a, b)` (as printed) to `a` against `b`.
+type Decided = BTreeMap<(String, String), Ordering>;
+
+/// A comparison of two shares the accounting needs and cannot make by itself.
+#[derive(Debug)]
+struct Uncertain {
+    first: Amount,
+    second: Amount,
+    atom: Atom,
+}
+
+impl Uncertain {
+    fn refusal(&self, why: &str) -> Refusal {
+        Refusal::FuseUnsupported {
+            what: format!(
+                "the fused thread's share of `{}`: cannot tell whether {} or {} is larger{why}",
+                print_expr(&self.atom.location),
+                self.first,
+                self.second
+            ),
+            span: self.atom.span,
+        }
+    }
 }
 
 /// Holdings of one resource: amount per key, with the atom that names the key.
@@ -1055,7 +1129,8 @@ pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program,
     };
     let account = |resource: &str, seg: &[usize]| -> Result<(Holdings, Holdings), Refusal> {
         let (mut start, mut end) = (Holdings::new(), Holdings::new());
-        for (atom, amounts) in held(kernels, resource, seg)? {
+        let held = held(kernels, resource, seg, &layout.decided).map_err(|u| u.refusal(""))?;
+        for (atom, amounts) in held {
             let at = (
                 key_order.get(&atom.key).copied().unwrap_or(0),
                 atom.key.clone(),

@@ -108,14 +108,6 @@ impl Amount {
         self.sub(o).sign()
     }
 
-    /// The larger of the two, where certain.
-    pub(super) fn max(&self, o: &Amount) -> Option<Amount> {
-        match self.compare(o)? {
-            Ordering::Less => Some(o.clone()),
-            _ => Some(self.clone()),
-        }
-    }
-
     /// Some share, possibly (a named fraction may be zero: it still counts, which costs at most
     /// a `Perm(l, p)` that holds nothing).
     pub(super) fn is_positive(&self) -> bool {
@@ -133,6 +125,25 @@ impl Amount {
     /// It may be a whole permission, so the thread may write (a named share may be one).
     pub(super) fn writes(&self) -> bool {
         !self.named.is_empty() || self.num >= self.den
+    }
+
+    /// As a PVL fraction expression for Z3 (`1\\2 + p`, `0\\1 - p`), if it has no `read`.
+    pub(super) fn pvl(&self) -> Option<String> {
+        if self.reads != 0 {
+            return None;
+        }
+        let mut out = format!("{}\\{}", self.num, self.den);
+        if self.num < 0 {
+            out = format!("(0\\1 - {}\\{})", -self.num, self.den);
+        }
+        for (p, c) in &self.named {
+            let term = match c.abs() {
+                1 => p.clone(),
+                k => format!("{k} * {p}"),
+            };
+            out = format!("{out} {} {term}", if *c > 0 { "+" } else { "-" });
+        }
+        Some(out)
     }
 
     /// As PVL, if it can be written there.
@@ -187,8 +198,14 @@ mod tests {
 
     #[test]
     fn literal_shares_compare_and_print() {
-        assert_eq!(amount("1\\2").max(&amount("1\\3")), Some(amount("1\\2")));
-        assert_eq!(amount("read").max(&amount("1\\4")), Some(amount("1\\4")));
+        assert_eq!(
+            amount("1\\2").compare(&amount("1\\3")),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(
+            amount("read").compare(&amount("1\\4")),
+            Some(Ordering::Less)
+        );
         assert_eq!(
             amount("1\\2").add(&amount("1\\2")).text().as_deref(),
             Some("write")
@@ -205,15 +222,18 @@ mod tests {
     #[test]
     fn named_shares_compare_only_where_certain() {
         let p = amount("p");
-        assert_eq!(p.max(&p), Some(p.clone()));
-        assert_eq!(p.max(&Amount::zero()), Some(p.clone()));
-        assert_eq!(p.add(&amount("1\\2")).max(&p), Some(p.add(&amount("1\\2"))));
-        // p against 1\2: either may be larger.
-        assert_eq!(p.max(&amount("1\\2")), None);
-        assert_eq!(p.max(&amount("q")), None);
+        assert_eq!(p.compare(&p), Some(Ordering::Equal));
+        assert_eq!(p.compare(&Amount::zero()), Some(Ordering::Greater));
+        assert_eq!(p.add(&amount("1\\2")).compare(&p), Some(Ordering::Greater));
+        // p against 1\2, or against q: either may be larger.
+        assert_eq!(p.compare(&amount("1\\2")), None);
+        assert_eq!(p.compare(&amount("q")), None);
         assert!(p.writes() && p.may_exceed_whole() && p.is_positive());
         assert_eq!(p.text().as_deref(), Some("p"));
         assert_eq!(p.sub(&p), Amount::zero());
         assert!(p.add(&p).text().is_none());
+        assert_eq!(amount("1\\2").sub(&p).pvl().as_deref(), Some("1\\2 - p"));
+        assert_eq!(Amount::zero().sub(&p).pvl().as_deref(), Some("0\\1 - p"));
+        assert_eq!(amount("read").pvl(), None);
     }
 }
