@@ -312,7 +312,8 @@ pub fn run(
     let mut text = syntax::print(&current, trivia);
     let mut requests = requests.to_vec();
     for at in 0..requests.len() {
-        let request = &requests[at].clone();
+        let (this, later) = requests.split_at_mut(at + 1);
+        let request = &this[at];
         if let Some(refusal) = rewritten_target(&current, request, &steps) {
             return Err(Stop::Refused {
                 before,
@@ -337,7 +338,7 @@ pub fn run(
         };
         // A step may rewrite a later request's `glob_to_reg` line (fusion renames iterators):
         // the later request names its cell as the line now does.
-        for later in &mut requests[at + 1..] {
+        for later in later {
             restate_prefetch(&current, &applied.program, later);
         }
         current = applied.program;
@@ -422,26 +423,10 @@ fn restate_prefetch(before: &Program, after: &Program, request: &mut Request) {
         return;
     };
     let cells = |program: &Program| -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        for (_, m) in program.members() {
-            for g in m.gpuopts.iter().filter(|g| g.span == line) {
-                if let GpuOptKind::GlobToReg {
-                    array,
-                    rows,
-                    indices,
-                } = &g.kind
-                {
-                    let mut array = array.name.clone();
-                    for row in rows {
-                        array = format!("{array}[{}]", syntax::print_expr(row));
-                    }
-                    for index in indices {
-                        out.push((array.clone(), syntax::print_expr(index)));
-                    }
-                }
-            }
-        }
-        out
+        (program.members().iter())
+            .flat_map(|(_, m)| m.gpuopts.iter().filter(|g| g.span == line))
+            .flat_map(|g| prefetch_cells(&g.kind))
+            .collect()
     };
     let (old, new) = (cells(before), cells(after));
     if let Some(k) = old.iter().position(|(a, i)| a == array && i == index) {
@@ -449,6 +434,26 @@ fn restate_prefetch(before: &Program, after: &Program, request: &mut Request) {
             (*array, *index) = (a.clone(), i.clone());
         }
     }
+}
+
+/// The cells a `glob_to_reg` line names, as (array, index) texts in order: the array is an
+/// expression, `m[i]` for `glob_to_reg m[i] j`. Nothing for another kind of line.
+fn prefetch_cells(kind: &GpuOptKind) -> Vec<(String, String)> {
+    let GpuOptKind::GlobToReg {
+        array,
+        rows,
+        indices,
+    } = kind
+    else {
+        return Vec::new();
+    };
+    let mut array = array.name.clone();
+    for row in rows {
+        array = format!("{array}[{}]", syntax::print_expr(row));
+    }
+    (indices.iter())
+        .map(|index| (array.clone(), syntax::print_expr(index)))
+        .collect()
 }
 
 /// Removes the `gpuopt` lines (statement- and member-level) that requests came from.
@@ -538,29 +543,12 @@ fn annotation_requests(program: &Program) -> Result<Vec<Request>, PlanError> {
     for (_, m) in program.members() {
         for g in &m.gpuopts {
             // One request per cell; several lines for one array add up, a repeated cell counts once.
-            if let (
-                GpuOptKind::GlobToReg {
-                    array,
-                    rows,
-                    indices,
-                },
-                MemberKind::Method(method),
-            ) = (&g.kind, &m.kind)
-            {
-                // The array as an expression: `m[i]` for `glob_to_reg m[i] j`.
-                let mut array = array.name.clone();
-                for row in rows {
-                    array = format!("{array}[{}]", syntax::print_expr(row));
-                }
-                for index in indices {
-                    let index = syntax::print_expr(index);
+            if let (GpuOptKind::GlobToReg { .. }, MemberKind::Method(method)) = (&g.kind, &m.kind) {
+                for (array, index) in prefetch_cells(&g.kind) {
                     if prefetched.insert((method.span, array.clone(), index.clone())) {
                         out.push(Request {
                             target: method.span,
-                            optimisation: Optimisation::Prefetch {
-                                array: array.clone(),
-                                index,
-                            },
+                            optimisation: Optimisation::Prefetch { array, index },
                             gpuopt: Some(g.span),
                         });
                     }

@@ -292,34 +292,9 @@ fn olds(block: &ParBlock) -> Vec<(Expr, Span)> {
             }
         })
     };
-    let mut exprs: Vec<Expr> = Vec::new();
-    let contract_exprs = |c: &Contract, into: &mut Vec<Expr>| {
-        for clause in &c.clauses {
-            match &clause.kind {
-                ClauseKind::Requires(e)
-                | ClauseKind::Ensures(e)
-                | ClauseKind::Context(e)
-                | ClauseKind::ContextEverywhere(e)
-                | ClauseKind::LoopInvariant(e) => into.push(e.clone()),
-                _ => {}
-            }
-        }
-    };
-    contract_exprs(&block.contract, &mut exprs);
+    block.contract.for_each_expr(&mut from);
     for s in &block.body.stmts {
-        s.visit(&mut |s| {
-            s.for_each_expr(&mut |e| exprs.push(e.clone()));
-            match &s.kind {
-                StmtKind::While { contract, .. } | StmtKind::For { contract, .. } => {
-                    contract_exprs(contract, &mut exprs)
-                }
-                StmtKind::Barrier(b) => contract_exprs(&b.contract, &mut exprs),
-                _ => {}
-            }
-        });
-    }
-    for e in &exprs {
-        from(e);
+        s.for_each_expr_deep(&mut from);
     }
     out
 }
@@ -361,52 +336,15 @@ fn collect_idents(block: &ParBlock, into: &mut BTreeSet<String>) {
 /// `from` renamed to `to` in the block's contract and body (the caller made sure `to` is not
 /// a name there, so nothing is captured).
 fn rename_in_block(block: &mut ParBlock, from: &str, to: &str) {
-    let by = |span| Expr::name(to, span);
-    let sub = |e: &mut Expr| *e = e.substitute(from, &by(e.span));
-    rename_contract(&mut block.contract, &sub);
+    let mut sub = |e: &mut Expr| *e = e.substitute(from, &Expr::name(to, e.span));
+    block.contract.for_each_expr_mut(&mut sub);
     for it in &mut block.iters {
         if it.name.name == from {
             it.name.name = to.to_string();
         }
     }
     for s in &mut block.body.stmts {
-        rename_stmt(s, &sub);
-    }
-}
-
-fn rename_contract(c: &mut Contract, sub: &dyn Fn(&mut Expr)) {
-    for clause in &mut c.clauses {
-        match &mut clause.kind {
-            ClauseKind::Requires(e)
-            | ClauseKind::Ensures(e)
-            | ClauseKind::Context(e)
-            | ClauseKind::ContextEverywhere(e)
-            | ClauseKind::LoopInvariant(e)
-            | ClauseKind::LockInvariant(e) => sub(e),
-            ClauseKind::Decreases(crate::syntax::Decreases::Measure(es)) => {
-                es.iter_mut().for_each(sub)
-            }
-            _ => {}
-        }
-    }
-}
-
-fn rename_stmt(s: &mut Stmt, sub: &dyn Fn(&mut Expr)) {
-    s.for_each_expr_mut(&mut |e| sub(e));
-    match &mut s.kind {
-        StmtKind::While { contract, .. } | StmtKind::For { contract, .. } => {
-            rename_contract(contract, sub)
-        }
-        StmtKind::Par(group) => {
-            for b in &mut group.blocks {
-                rename_contract(&mut b.contract, sub)
-            }
-        }
-        StmtKind::Barrier(b) => rename_contract(&mut b.contract, sub),
-        _ => {}
-    }
-    for c in s.children_mut() {
-        rename_stmt(c, sub);
+        s.for_each_expr_deep_mut(&mut sub);
     }
 }
 
@@ -686,6 +624,18 @@ pub fn check_applicable(
     let in_range = |v: &str| format!("({lo}) <= {v} && {v} < ({hi})");
     // Dependences between kernels: a location one thread may write in one kernel and another
     // thread touches in the other.
+    // Two different threads t and u may reach one location, t under atom a and u under b.
+    let clash = |a: &Atom, b: &Atom| {
+        format!(
+            "{} && {} && {t} != {u} && {} && {} && {} == {}",
+            in_range(&t),
+            in_range(&u),
+            guard(a, &t),
+            guard(b, &u),
+            at(&a.address, &t),
+            at(&b.address, &u)
+        )
+    };
     let group = format!("({threads} / {})", plan.groups);
     for l in 1..plan.kernels.len() {
         for k in 0..l {
@@ -707,17 +657,6 @@ pub fn check_applicable(
             if clashes.is_empty() {
                 continue;
             }
-            let clash = |a: &Atom, b: &Atom| {
-                format!(
-                    "{} && {} && {t} != {u} && {} && {} && {} == {}",
-                    in_range(&t),
-                    in_range(&u),
-                    guard(a, &t),
-                    guard(b, &u),
-                    at(&a.address, &t),
-                    at(&b.address, &u)
-                )
-            };
             let none: Vec<String> = clashes
                 .iter()
                 .map(|(a, b)| format!("!({})", clash(a, b)))
@@ -920,15 +859,7 @@ pub fn check_applicable(
             }
             queries.push((
                 Query::Injective(a.key.clone()),
-                format!(
-                    "(\\forall int {t}; (\\forall int {u}; {} && {} && {t} != {u} && {} && {} ==> {} != {}))",
-                    in_range(&t),
-                    in_range(&u),
-                    guard(a, &t),
-                    guard(a, &u),
-                    at(&a.address, &t),
-                    at(&a.address, &u)
-                ),
+                format!("(\\forall int {t}; (\\forall int {u}; !({})))", clash(a, a)),
             ));
         }
     }
@@ -1142,28 +1073,21 @@ pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program,
         }
         Ok((start, end))
     };
+    let touches = |seg: &[usize], r: &str| seg.iter().any(|k| kernels[*k].resources().contains(r));
+    let first_touch = |r: &str| layout.segments.iter().position(|seg| touches(seg, r));
     // Fused precondition holdings: per resource, the first segment that touches it.
     let mut holdings: BTreeMap<(usize, String), Holdings> = BTreeMap::new();
     let mut pre_holdings: BTreeMap<(usize, String), Holdings> = BTreeMap::new();
     for r in &resources {
-        for seg in &layout.segments {
-            if seg.iter().any(|k| kernels[*k].resources().contains(r)) {
-                let (start, _) = account(r, seg)?;
-                pre_holdings.insert(resource_key(r), start.clone());
-                holdings.insert(resource_key(r), start);
-                break;
-            }
+        if let Some(first) = first_touch(r) {
+            let (start, _) = account(r, &layout.segments[first])?;
+            pre_holdings.insert(resource_key(r), start.clone());
+            holdings.insert(resource_key(r), start);
         }
     }
     // Facts: a precondition fact goes to the fused precondition when no earlier kernel
     // writes what it reads and the fused precondition's holdings frame it (its kernel is in
     // the first segment, or in the first segment that touches what it reads).
-    let first_touch = |r: &str| {
-        layout
-            .segments
-            .iter()
-            .position(|seg| seg.iter().any(|k| kernels[*k].resources().contains(r)))
-    };
     let mut written_before: BTreeSet<String> = BTreeSet::new();
     let mut pre_facts: Vec<Fact> = Vec::new();
     let mut placed_pre: Vec<Vec<bool>> = Vec::new();
@@ -1287,10 +1211,7 @@ pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program,
         // The segment's end holdings, once it is over.
         if layout.segments[seg].last() == Some(&l) {
             for r in &resources {
-                if layout.segments[seg]
-                    .iter()
-                    .any(|k| kernels[*k].resources().contains(r))
-                {
+                if touches(&layout.segments[seg], r) {
                     let (_, mut end) = account(r, &layout.segments[seg])?;
                     if let Some(extra) = boost.remove(r) {
                         for (_, amount) in end.values_mut() {

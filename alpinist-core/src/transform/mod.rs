@@ -150,23 +150,6 @@ pub fn apply(
     optimisation: &Optimisation,
     limits: &Limits,
 ) -> Result<Applied, Refusal> {
-    if let Optimisation::Fuse { count, groups } = optimisation {
-        return fuse::fuse(program, target, *count, *groups, limits);
-    }
-    let (program, timings) = apply_one(program, target, optimisation, limits)?;
-    Ok(Applied {
-        program,
-        timings,
-        note: None,
-    })
-}
-
-fn apply_one(
-    program: &Program,
-    target: Span,
-    optimisation: &Optimisation,
-    limits: &Limits,
-) -> Result<(Program, Timings), Refusal> {
     let desugared;
     let program = match optimisation.targets_loop() {
         true => match for_as_while(program, target) {
@@ -192,19 +175,27 @@ fn apply_one(
             span: target,
         });
     }
+    let plain = |(program, timings): (Program, Timings)| Applied {
+        program,
+        timings,
+        note: None,
+    };
     match optimisation {
         Optimisation::Unroll { var, factor } => {
-            unroll::unroll(program, target, var, *factor, limits)
+            unroll::unroll(program, target, var, *factor, limits).map(plain)
         }
-        Optimisation::Merge { var, factor } => merge::merge(program, target, var, *factor, limits),
-        Optimisation::Tile { layout, size } => tile::tile(program, target, *layout, *size, limits),
+        Optimisation::Merge { var, factor } => {
+            merge::merge(program, target, var, *factor, limits).map(plain)
+        }
+        Optimisation::Tile { layout, size } => {
+            tile::tile(program, target, *layout, *size, limits).map(plain)
+        }
         Optimisation::Prefetch { array, index } => {
-            prefetch::prefetch(program, target, array, index, limits)
+            prefetch::prefetch(program, target, array, index, limits).map(plain)
         }
-        Optimisation::Fuse { .. } => Err(Refusal::NotImplemented {
-            what: "internal: fusion goes through `apply`".into(),
-            span: target,
-        }),
+        Optimisation::Fuse { count, groups } => {
+            fuse::fuse(program, target, *count, *groups, limits)
+        }
     }
 }
 

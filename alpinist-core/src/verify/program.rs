@@ -370,7 +370,7 @@ impl<'p> ProgramInfo<'p> {
     /// [`ProgramInfo::ambiguous_use`] in the contract of `r` only: what a caller, `fork` or
     /// `join` reads of it.
     pub fn ambiguous_in_contract(&self, r: &Routine<'_>) -> Option<EncodeError> {
-        self.ambiguous_in(|f| super::recursion::contract_exprs(r.contract, f))
+        self.ambiguous_in(|f| r.contract.for_each_expr(f))
     }
 
     fn ambiguous_in(&self, walk: impl FnOnce(&mut dyn FnMut(&Expr))) -> Option<EncodeError> {
@@ -412,9 +412,7 @@ fn mentions_commit(program: &Program, order: &[Routine<'_>]) -> bool {
 /// Whether a contract mentions `idle(..)` or `running(..)`.
 fn names_thread_token(contract: &Contract) -> bool {
     let mut found = false;
-    super::recursion::contract_exprs(contract, &mut |e| {
-        found |= applies(e, &[Builtin::Idle, Builtin::Running])
-    });
+    contract.for_each_expr(&mut |e| found |= applies(e, &[Builtin::Idle, Builtin::Running]));
     found
 }
 
@@ -469,7 +467,7 @@ fn ambiguous_names(order: &[Routine<'_>]) -> BTreeMap<String, String> {
             if r.method.is_function() {
                 super::recursion::routine_exprs(r, &mut look);
             } else {
-                super::recursion::contract_exprs(r.contract, &mut look);
+                r.contract.for_each_expr(&mut look);
             }
             if let Some(u) = used {
                 found.push((name.clone(), format!("whose specification uses `{u}`")));

@@ -203,7 +203,7 @@ fn routine_calls(r: &Routine<'_>, out: &mut BTreeSet<String>) {
 
 /// Calls `f` on every expression of a routine: contract, body, nested contracts.
 pub(super) fn routine_exprs(r: &Routine<'_>, f: &mut dyn FnMut(&Expr)) {
-    contract_exprs(r.contract, f);
+    r.contract.for_each_expr(f);
     match &r.method.body {
         MethodBody::Abstract => {}
         MethodBody::Expr(e) => f(e),
@@ -215,30 +215,9 @@ pub(super) fn routine_exprs(r: &Routine<'_>, f: &mut dyn FnMut(&Expr)) {
     }
 }
 
-/// Calls `f` on every expression of a contract: its clauses and `decreases` measures.
-pub(super) fn contract_exprs(contract: &crate::syntax::Contract, f: &mut dyn FnMut(&Expr)) {
-    use crate::syntax::ClauseKind;
-    for c in &contract.clauses {
-        match &c.kind {
-            ClauseKind::Requires(e)
-            | ClauseKind::Ensures(e)
-            | ClauseKind::Context(e)
-            | ClauseKind::ContextEverywhere(e)
-            | ClauseKind::LoopInvariant(e)
-            | ClauseKind::LockInvariant(e) => f(e),
-            ClauseKind::Decreases(crate::syntax::Decreases::Measure(es)) => {
-                es.iter().for_each(&mut *f)
-            }
-            ClauseKind::Decreases(crate::syntax::Decreases::Assume)
-            | ClauseKind::Given(_)
-            | ClauseKind::Yields(_) => {}
-        }
-    }
-}
-
 /// Calls `f` on every expression of a statement, contracts included.
 pub(super) fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
-    let contract = contract_exprs;
+    let contract = |c: &crate::syntax::Contract, f: &mut dyn FnMut(&Expr)| c.for_each_expr(f);
     match &s.kind {
         StmtKind::LocalDecl { vars, .. } => {
             for v in vars {

@@ -6,8 +6,8 @@
 //! statement kind does not compile until every walker has been told what it contains.
 
 use super::{
-    Block, Class, Expr, ExprKind, Ident, Item, Member, MemberKind, Method, MethodBody, Modifier,
-    Program, Span,
+    Block, Class, ClauseKind, Contract, Decreases, Expr, ExprKind, Ident, Item, Member, MemberKind,
+    Method, MethodBody, Modifier, Program, Span,
 };
 use super::{Stmt, StmtKind};
 
@@ -237,6 +237,113 @@ impl Stmt {
     /// Whether `self` may assign the local `name` (see [`Stmt::assigned_locals`]).
     pub fn assigns(&self, name: &str) -> bool {
         self.assigned_locals().iter().any(|a| a.name == name)
+    }
+}
+
+/// The expressions of a contract's clauses and `decreases` measures, shared by
+/// [`Contract::for_each_expr`] and [`Contract::for_each_expr_mut`].
+macro_rules! contract_exprs {
+    ($c:expr, $f:expr, $iter:ident $(, $m:tt)?) => {
+        for clause in $c.clauses.$iter() {
+            match & $($m)* clause.kind {
+                ClauseKind::Requires(e)
+                | ClauseKind::Ensures(e)
+                | ClauseKind::Context(e)
+                | ClauseKind::ContextEverywhere(e)
+                | ClauseKind::LoopInvariant(e)
+                | ClauseKind::LockInvariant(e) => $f(e),
+                ClauseKind::Decreases(Decreases::Measure(es)) => {
+                    for e in es.$iter() {
+                        $f(e);
+                    }
+                }
+                ClauseKind::Decreases(Decreases::Assume)
+                | ClauseKind::Given(_)
+                | ClauseKind::Yields(_) => {}
+            }
+        }
+    };
+}
+
+impl Contract {
+    /// Calls `f` on every expression of the contract: its clauses and `decreases` measures.
+    pub fn for_each_expr(&self, f: &mut dyn FnMut(&Expr)) {
+        contract_exprs!(self, f, iter)
+    }
+
+    /// [`Contract::for_each_expr`], mutably.
+    pub fn for_each_expr_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
+        contract_exprs!(self, f, iter_mut, mut)
+    }
+}
+
+/// The contracts written on a statement itself, shared by [`Stmt::own_contracts`] and
+/// [`Stmt::own_contracts_mut`].
+macro_rules! own_contracts {
+    ($s:expr, $iter:ident $(, $m:tt)?) => {
+        match & $($m)* $s.kind {
+            StmtKind::While { contract, .. } | StmtKind::For { contract, .. } => vec![contract],
+            StmtKind::Par(group) => group.blocks.$iter().map(|b| & $($m)* b.contract).collect(),
+            StmtKind::Barrier(b) => vec![& $($m)* b.contract],
+            StmtKind::LocalDecl { .. }
+            | StmtKind::Assign { .. }
+            | StmtKind::Increment(_)
+            | StmtKind::Decrement(_)
+            | StmtKind::Expr(_)
+            | StmtKind::If { .. }
+            | StmtKind::Block(_)
+            | StmtKind::Return(_)
+            | StmtKind::Assert(_)
+            | StmtKind::Assume(_)
+            | StmtKind::Ghost(_)
+            | StmtKind::Invariant { .. }
+            | StmtKind::Atomic { .. }
+            | StmtKind::Lock(_)
+            | StmtKind::Unlock(_)
+            | StmtKind::Fork(_)
+            | StmtKind::Join(_)
+            | StmtKind::Commit(_)
+            | StmtKind::Wait(_)
+            | StmtKind::Notify(_)
+            | StmtKind::Fold(_)
+            | StmtKind::Unfold(_)
+            | StmtKind::GpuOpt(_) => Vec::new(),
+        }
+    };
+}
+
+impl Stmt {
+    /// The contracts written on `self` itself (not on nested statements): a loop's invariants,
+    /// each par block's thread contract, a barrier's contract.
+    pub fn own_contracts(&self) -> Vec<&Contract> {
+        own_contracts!(self, iter)
+    }
+
+    /// [`Stmt::own_contracts`], mutably.
+    pub fn own_contracts_mut(&mut self) -> Vec<&mut Contract> {
+        own_contracts!(self, iter_mut, mut)
+    }
+
+    /// Calls `f` on every expression in `self` and the statements nested in it, contracts
+    /// included ([`Stmt::for_each_expr`] and each statement's own contracts).
+    pub fn for_each_expr_deep(&self, f: &mut dyn FnMut(&Expr)) {
+        self.visit(&mut |s| {
+            s.for_each_expr(f);
+            for c in s.own_contracts() {
+                c.for_each_expr(f);
+            }
+        });
+    }
+
+    /// [`Stmt::for_each_expr_deep`], mutably.
+    pub fn for_each_expr_deep_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
+        self.for_each_expr_mut(f);
+        for c in self.own_contracts_mut() {
+            c.for_each_expr_mut(f);
+        }
+        for child in self.children_mut() {
+            child.for_each_expr_deep_mut(f);
+        }
     }
 }
 
