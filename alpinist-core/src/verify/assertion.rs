@@ -827,20 +827,45 @@ impl<'w, 'a> Walker<'w, 'a> {
             }
             _ => None,
         };
-        // Two binders laid out row-major, `a[c * row + col + e]` (constant c > 1): solved by
-        // `div` and `mod`. That solution is proved to give back the binders of every location
-        // the atom covers (which implies injectivity): a mask update whose solution missed a
-        // covered location would keep, on exhale, a permission it gave away.
+        // Two binders laid out row-major, `a[c * row + col + e]`: solved by `div` and `mod`
+        // for a constant c > 1; for a row length `c` that is a term free of the binders
+        // (`m[N * i + j]`, what matrix linearisation writes) by inverse functions, since Z3
+        // cannot divide by a symbol. Either way the layout's side condition is checked where
+        // the atom is (see `check_row_major`).
         let row_major = match (&loc.kind, &binder_names[..]) {
             (ExprKind::Index { base, index }, [x, y])
                 if !self.scope.mentions(base, x) && !self.scope.mentions(base, y) =>
             {
+                let symbolic = |row: usize, col: usize| {
+                    let zero = Int::from_i64(0);
+                    let one = Int::from_i64(1);
+                    let at = |r: &Int| i.substitute(&[(&binders[row], r), (&binders[col], &zero)]);
+                    RowMajor {
+                        row,
+                        col,
+                        width: RowWidth::Symbolic(Int::sub(&[at(&one), at(&zero)]).simplify()),
+                    }
+                };
                 match (
                     linear_coefficient(index, x, &self.scope),
                     linear_coefficient(index, y, &self.scope),
                 ) {
-                    (Some(c), Some(1)) if c > 1 => Some((0, 1, c)),
-                    (Some(1), Some(c)) if c > 1 => Some((1, 0, c)),
+                    (Some(c), Some(1)) if c > 1 => Some(RowMajor {
+                        row: 0,
+                        col: 1,
+                        width: RowWidth::Literal(c),
+                    }),
+                    (Some(1), Some(c)) if c > 1 => Some(RowMajor {
+                        row: 1,
+                        col: 0,
+                        width: RowWidth::Literal(c),
+                    }),
+                    (None, Some(1)) if affine_with_symbolic_slope(index, x, y, &self.scope) => {
+                        Some(symbolic(0, 1))
+                    }
+                    (Some(1), None) if affine_with_symbolic_slope(index, y, x, &self.scope) => {
+                        Some(symbolic(1, 0))
+                    }
                     _ => None,
                 }
             }
@@ -849,7 +874,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         let linear = if row_major.is_some() { None } else { linear };
         // `m[x][col]` with `x` a binder and `m` an inhaled `\matrix` (same reference heap):
         // `x` is solved by that matrix's row inverse, no inverse function of its own.
-        let matrix_row = match (&loc.kind, row_major) {
+        let matrix_row = match (&loc.kind, &row_major) {
             (ExprKind::Index { base, index: col }, None) => match &base.kind {
                 ExprKind::Index {
                     base: outer,
@@ -882,8 +907,8 @@ impl<'w, 'a> Walker<'w, 'a> {
             _ => None,
         };
         let injective_by_construction = linear.is_some() && binders.len() == 1;
-        if let Some((row, col, c)) = row_major {
-            self.check_row_major(&binders, (row, col, c), &positive, &i, atom);
+        if let Some(layout) = &row_major {
+            self.check_row_major(&binders, layout, &positive, &i, atom);
         } else if !binders.is_empty() && !injective_by_construction {
             self.check_injective(&binders, &positive, &r, &i, atom);
         }
@@ -945,25 +970,43 @@ impl<'w, 'a> Walker<'w, 'a> {
         Ok(())
     }
 
-    /// Wherever the amount is positive, the row-major solution of the index gives back the
-    /// binders (so the layout is also injective). Fails where a column may leave `0 .. c`, even
-    /// in a layout that is injective otherwise: the mask update relies on the solution.
+    /// The side condition of a row-major layout, wherever the amount is positive. For a
+    /// literal row length, the `div`/`mod` solution of the index gives back the binders (so
+    /// the layout is also injective); it fails where a column may leave `0 .. c`, even in a
+    /// layout that is injective otherwise: the mask update relies on the solution. For a
+    /// symbolic row length `c`, the column stays within `0 .. c`: then `c * row + col + e`
+    /// is injective (two locations with rows r ≠ r' differ by at least `c` minus the columns'
+    /// difference, which is below `c`), a fact of arithmetic that Z3 cannot derive among
+    /// products of symbols, and it is what makes `update`'s second inverse axiom consistent.
     fn check_row_major(
         &mut self,
         xs: &[Int],
-        (row, col, c): (usize, usize, i64),
+        layout: &RowMajor,
         positive: &Bool,
         i: &Int,
         atom: &Expr,
     ) {
-        let (solved_row, solved_col) = row_major_solution(xs, c, i, i);
-        let exact = Bool::and(&[solved_row.eq(&xs[row]), solved_col.eq(&xs[col])]);
+        let (goal, c) = match &layout.width {
+            RowWidth::Literal(c) => {
+                let (solved_row, solved_col) = row_major_solution(xs, *c, i, i);
+                let exact = Bool::and(&[
+                    solved_row.eq(&xs[layout.row]),
+                    solved_col.eq(&xs[layout.col]),
+                ]);
+                (exact, c.to_string())
+            }
+            RowWidth::Symbolic(c) => {
+                let col = &xs[layout.col];
+                let within = Bool::and(&[col.ge(Int::from_i64(0)), col.lt(c)]);
+                (within, "the row length".to_string())
+            }
+        };
         self.prover.check(Check {
-            goal: close(xs, &positive.implies(exact)),
+            goal: close(xs, &positive.implies(goal)),
             kind: ObligationKind::NotInjective,
             span: atom.span,
             note: Some(format!(
-                "the index is read as `{c} * row + col` (row-major): the column must stay within 0 .. {c}"
+                "the index is read as row-major, `row * {c} + col`: the column must stay within 0 .. {c}"
             )),
         });
     }
@@ -1007,7 +1050,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         &mut self,
         xs: &[Int],
         linear: Option<(usize, i64)>,
-        row_major: Option<(usize, usize, i64)>,
+        row_major: Option<RowMajor>,
         matrix_row: Option<(usize, Rc<FuncDecl>)>,
         positive: &Bool,
         r: &Dynamic,
@@ -1036,7 +1079,12 @@ impl<'w, 'a> Walker<'w, 'a> {
         let mut conditions = Vec::new();
         // Whether the solution names (R, K)'s index by construction (one linear binder).
         let mut index_exact = false;
-        if let Some((row, col, c)) = row_major {
+        if let Some(RowMajor {
+            row,
+            col,
+            width: RowWidth::Literal(c),
+        }) = row_major
+        {
             let (solved_row, solved_col) = row_major_solution(xs, c, i, &kk);
             solved = vec![zero.clone(), zero.clone()];
             solved[row] = solved_row;
@@ -1080,6 +1128,22 @@ impl<'w, 'a> Walker<'w, 'a> {
                 self.prover
                     .assume(close(xs, &positive.implies(Bool::and(&inv_at_loc))));
             }
+            if row_major.is_some() {
+                // A symbolic row-major layout (its column checked within 0 .. c): where the
+                // inverses name binders with a positive amount, they name (R, K). Consistent,
+                // because `div`/`mod` by c are such inverses; assumed instead of tested in the
+                // update, whose test would multiply the symbol c by an inverse function, a
+                // product Z3 cannot relate to the index `c * row + col` it reads.
+                let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&solved).collect();
+                let names = Bool::and(&[r.substitute(&pairs).eq(&rr), positive.substitute(&pairs)]);
+                let pattern = z3::Pattern::new(&[&solved[0] as &dyn Ast]);
+                self.prover.assume(z3::ast::forall_const(
+                    &[&rr as &dyn Ast, &kk as &dyn Ast],
+                    &[&pattern],
+                    &names.implies(i.substitute(&pairs).eq(&kk)),
+                ));
+                index_exact = true;
+            }
         }
         let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&solved).collect();
         conditions.push(r.substitute(&pairs).eq(&rr));
@@ -1093,6 +1157,55 @@ impl<'w, 'a> Walker<'w, 'a> {
         let (array, fact) = define_array(w, &rr, &kk, &Dynamic::from_ast(&body));
         self.prover.assume(fact);
         Mask { array }
+    }
+}
+
+/// Two binders of an atom laid out row-major: the index is `c * row + col + e`.
+struct RowMajor {
+    row: usize,
+    col: usize,
+    width: RowWidth,
+}
+
+/// The row length `c` of a [`RowMajor`] layout.
+enum RowWidth {
+    /// A constant greater than 1: the binders are solved by `div` and `mod`.
+    Literal(i64),
+    /// A term free of the binders (`N`, `n / 2`): solved by inverse functions.
+    Symbolic(Int),
+}
+
+/// Whether `e` is `s * x + (terms without x)` where the slope `s` mentions neither `x` nor
+/// `other` (a product with a symbol, as in `N * x + y`; `linear_coefficient` takes constant
+/// slopes only).
+fn affine_with_symbolic_slope(e: &Expr, x: &str, other: &str, scope: &LetScope) -> bool {
+    if !scope.mentions(e, x) {
+        return true;
+    }
+    match &e.kind {
+        ExprKind::Name(id) if id.name == x => !scope.binds_let(x),
+        ExprKind::Unary {
+            op: crate::syntax::UnaryOp::Neg,
+            operand,
+        } => affine_with_symbolic_slope(operand, x, other, scope),
+        ExprKind::Binary {
+            op: BinaryOp::Add | BinaryOp::Sub,
+            lhs,
+            rhs,
+        } => {
+            affine_with_symbolic_slope(lhs, x, other, scope)
+                && affine_with_symbolic_slope(rhs, x, other, scope)
+        }
+        ExprKind::Binary {
+            op: BinaryOp::Mul,
+            lhs,
+            rhs,
+        } => {
+            let slope = |s: &Expr| !scope.mentions(s, x) && !scope.mentions(s, other);
+            (slope(lhs) && affine_with_symbolic_slope(rhs, x, other, scope))
+                || (slope(rhs) && affine_with_symbolic_slope(lhs, x, other, scope))
+        }
+        _ => false,
     }
 }
 

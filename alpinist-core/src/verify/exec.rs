@@ -61,6 +61,10 @@ pub struct SolverProver {
     pub obligations: Vec<Obligation>,
     /// The locals reported in counterexamples.
     pub vars: Vec<(String, Term)>,
+    /// Whether an obligation the method's solver leaves undecided is tried again in a fresh
+    /// solver (see [`SolverProver::prove`]); off after the first retry that does not decide
+    /// either, so a method Z3 cannot do costs at most one retry more.
+    retry: std::cell::Cell<bool>,
 }
 
 impl SolverProver {
@@ -73,6 +77,7 @@ impl SolverProver {
             frames: vec![Vec::new()],
             obligations: Vec::new(),
             vars: Vec::new(),
+            retry: std::cell::Cell::new(true),
         }
     }
 
@@ -97,7 +102,7 @@ impl SolverProver {
 
     /// Whether `goal` is provable within a small budget (nothing recorded).
     fn probe(&self, goal: &Bool) -> bool {
-        self.with_rlimit(PROBE_RLIMIT, || self.prove(goal) == Status::Verified)
+        self.with_rlimit(PROBE_RLIMIT, || self.prove(goal, false) == Status::Verified)
     }
 
     /// Runs `f` with Z3's budget lowered to `rlimit`, then restores the method's limits.
@@ -124,19 +129,57 @@ impl SolverProver {
         solver.check() == SatResult::Unsat
     }
 
-    fn prove(&self, goal: &Bool) -> Status {
+    /// Checks `goal` against the method's facts; `retry`: an undecided answer is retried in
+    /// fresh solvers with the method's budget (not for probes, whose small budget is the
+    /// point and whose "don't know" is an answer).
+    fn prove(&self, goal: &Bool, retry: bool) -> Status {
         // `trigger ⇒ ¬goal` checked under the assumption `trigger`, instead of push / assert /
         // pop: libz3 4.8.12 crashed in `pop` after some queries mixing sequences and
         // quantifiers. With `trigger` false the implication constrains nothing later.
         let trigger = Bool::fresh_const("obligation");
         self.solver.assert(trigger.implies(goal.not()));
-        let status = match self
+        let mut result = self
             .solver
-            .check_assumptions(std::slice::from_ref(&trigger))
-        {
+            .check_assumptions(std::slice::from_ref(&trigger));
+        // Undecided in the method's solver: the same assertions in a fresh solver, checked
+        // once under the assumption `trigger` and, if still undecided, once more with the
+        // goal asserted (then Z3 preprocesses the whole query, simplifying the goal into the
+        // facts). What the method's solver keeps from earlier queries (instances, learned
+        // clauses, the monomials of `mul`'s definition) and the assumption itself (terms
+        // behind it, such as a lambda-defined mask read, are not instantiated alike) left it
+        // unable to decide the symbolic row-major permissions of a linearised matrix
+        // (`m[Y * i + j]`, `m[i + X * j]`), each of which one of the two fresh checks decides
+        // at once. Same facts, same goal: as sound as the first try. A method where neither
+        // decides stops retrying, so a file Z3 cannot do costs at most two checks more.
+        let mut answered_by = &self.solver;
+        let assumed;
+        let asserted;
+        if result == SatResult::Unknown && retry && self.retry.get() {
+            let fresh = || {
+                let solver = Solver::new();
+                solver.set_params(&self.limits.params());
+                for a in self.solver.get_assertions() {
+                    solver.assert(&a);
+                }
+                solver
+            };
+            assumed = fresh();
+            result = assumed.check_assumptions(std::slice::from_ref(&trigger));
+            answered_by = &assumed;
+            if result == SatResult::Unknown {
+                asserted = fresh();
+                asserted.assert(&trigger);
+                result = asserted.check();
+                answered_by = &asserted;
+            }
+            if result == SatResult::Unknown {
+                self.retry.set(false);
+            }
+        }
+        let status = match result {
             SatResult::Unsat => Status::Verified,
             SatResult::Sat => Status::Failed {
-                model: match self.solver.get_model() {
+                model: match answered_by.get_model() {
                     Some(m) => self
                         .vars
                         .iter()
@@ -146,8 +189,7 @@ impl SolverProver {
                 },
             },
             SatResult::Unknown => Status::Unknown {
-                reason: self
-                    .solver
+                reason: answered_by
                     .get_reason_unknown()
                     .map(|r| r.trim().to_string())
                     .filter(|r| !r.is_empty())
@@ -166,8 +208,8 @@ impl Prover for SolverProver {
     fn check(&mut self, check: Check) {
         let start = Instant::now();
         let mut status = match check.span.start >= super::REACHABILITY_PROBES {
-            true => self.with_rlimit(REACHABILITY_RLIMIT, || self.prove(&check.goal)),
-            false => self.prove(&check.goal),
+            true => self.with_rlimit(REACHABILITY_RLIMIT, || self.prove(&check.goal, false)),
+            false => self.prove(&check.goal, true),
         };
         // An injectivity goal is arithmetic about the binders, usually valid by itself: where
         // Z3 cannot decide it among the method's facts (with a two-binder par contract, it

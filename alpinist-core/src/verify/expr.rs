@@ -273,6 +273,10 @@ pub struct Eval<'a> {
     pub checks: Vec<Check>,
     /// A term of `World::sum` was built: [`Eval::take_axioms`] hands out its definition.
     uses_sum: bool,
+    /// A term of `World::product`'s `mul` was built: [`Eval::take_axioms`] hands out its
+    /// definition. Only then, so that programs without such a product see the solver as
+    /// before (model-based instantiation would check the nonlinear definition every time).
+    uses_product: bool,
     /// Names bound inside the expression (quantifiers, `\let`), innermost last.
     scopes: Vec<(String, Value)>,
     /// Quantifier-bound constants in scope: checks are closed over them.
@@ -317,6 +321,7 @@ impl<'a> Eval<'a> {
             old_is_now: false,
             checks: Vec::new(),
             uses_sum: false,
+            uses_product: false,
             scopes: Vec::new(),
             bound: Vec::new(),
             guards: Vec::new(),
@@ -342,8 +347,8 @@ impl<'a> Eval<'a> {
         x
     }
 
-    /// The definitions the terms built so far rely on (today `World::sum`'s, once a sum term
-    /// was built), for whoever takes the checks to assume first. Only then: the sum axioms
+    /// The definitions the terms built so far rely on (`World::sum`'s once a sum term was
+    /// built, `World::product`'s once a `mul` term was), for whoever takes the checks to assume first. Only then: the sum axioms
     /// quantify over arrays, which leaves Z3's array theory incomplete (failures would come
     /// back unknown) in every query.
     pub fn take_axioms(&mut self) -> Vec<Bool> {
@@ -352,6 +357,9 @@ impl<'a> Eval<'a> {
         } else {
             Vec::new()
         };
+        if std::mem::take(&mut self.uses_product) {
+            axioms.push(self.decls.world.product_axiom());
+        }
         axioms.append(&mut self.facts);
         axioms
     }
@@ -882,7 +890,11 @@ impl<'a> Eval<'a> {
                         let r = match op {
                             Add => Int::add(&[x, y]),
                             Sub => Int::sub(&[x, y]),
-                            _ => Int::mul(&[x, y]),
+                            _ => {
+                                let (product, uninterpreted) = self.decls.world.product(&x, &y);
+                                self.uses_product |= uninterpreted;
+                                product
+                            }
                         };
                         self.require_int32(&r, op.symbol(), span);
                         Value::int(r)
