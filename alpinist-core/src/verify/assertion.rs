@@ -986,27 +986,23 @@ impl<'w, 'a> Walker<'w, 'a> {
         i: &Int,
         atom: &Expr,
     ) {
-        // The literal solution lives to the end of the function, as it did before symbolic
-        // widths existed: freed Z3 terms give their ids to the next ones, and Z3's search
-        // follows the ids (freeing it earlier made two unrelated proofs 3 to 40 times slower).
-        let literal_solution = match &layout.width {
-            RowWidth::Literal(c) => Some(row_major_solution(xs, *c, i, i)),
-            RowWidth::Symbolic(_) => None,
-        };
-        let (goal, c) = match (&layout.width, &literal_solution) {
-            (RowWidth::Literal(c), Some((solved_row, solved_col))) => (
-                Bool::and(&[
+        // A literal width's solution is kept (`_solution`) to the end of the function: freed
+        // Z3 terms give their ids to the next ones, and Z3's search follows the ids (freed
+        // before the obligation was built, two unrelated proofs became 3 to 40 times slower).
+        let (goal, c, _solution) = match &layout.width {
+            RowWidth::Literal(c) => {
+                let (solved_row, solved_col) = row_major_solution(xs, *c, i, i);
+                let exact = Bool::and(&[
                     solved_row.eq(&xs[layout.row]),
                     solved_col.eq(&xs[layout.col]),
-                ]),
-                c.to_string(),
-            ),
-            (RowWidth::Symbolic(c), _) => {
+                ]);
+                (exact, c.to_string(), Some((solved_row, solved_col)))
+            }
+            RowWidth::Symbolic(c) => {
                 let col = &xs[layout.col];
                 let within = Bool::and(&[col.ge(Int::from_i64(0)), col.lt(c)]);
-                (within, "the row length".to_string())
+                (within, "the row length".to_string(), None)
             }
-            (RowWidth::Literal(_), None) => unreachable!("a literal width has its solution"),
         };
         self.prover.check(Check {
             goal: close(xs, &positive.implies(goal)),
@@ -1135,27 +1131,29 @@ impl<'w, 'a> Walker<'w, 'a> {
                 self.prover
                     .assume(close(xs, &positive.implies(Bool::and(&inv_at_loc))));
             }
-            if row_major.is_some() {
-                // A symbolic row-major layout (its column checked within 0 .. c): where the
-                // inverses name binders with a positive amount, they name (R, K). Consistent,
-                // because `div`/`mod` by c are such inverses; assumed instead of tested in the
-                // update, whose test would multiply the symbol c by an inverse function, a
-                // product Z3 cannot relate to the index `c * row + col` it reads.
-                let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&solved).collect();
-                let names = Bool::and(&[r.substitute(&pairs).eq(&rr), positive.substitute(&pairs)]);
-                let pattern = z3::Pattern::new(&[&solved[0] as &dyn Ast]);
-                self.prover.assume(z3::ast::forall_const(
-                    &[&rr as &dyn Ast, &kk as &dyn Ast],
-                    &[&pattern],
-                    &names.implies(i.substitute(&pairs).eq(&kk)),
-                ));
-                index_exact = true;
-            }
         }
         let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&solved).collect();
         conditions.push(r.substitute(&pairs).eq(&rr));
         conditions.push(positive.substitute(&pairs));
-        if !index_exact {
+        if matches!(
+            row_major,
+            Some(RowMajor {
+                width: RowWidth::Symbolic(_),
+                ..
+            })
+        ) {
+            // A symbolic row-major layout (its column checked within 0 .. c): where the
+            // inverses name binders with a positive amount, they name (R, K). Consistent,
+            // because `div`/`mod` by c are such inverses; assumed instead of tested in the
+            // update, whose test would multiply the symbol c by an inverse function, a
+            // product Z3 cannot relate to the index `c * row + col` it reads.
+            let pattern = z3::Pattern::new(&[&solved[0] as &dyn Ast]);
+            self.prover.assume(z3::ast::forall_const(
+                &[&rr as &dyn Ast, &kk as &dyn Ast],
+                &[&pattern],
+                &Bool::and(&conditions).implies(i.substitute(&pairs).eq(&kk)),
+            ));
+        } else if !index_exact {
             conditions.push(i.substitute(&pairs).eq(&kk));
         }
         let hit = Bool::and(&conditions);

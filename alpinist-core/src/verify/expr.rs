@@ -348,7 +348,8 @@ impl<'a> Eval<'a> {
     }
 
     /// The definitions the terms built so far rely on (`World::sum`'s once a sum term was
-    /// built, `World::product`'s once a `mul` term was), for whoever takes the checks to assume first. Only then: the sum axioms
+    /// built, `World::product`'s once a `mul` term was), for whoever takes the checks to
+    /// assume first. Only then: the sum axioms
     /// quantify over arrays, which leaves Z3's array theory incomplete (failures would come
     /// back unknown) in every query.
     pub fn take_axioms(&mut self) -> Vec<Bool> {
