@@ -1,7 +1,7 @@
 //! Optimisation times per example: `cargo bench --bench optimise`.
 //!
 //! Runs the release `alpinist optimise --json --no-cache FILE` over every file of `examples/loop_unroll/`,
-//! `examples/iteration_merging/`, `examples/tiling/`, `examples/data_prefetching/`, `examples/kernel_fusion/` and `examples/chains/` (the directories are listed at run time,
+//! `examples/iteration_merging/`, `examples/tiling/`, `examples/data_prefetching/`, `examples/kernel_fusion/`, `examples/matrix_linearisation/` and `examples/chains/` (the directories are listed at run time,
 //! so new examples are measured without editing this file), `RUNS` times each, and prints the
 //! median of each figure the report gives: the rewrite, the Z3 part of the applicability check,
 //! and the verification of the program before and after. These are the figures of issue 4's
@@ -19,6 +19,7 @@ const DIRECTORIES: &[&str] = &[
     "tiling",
     "data_prefetching",
     "kernel_fusion",
+    "matrix_linearisation",
     "chains",
 ];
 

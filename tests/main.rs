@@ -6,6 +6,7 @@ mod common;
 mod diagnostics;
 mod fuse;
 mod int32;
+mod linearise;
 mod merge;
 #[cfg(feature = "opencl")]
 mod opencl;

@@ -133,18 +133,6 @@ fn applicability_probes_never_succeed_vacuously() {
 }
 
 #[test]
-fn unimplemented_optimisations_are_exit_2_never_ignored() {
-    let args = ["optimise", "examples/matrix_linearisation/matrix_scale.pvl"];
-    let out = run(&args);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
-    assert!(
-        stderr(&out).contains("not implemented yet: `gpuopt matrix_lin`"),
-        "{args:?}: {}",
-        stderr(&out)
-    );
-}
-
-#[test]
 fn an_input_that_does_not_verify_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("wrong.pvl");

@@ -100,23 +100,6 @@ fn refused_prefetchings_exit_1_with_their_reason() {
     }
 }
 
-/// The example with its `gpuopt` lines applied through the library (no reverification: the
-/// end-to-end test above does that).
-fn prefetched(file: &str) -> (Program, Program) {
-    let text = std::fs::read_to_string(crate::common::repo_root().join(file)).unwrap();
-    let parsed = syntax::parse(&text).unwrap();
-    let requests = alpinist::pipeline::plan(&parsed.program, Vec::new(), None).unwrap();
-    let settings = alpinist::pipeline::Settings {
-        verify: false,
-        limits: alpinist::verify::Limits::default(),
-        jobs: 1,
-        cache: None,
-    };
-    let done = alpinist::pipeline::run(&parsed.program, &parsed.trivia, &requests, &settings)
-        .unwrap_or_else(|e| panic!("{file}: {e:?}"));
-    (parsed.program, syntax::parse(&done.text).unwrap().program)
-}
-
 /// (file, method, the int arguments after the first size N, each array's length minus N; no
 /// lengths: the first array has 4 * N cells and the second 4, or N with `nested_groups`).
 const RUNS: [(&str, &str, &[i128], &[usize]); 9] = [
@@ -176,8 +159,11 @@ const RUNS: [(&str, &str, &[i128], &[usize]); 9] = [
     ),
 ];
 
-static PREFETCHED: LazyLock<Vec<(Program, Program)>> =
-    LazyLock::new(|| RUNS.iter().map(|(file, ..)| prefetched(file)).collect());
+static PREFETCHED: LazyLock<Vec<(Program, Program)>> = LazyLock::new(|| {
+    RUNS.iter()
+        .map(|(file, ..)| crate::common::annotations_applied(file))
+        .collect()
+});
 
 /// Examples the runs leave out: `field_array` keeps its array in a field, `matrix_cell` has
 /// an `int[][]` parameter, and the harness passes one-dimensional arrays as arguments.
@@ -236,27 +222,12 @@ proptest! {
 /// program comes out of the annotated file and of the flag on the file without the line.
 #[test]
 fn prefetch_flag_does_what_the_annotation_does() {
-    let file = "examples/data_prefetching/pair_accumulate.pvl";
-    let annotated = run(&["optimise", "--no-verify", file]);
-    assert_eq!(annotated.status.code(), Some(0), "{}", stderr(&annotated));
-    let text = std::fs::read_to_string(crate::common::repo_root().join(file)).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let bare = dir.path().join("bare.pvl");
-    std::fs::write(
-        &bare,
-        text.replace("  gpuopt glob_to_reg a tid tid + 1;\n", ""),
-    )
-    .unwrap();
-    let bare = bare.to_string_lossy().into_owned();
-    let flagged = run(&[
-        "optimise",
-        "--no-verify",
+    let (dir, bare) = crate::common::assert_flag_does_what_the_annotation_does(
+        "examples/data_prefetching/pair_accumulate.pvl",
+        "  gpuopt glob_to_reg a tid tid + 1;\n",
         "--prefetch",
         "a:tid,tid + 1",
-        &bare,
-    ]);
-    assert_eq!(flagged.status.code(), Some(0), "{}", stderr(&flagged));
-    assert_eq!(stdout(&annotated), stdout(&flagged));
+    );
     // The two-dimensional form: a row.
     let text = std::fs::read_to_string(
         crate::common::repo_root().join("examples/data_prefetching/matrix_cell.pvl"),

@@ -93,6 +93,10 @@ enum Command {
         /// `a:tid,tid+1` (repeatable; the method with par blocks that has the array).
         #[arg(long, value_name = "ARRAY:INDEX,..")]
         prefetch: Vec<String>,
+        /// Store a matrix as one array: `MATRIX:R|C:ROWS:COLS`, row-major (R) or column-major
+        /// (C), e.g. `m:R:X:Y` (repeatable; the method that has the matrix).
+        #[arg(long, value_name = "MATRIX:R|C:ROWS:COLS")]
+        linearise: Vec<String>,
         /// The iteration variable of the loop the flags target.
         #[arg(long, value_name = "VAR")]
         r#loop: Option<String>,
@@ -180,6 +184,7 @@ pub fn main() -> ExitCode {
             tile,
             fuse,
             prefetch,
+            linearise,
             r#loop,
             output,
             no_verify,
@@ -194,6 +199,7 @@ pub fn main() -> ExitCode {
                 tile,
                 fuse,
                 prefetch,
+                linearise,
                 var: r#loop,
                 output,
                 no_verify,

@@ -57,6 +57,9 @@ pub enum PlanError {
     FuseFlagTarget { count: u32, runs: Vec<Span> },
     /// `--prefetch ARRAY:..` with no method, or several, that has a par block and the array.
     PrefetchTarget { array: String, methods: Vec<Span> },
+    /// `--linearise MATRIX:..` with no method, or several in different classes, that has
+    /// the matrix as a parameter or mentions it as a field.
+    LineariseTarget { matrix: String, methods: Vec<Span> },
     /// `--unroll`/`--merge` (`flag`) with no loop whose guard reads `var`.
     NoLoop {
         flag: &'static str,
@@ -131,6 +134,14 @@ impl PlanError {
                 methods.len(),
                 methods.iter().map(|s| at(*s)).collect::<Vec<_>>().join(", ")
             ),
+            PlanError::LineariseTarget { matrix, methods } if methods.is_empty() => format!(
+                "no method has a matrix parameter `{matrix}`, or mentions a matrix field `{matrix}`, for `--linearise`"
+            ),
+            PlanError::LineariseTarget { matrix, methods } => format!(
+                "{} methods have `{matrix}` ({}): put `gpuopt matrix_lin` before the one to optimise",
+                methods.len(),
+                methods.iter().map(|s| at(*s)).collect::<Vec<_>>().join(", ")
+            ),
             PlanError::NoLoop { flag, var } => format!("no loop{} for `{flag}`", which(var)),
             PlanError::Loops { flag, var, loops } => format!(
                 "{} loops{} match `{flag}`; pick one with `--loop VAR`:\n{}",
@@ -152,7 +163,7 @@ impl PlanError {
                 names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
             ),
             PlanError::Nothing => {
-                "nothing to optimise: no `gpuopt` annotation and no `--unroll`, `--merge`, `--tile` or `--prefetch`"
+                "nothing to optimise: no `gpuopt` annotation and no `--unroll`, `--merge`, `--tile`, `--fuse`, `--prefetch` or `--linearise`"
                     .into()
             }
         }
@@ -172,9 +183,13 @@ pub fn plan(
         // A flag overrides an annotation of the same kind on the same target (for prefetching,
         // of the same cell), whose line it consumes: the output has neither.
         requests.retain(|r| {
-            let same_kind = match &request.optimisation {
-                Optimisation::Prefetch { .. } => r.optimisation == request.optimisation,
-                o => std::mem::discriminant(&r.optimisation) == std::mem::discriminant(o),
+            let same_kind = match (&request.optimisation, &r.optimisation) {
+                (Optimisation::Prefetch { .. }, _) => r.optimisation == request.optimisation,
+                (
+                    Optimisation::Linearise { matrix, .. },
+                    Optimisation::Linearise { matrix: other, .. },
+                ) => matrix == other,
+                (o, _) => std::mem::discriminant(&r.optimisation) == std::mem::discriminant(o),
             };
             let replaced = r.target == request.target && same_kind;
             if replaced && request.gpuopt.is_none() {
@@ -496,9 +511,17 @@ fn annotated_kind(kind: &GpuOptKind) -> Result<Optimisation, String> {
             layout: *layout,
             size: literal(size, "tile size")?,
         }),
-        GpuOptKind::MatrixLin { .. } => {
-            Err("not implemented yet: `gpuopt matrix_lin` (matrix linearisation)".into())
-        }
+        GpuOptKind::MatrixLin {
+            matrix,
+            order,
+            rows,
+            cols,
+        } => Ok(Optimisation::Linearise {
+            matrix: matrix.name.clone(),
+            order: *order,
+            rows: syntax::print_expr(rows),
+            cols: syntax::print_expr(cols),
+        }),
         GpuOptKind::GlobToReg { .. } => {
             Err("`gpuopt glob_to_reg` stands before a method, not a statement".into())
         }
@@ -514,6 +537,29 @@ fn annotated_kind(kind: &GpuOptKind) -> Result<Optimisation, String> {
             Ok(Optimisation::Fuse { count, groups })
         }
     }
+}
+
+/// Whether `name` occurs in the member's contract or body (as a name, or `this.name`).
+fn mentions_name(member: &syntax::Member, name: &str) -> bool {
+    let mut found = false;
+    let mut look = |e: &Expr| {
+        e.visit(&mut |x| match &x.kind {
+            ExprKind::Name(id) => found |= id.name == name,
+            ExprKind::Field { base, name: f } => {
+                found |= matches!(base.kind, ExprKind::This) && f.name == name
+            }
+            _ => {}
+        })
+    };
+    member.contract.for_each_expr(&mut look);
+    if let MemberKind::Method(method) = &member.kind {
+        match &method.body {
+            MethodBody::Block(b) => b.stmts.iter().for_each(|s| s.for_each_expr_deep(&mut look)),
+            MethodBody::Expr(e) => look(e),
+            MethodBody::Abstract => {}
+        }
+    }
+    found
 }
 
 fn is_loop(s: &Stmt) -> bool {
@@ -540,8 +586,30 @@ fn annotation_requests(program: &Program) -> Result<Vec<Request>, PlanError> {
     let mut out = Vec::new();
     let mut error: Option<PlanError> = None;
     let mut prefetched = BTreeSet::new();
-    for (_, m) in program.members() {
+    let mut linearised = Vec::new();
+    for (class, m) in program.members() {
         for g in &m.gpuopts {
+            // One request per group: the same line on several methods of a class is one
+            // linearisation of them all (`transform::linearise`), which consumes every line.
+            if let (GpuOptKind::MatrixLin { .. }, MemberKind::Method(method)) = (&g.kind, &m.kind) {
+                let optimisation = match annotated(g) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        error.get_or_insert(e);
+                        continue;
+                    }
+                };
+                let key = (class.map(|c| c.span), optimisation.clone());
+                if !linearised.contains(&key) {
+                    linearised.push(key);
+                    out.push(Request {
+                        target: method.span,
+                        optimisation,
+                        gpuopt: Some(g.span),
+                    });
+                }
+                continue;
+            }
             // One request per cell; several lines for one array add up, a repeated cell counts once.
             if let (GpuOptKind::GlobToReg { .. }, MemberKind::Method(method)) = (&g.kind, &m.kind) {
                 for (array, index) in prefetch_cells(&g.kind) {
@@ -683,6 +751,43 @@ fn flag_request(
                 methods,
             }),
         };
+    }
+    if let Optimisation::Linearise { matrix, .. } = &optimisation {
+        // The methods with the matrix as a parameter, or that mention it as a field of their
+        // class; the methods of one class with a field matrix are one group (its first).
+        let mut methods: Vec<(Option<Span>, Span, bool)> = Vec::new();
+        for (class, m) in program.members() {
+            let MemberKind::Method(method) = &m.kind else {
+                continue;
+            };
+            let param = method.params.iter().any(|p| p.name.name == *matrix);
+            let field = !param
+                && class.is_some_and(|c| {
+                    c.members
+                        .iter()
+                        .any(|f| matches!(&f.kind, MemberKind::Field(f) if f.name.name == *matrix))
+                })
+                && mentions_name(m, matrix);
+            if param || field {
+                methods.push((class.map(|c| c.span), method.span, field));
+            }
+        }
+        let one_field_group = methods
+            .iter()
+            .all(|(c, _, field)| *field && *c == methods[0].0);
+        return match methods.as_slice() {
+            [one] => Ok(one.1),
+            [first, ..] if one_field_group => Ok(first.1),
+            _ => Err(PlanError::LineariseTarget {
+                matrix: matrix.clone(),
+                methods: methods.iter().map(|m| m.1).collect(),
+            }),
+        }
+        .map(|target| Request {
+            target,
+            optimisation: optimisation.clone(),
+            gpuopt: None,
+        });
     }
     if let Optimisation::Fuse { count, .. } = optimisation {
         // The first par statements of runs of at least `count` consecutive ones.

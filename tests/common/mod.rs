@@ -536,3 +536,46 @@ pub fn assert_loop_optimisation_keeps_meaning(
     prop_assert_eq!(before, after, "{}", text);
     Ok(())
 }
+
+/// The example `file` optimised by its annotation (the line `line`) and, with that line
+/// removed, by the flag `flag spec` print the same program (`--no-verify`: the example tests
+/// reverify). Returns the temporary folder and the path of the file without the line.
+pub fn assert_flag_does_what_the_annotation_does(
+    file: &str,
+    line: &str,
+    flag: &str,
+    spec: &str,
+) -> (tempfile::TempDir, String) {
+    let annotated = run(&["optimise", "--no-verify", file]);
+    assert_eq!(annotated.status.code(), Some(0), "{}", stderr(&annotated));
+    let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
+    assert!(text.contains(line), "{file} has no line {line:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("bare.pvl");
+    std::fs::write(&bare, text.replace(line, "")).unwrap();
+    let bare = bare.to_string_lossy().into_owned();
+    let flagged = run(&["optimise", "--no-verify", flag, spec, &bare]);
+    assert_eq!(flagged.status.code(), Some(0), "{}", stderr(&flagged));
+    assert_eq!(stdout(&annotated), stdout(&flagged));
+    (dir, bare)
+}
+
+/// The example `file` before and after its `gpuopt` lines, applied through the library without
+/// reverification (the end-to-end tests reverify).
+pub fn annotations_applied(file: &str) -> (Program, Program) {
+    let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
+    let parsed = alpinist::syntax::parse(&text).unwrap();
+    let requests = alpinist::pipeline::plan(&parsed.program, Vec::new(), None).unwrap();
+    let settings = alpinist::pipeline::Settings {
+        verify: false,
+        limits: alpinist::verify::Limits::default(),
+        jobs: 1,
+        cache: None,
+    };
+    let done = alpinist::pipeline::run(&parsed.program, &parsed.trivia, &requests, &settings)
+        .unwrap_or_else(|e| panic!("{file}: {e:?}"));
+    (
+        parsed.program,
+        alpinist::syntax::parse(&done.text).unwrap().program,
+    )
+}

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use alpinist_core::pipeline::{self, Stop, Verification};
-use alpinist_core::syntax::{line_col, Span, TileLayout};
+use alpinist_core::syntax::{line_col, MatrixOrder, Span, TileLayout};
 use alpinist_core::transform::{Optimisation, Refusal};
 use alpinist_core::verify::{Limits, Outcome};
 
@@ -24,6 +24,8 @@ pub struct Options {
     pub fuse: Option<String>,
     /// `--prefetch ARRAY:INDEX,..`, each as given.
     pub prefetch: Vec<String>,
+    /// `--linearise MATRIX:R|C:ROWS:COLS`, each as given.
+    pub linearise: Vec<String>,
     pub var: Option<String>,
     pub output: Option<PathBuf>,
     pub no_verify: bool,
@@ -456,6 +458,9 @@ fn flag_optimisations(options: &Options) -> Result<Vec<Optimisation>, String> {
     for spec in &options.prefetch {
         out.extend(parse_prefetch(spec)?);
     }
+    for spec in &options.linearise {
+        out.push(parse_linearise(spec)?);
+    }
     Ok(out)
 }
 
@@ -495,6 +500,34 @@ fn parse_prefetch(spec: &str) -> Result<Vec<Optimisation>, String> {
             index: index.trim().to_string(),
         })
         .collect())
+}
+
+/// `MATRIX:R|C:ROWS:COLS`; the sizes are expressions, split at the colons outside brackets.
+fn parse_linearise(spec: &str) -> Result<Optimisation, String> {
+    let bad = || {
+        format!("`--linearise {spec}`: expected `MATRIX:R|C:ROWS:COLS`, e.g. `m:R:X:Y` (R row-major, C column-major)")
+    };
+    let parts: Vec<&str> = spec.splitn(4, ':').map(str::trim).collect();
+    let [matrix, order, rows, cols] = parts.as_slice() else {
+        return Err(bad());
+    };
+    let order = match *order {
+        "R" => MatrixOrder::RowMajor,
+        "C" => MatrixOrder::ColumnMajor,
+        _ => return Err(bad()),
+    };
+    let is_name = !matrix.is_empty()
+        && matrix.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !matrix.starts_with(|c: char| c.is_ascii_digit());
+    if !is_name || rows.is_empty() || cols.is_empty() || cols.contains(':') {
+        return Err(bad());
+    }
+    Ok(Optimisation::Linearise {
+        matrix: matrix.to_string(),
+        order,
+        rows: rows.to_string(),
+        cols: cols.to_string(),
+    })
 }
 
 /// `F` or `F:B`: F ≥ 2 kernels, B ≥ 1 work-groups.

@@ -384,7 +384,7 @@ pub enum CheckError {
         span: Span,
     },
 
-    #[error("`gpuopt matrix_lin {name}`: `{name}` is not an `int[][]` parameter of the method")]
+    #[error("`gpuopt matrix_lin {name}`: `{name}` is not an `int[][]` or `boolean[][]` parameter of the method, nor such a field of its class")]
     #[diagnostic(code(E0407))]
     GpuOptNotMatrixParam {
         name: String,

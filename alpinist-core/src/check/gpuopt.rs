@@ -93,9 +93,13 @@ pub(crate) fn check_method_opts<'a>(
             GpuOptKind::MatrixLin {
                 matrix, rows, cols, ..
             } => {
+                // A parameter, or else a field (a parameter of the name hides the field).
+                let ty = checker
+                    .param_type(&matrix.name)
+                    .or_else(|| checker.field_type(&matrix.name));
                 let is_matrix = matches!(
-                    checker.param_type(&matrix.name),
-                    Some(Ty::Array(ref row)) if matches!(**row, Ty::Array(ref e) if matches!(**e, Ty::Int | Ty::Unknown))
+                    ty,
+                    Some(Ty::Array(ref row)) if matches!(**row, Ty::Array(ref e) if matches!(**e, Ty::Int | Ty::Bool | Ty::Unknown))
                 );
                 if !is_matrix {
                     checker.err(CheckError::GpuOptNotMatrixParam {

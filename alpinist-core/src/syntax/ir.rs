@@ -693,6 +693,18 @@ impl Expr {
         e
     }
 
+    /// `lhs op rhs`, carrying the span of `lhs` (for generated code).
+    pub fn binary(op: BinaryOp, lhs: Expr, rhs: Expr) -> Expr {
+        Expr {
+            span: lhs.span,
+            kind: ExprKind::Binary {
+                op,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+            },
+        }
+    }
+
     /// The name `name` as an expression, both carrying `span` (for generated code).
     pub fn name(name: &str, span: Span) -> Expr {
         Expr {

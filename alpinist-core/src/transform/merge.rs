@@ -140,18 +140,6 @@ fn int_expr(v: i128, span: Span) -> Expr {
     }
 }
 
-fn binary(op: BinaryOp, lhs: Expr, rhs: Expr) -> Expr {
-    let span = lhs.span;
-    Expr {
-        kind: ExprKind::Binary {
-            op,
-            lhs: Box::new(lhs),
-            rhs: Box::new(rhs),
-        },
-        span,
-    }
-}
-
 /// One quantity whose value at loop entry must be constant: the loop variable or an atom of
 /// the guard, copied into a fresh local of the probe.
 struct Quantity {
@@ -266,7 +254,7 @@ fn constants_at_entry(
     for (k, (q, v)) in quantities.iter().zip(&candidates).enumerate() {
         let m = marked(k as u32 + 1);
         second.push(Stmt {
-            kind: StmtKind::Assert(binary(
+            kind: StmtKind::Assert(Expr::binary(
                 BinaryOp::Eq,
                 Expr::name(&q.local, m),
                 int_expr(*v, m),
@@ -595,14 +583,14 @@ fn merged(stmt: &Stmt, plan: &MergePlan, g: &str) -> Vec<Stmt> {
         kind: ClauseKind::LoopInvariant(e),
         span,
     };
-    contract.clauses.push(invariant(binary(
+    contract.clauses.push(invariant(Expr::binary(
         BinaryOp::And,
-        binary(BinaryOp::Le, int(0), name(g)),
-        binary(BinaryOp::Le, name(g), int(plan.count.into())),
+        Expr::binary(BinaryOp::Le, int(0), name(g)),
+        Expr::binary(BinaryOp::Le, name(g), int(plan.count.into())),
     )));
-    contract.clauses.push(invariant(binary(
+    contract.clauses.push(invariant(Expr::binary(
         BinaryOp::Eq,
-        binary(BinaryOp::Mod, name(g), int(plan.factor.into())),
+        Expr::binary(BinaryOp::Mod, name(g), int(plan.factor.into())),
         int(rest.into()),
     )));
     contract.clauses.push(invariant(relation(plan, g, span)));
@@ -613,7 +601,7 @@ fn merged(stmt: &Stmt, plan: &MergePlan, g: &str) -> Vec<Stmt> {
     stmts.push(ghost(Stmt {
         kind: StmtKind::Assign {
             target: name(g),
-            value: binary(BinaryOp::Add, name(g), int(plan.factor.into())),
+            value: Expr::binary(BinaryOp::Add, name(g), int(plan.factor.into())),
         },
         span,
     }));
@@ -648,26 +636,26 @@ fn relation(plan: &MergePlan, g: &str, span: Span) -> Expr {
             let times = if step == 1 {
                 Expr::name(g, span)
             } else {
-                binary(BinaryOp::Mul, int(step), Expr::name(g, span))
+                Expr::binary(BinaryOp::Mul, int(step), Expr::name(g, span))
             };
             let value = match (shape.op, plan.start) {
                 (BinaryOp::Add, 0) => times,
-                (op, s) => binary(op, int(s), times),
+                (op, s) => Expr::binary(op, int(s), times),
             };
-            binary(BinaryOp::Eq, var(), value)
+            Expr::binary(BinaryOp::Eq, var(), value)
         }
         _ => {
             let rest = plan.count % plan.factor;
             let mut out: Option<Expr> = None;
             for k in (rest..=plan.count).step_by(plan.factor as usize) {
-                let at = binary(
+                let at = Expr::binary(
                     BinaryOp::And,
-                    binary(BinaryOp::Eq, Expr::name(g, span), int(k.into())),
-                    binary(BinaryOp::Eq, var(), int(plan.values[k as usize])),
+                    Expr::binary(BinaryOp::Eq, Expr::name(g, span), int(k.into())),
+                    Expr::binary(BinaryOp::Eq, var(), int(plan.values[k as usize])),
                 );
                 out = Some(match out {
                     None => at,
-                    Some(o) => binary(BinaryOp::Or, o, at),
+                    Some(o) => Expr::binary(BinaryOp::Or, o, at),
                 });
             }
             out.unwrap_or(Expr {

@@ -10,6 +10,7 @@
 //! - The applicability check is never skipped (`--no-verify` skips only reverification).
 
 pub mod fuse;
+pub mod linearise;
 pub mod merge;
 pub mod prefetch;
 pub mod tile;
@@ -19,8 +20,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::syntax::{
-    BinaryOp, Block, Builtin, Expr, ExprKind, Item, MemberKind, MethodBody, Program, Span, Stmt,
-    StmtKind, TileLayout,
+    BinaryOp, Block, Builtin, Expr, ExprKind, Item, MatrixOrder, MemberKind, MethodBody, Program,
+    Span, Stmt, StmtKind, TileLayout,
 };
 use crate::verify::Limits;
 
@@ -47,6 +48,14 @@ pub enum Optimisation {
         array: String,
         index: String,
     },
+    /// Matrix linearisation of the matrix `matrix`, `rows` by `cols` (expressions as
+    /// written), in the method that is the target and the methods linearised with it.
+    Linearise {
+        matrix: String,
+        order: MatrixOrder,
+        rows: String,
+        cols: String,
+    },
     /// Kernel fusion of `count` consecutive par statements (the target is the first) for
     /// `groups` work-groups.
     Fuse {
@@ -65,10 +74,10 @@ impl Optimisation {
     }
 
     /// Where a chain applies this kind: linearisation, fusion, merging, prefetching, tiling,
-    /// unrolling (linearisation is not an optimisation yet). Within a kind, inner targets
-    /// first (see `pipeline::plan`).
+    /// unrolling. Within a kind, inner targets first (see `pipeline::plan`).
     pub fn chain_rank(&self) -> u8 {
         match self {
+            Optimisation::Linearise { .. } => 0,
             Optimisation::Fuse { .. } => 1,
             Optimisation::Merge { .. } => 2,
             Optimisation::Prefetch { .. } => 3,
@@ -83,7 +92,7 @@ impl Optimisation {
             Optimisation::Unroll { .. } | Optimisation::Merge { .. } => "loop",
             Optimisation::Tile { .. } => "par block",
             Optimisation::Fuse { .. } => "par block",
-            Optimisation::Prefetch { .. } => "method",
+            Optimisation::Prefetch { .. } | Optimisation::Linearise { .. } => "method",
         }
     }
 
@@ -105,6 +114,18 @@ impl Optimisation {
             }
             Optimisation::Prefetch { array, index } => {
                 format!("prefetched `{array}[{index}]` into a register")
+            }
+            Optimisation::Linearise {
+                matrix,
+                order,
+                rows,
+                cols,
+            } => {
+                let order = match order {
+                    MatrixOrder::RowMajor => "row-major",
+                    MatrixOrder::ColumnMajor => "column-major",
+                };
+                format!("linearised the {rows} by {cols} matrix `{matrix}` ({order})")
             }
             Optimisation::Fuse { count, groups } => {
                 let groups = match groups {
@@ -165,7 +186,9 @@ pub fn apply(
         Optimisation::Unroll { factor, .. } => ("unrolling factor", *factor),
         Optimisation::Merge { factor, .. } => ("merging factor", *factor),
         Optimisation::Tile { size, .. } => ("tile size", *size),
-        Optimisation::Prefetch { .. } | Optimisation::Fuse { .. } => ("", 0),
+        Optimisation::Prefetch { .. }
+        | Optimisation::Fuse { .. }
+        | Optimisation::Linearise { .. } => ("", 0),
     };
     if factor > MAX_FACTOR {
         return Err(Refusal::FactorTooLarge {
@@ -193,6 +216,12 @@ pub fn apply(
         Optimisation::Prefetch { array, index } => {
             prefetch::prefetch(program, target, array, index, limits).map(plain)
         }
+        Optimisation::Linearise {
+            matrix,
+            order,
+            rows,
+            cols,
+        } => linearise::linearise(program, target, matrix, *order, rows, cols, limits).map(plain),
         Optimisation::Fuse { count, groups } => {
             fuse::fuse(program, target, *count, *groups, limits)
         }
@@ -636,6 +665,108 @@ pub enum Refusal {
         span: Span,
     },
 
+    // ---- Matrix linearisation (E0950–E0959) ----
+    #[error("cannot linearise `{matrix}`: it is not an `int[][]` or `boolean[][]` parameter of the method, nor such a field of its class")]
+    #[diagnostic(code(E0950))]
+    LineariseNoMatrix {
+        matrix: String,
+        #[label("this method")]
+        span: Span,
+    },
+
+    #[error("cannot linearise `{matrix}`: its row `{row}` is used as an array of its own")]
+    #[diagnostic(
+        code(E0951),
+        help("only cells `{matrix}[r][c]`, row lengths `{matrix}[r].length`, `{matrix}.length` and `\\matrix({matrix}, ..)` have a linear form; a row that escapes (kept in a local, passed to a call, a row permission) has none")
+    )]
+    LineariseRowEscapes {
+        matrix: String,
+        row: String,
+        #[label("a row on its own")]
+        span: Span,
+    },
+
+    #[error("cannot linearise `{matrix}`: the matrix is used here other than through its cells, lengths, `\\matrix` or a null test")]
+    #[diagnostic(
+        code(E0952),
+        help("a matrix that is assigned, compared with another array or passed to a method outside the linearised group would meet code that still expects rows")
+    )]
+    LineariseMatrixEscapes {
+        matrix: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("cannot linearise `{matrix}`: this call of `{callee}` comes from a method that is not linearised with it, and would pass it rows")]
+    #[diagnostic(
+        code(E0953),
+        help("put the same `gpuopt matrix_lin` line on the calling method, so both take the linear array")
+    )]
+    LineariseCaller {
+        matrix: String,
+        callee: String,
+        #[label("this call")]
+        span: Span,
+    },
+
+    #[error("cannot linearise: the size `{size}` {why}")]
+    #[diagnostic(
+        code(E0954),
+        help("the sizes are written into every linear index, so they must be parameters of every linearised method that none of them assigns")
+    )]
+    LineariseSize {
+        size: String,
+        why: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("cannot linearise `{matrix}`: where `{method}` starts, it is not known to have the shape `\\matrix({matrix}, {dims})`, non-null with that many rows of that length ({why})")]
+    #[diagnostic(
+        code(E0955),
+        help("state the shape in the contract, `context_everywhere \\matrix({matrix}, {dims});`: the linear index is a bijection only within it")
+    )]
+    LineariseShape {
+        matrix: String,
+        /// The sizes as the request writes them, `X, Y`.
+        dims: String,
+        method: String,
+        why: String,
+        #[label("this method")]
+        span: Span,
+    },
+
+    #[error(
+        "cannot linearise: {what} where `{method}` starts, and one of them is written ({why})"
+    )]
+    #[diagnostic(
+        code(E0956),
+        help("the linear array is an array of its own: a write through one name would no longer be seen through the other; permissions that keep them apart (write permission on one) show they are different arrays")
+    )]
+    LineariseAlias {
+        what: String,
+        method: String,
+        why: String,
+        #[label("this method")]
+        span: Span,
+    },
+
+    #[error("cannot check whether the matrix can be linearised: {reason}")]
+    #[diagnostic(code(E0957))]
+    LineariseCannotCheck {
+        reason: String,
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("cannot linearise: {what}")]
+    #[diagnostic(code(E0958))]
+    LineariseUnsupported {
+        what: String,
+        #[label("here")]
+        span: Span,
+    },
+
     // ---- Kernel fusion (E0960–E0979) ----
     #[error("cannot check whether the par blocks can be fused: {reason}")]
     #[diagnostic(code(E0960))]
@@ -787,6 +918,15 @@ impl Refusal {
             | Refusal::PrefetchUnsupported { span, .. }
             | Refusal::PrefetchCannotCheck { span, .. }
             | Refusal::PrefetchUnguarded { span, .. }
+            | Refusal::LineariseNoMatrix { span, .. }
+            | Refusal::LineariseRowEscapes { span, .. }
+            | Refusal::LineariseMatrixEscapes { span, .. }
+            | Refusal::LineariseCaller { span, .. }
+            | Refusal::LineariseSize { span, .. }
+            | Refusal::LineariseShape { span, .. }
+            | Refusal::LineariseAlias { span, .. }
+            | Refusal::LineariseCannotCheck { span, .. }
+            | Refusal::LineariseUnsupported { span, .. }
             | Refusal::FuseCannotCheck { span, .. }
             | Refusal::FuseBadCount { span, .. }
             | Refusal::FuseTooFew { span, .. }

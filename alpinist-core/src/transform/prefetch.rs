@@ -760,22 +760,11 @@ fn permission_guards(plan: &Plan, e: &Expr, conds: &mut Vec<Expr>, out: &mut Vec
         } if !conds.is_empty() && args.first().is_some_and(|l| plan.is_cell(l)) => {
             let mut all = conds[0].clone();
             for c in &conds[1..] {
-                all = binary(BinaryOp::And, all, c.clone());
+                all = Expr::binary(BinaryOp::And, all, c.clone());
             }
             out.push(all);
         }
         _ => {}
-    }
-}
-
-fn binary(op: BinaryOp, lhs: Expr, rhs: Expr) -> Expr {
-    Expr {
-        span: lhs.span,
-        kind: ExprKind::Binary {
-            op,
-            lhs: Box::new(lhs),
-            rhs: Box::new(rhs),
-        },
     }
 }
 

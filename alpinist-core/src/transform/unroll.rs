@@ -560,8 +560,8 @@ pub(crate) fn mark(k: u32) -> Span {
     }
 }
 
-/// The method holding `loop_span` cut at the loop: the loop replaced by `replacement`, the code
-/// after it dropped (in every enclosing block), the postconditions of the method and of the
+/// The method holding `loop_span` cut at the loop (or, for the method's own span, where its
+/// body starts): the loop replaced by `replacement`, the code after it dropped (in every enclosing block), the postconditions of the method and of the
 /// enclosing par blocks dropped (preconditions kept); other methods' bodies dropped (their
 /// contracts are what callers use), pure functions kept.
 pub(crate) fn probe(program: &Program, loop_span: Span, replacement: Vec<Stmt>) -> Option<Program> {
@@ -575,7 +575,11 @@ pub(crate) fn probe(program: &Program, loop_span: Span, replacement: Vec<Stmt>) 
             continue;
         };
         if contains(method.span, loop_span) {
-            let stmts = cut(&body.stmts, loop_span, &replacement)?;
+            // The method itself: the state where its body starts.
+            let stmts = match method.span == loop_span {
+                true => replacement.clone(),
+                false => cut(&body.stmts, loop_span, &replacement)?,
+            };
             body.stmts = stmts;
             member.contract.clauses = pre_only(&member.contract.clauses);
             found = true;

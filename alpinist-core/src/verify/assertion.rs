@@ -31,7 +31,7 @@ use super::expr::{close, unsupported, EncodeError, Eval};
 use super::inline;
 use super::obligation::{Check, ObligationKind};
 use super::one_point;
-use super::state::{define_array, real, HeapKind, Mask, Term, Ty};
+use super::state::{define_array, pattern_safe, real, HeapKind, Mask, Term, Ty};
 use super::syn;
 
 /// Where checks go and facts come from: the method's solver.
@@ -515,11 +515,29 @@ impl<'w, 'a> Walker<'w, 'a> {
                 let k = self.eval.bind_quantified(x);
                 self.eval
                     .push_guard(Bool::and(&[Int::from_i64(0).le(&k), k.lt(&rows_n)]));
-                let read = (|| {
+                let mut read = (|| {
                     let (reference, row_ty) = self.eval.reference(&row(x))?;
                     let (outer, _) = self.eval.reference(m)?;
                     Ok::<_, EncodeError>((reference, row_ty, outer))
                 })();
+                // A heap that is a join or a havoc (an `ite`, a lambda) cannot be read in the
+                // pattern: the rows are read through a name for it instead (equal to it, so
+                // E-matching still finds every row read of the heap itself).
+                let mut named = false;
+                if let (Ok((reference, ..)), Some(heap)) = (&read, self.eval.heap.clone()) {
+                    if !pattern_safe(reference) {
+                        let (renamed, fact) = heap.named(HeapKind::Ref);
+                        self.prover.assume(fact);
+                        self.eval.heap = Some(renamed);
+                        read = (|| {
+                            let (reference, row_ty) = self.eval.reference(&row(x))?;
+                            let (outer, _) = self.eval.reference(m)?;
+                            Ok::<_, EncodeError>((reference, row_ty, outer))
+                        })();
+                        self.eval.heap = Some(heap);
+                        named = true;
+                    }
+                }
                 self.eval.restore(mark);
                 let (reference, row_ty, outer) = read?;
                 // Nor any variable of another reference type (`b` of a `\matrix(b, ..)`
@@ -543,7 +561,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                     &[&w.ref_sort],
                     &Z3Sort::int(),
                 ));
-                if let Some(heap) = self.eval.heap.as_ref().filter(|_| flat) {
+                if let Some(heap) = self.eval.heap.as_ref().filter(|_| flat && !named) {
                     w.register_matrix(&outer, heap.array(HeapKind::Ref), inverse.clone());
                 }
                 let back = inverse

@@ -503,6 +503,34 @@ impl<'c, 'p> Verifier<'c, 'p> {
         Ok(facts)
     }
 
+    /// References of two different types (`int[]` and `int[][]`, an array and an object) are
+    /// equal only when both are null: PVL has no subtyping. The permission mask is one map
+    /// over (reference, index) for every kind of location, so without this fact a row
+    /// permission of `\matrix(m, ..)` at `(m, k)` could be the cell `a[k]` of an `int[]`
+    /// parameter `a`, and exhaling the one took permission from the other.
+    fn assume_typed_references_differ(&mut self, store: &Store) {
+        let refs: Vec<(&Ty, &Dynamic)> = store
+            .values()
+            .filter_map(|v| match &v.term {
+                Term::Ref(r) if v.ty.is_ref() && v.ty != Ty::Null => Some((&v.ty, r)),
+                _ => None,
+            })
+            .collect();
+        let null = &self.ctx.world.null;
+        let mut facts = Vec::new();
+        for (k, (ty, r)) in refs.iter().enumerate() {
+            for (other_ty, other) in &refs[k + 1..] {
+                if ty != other_ty {
+                    let (r, other): (&Dynamic, &Dynamic) = (r, other);
+                    facts.push(r.eq(other).implies(r.eq(null)));
+                }
+            }
+        }
+        if !facts.is_empty() {
+            self.prover.assume(Bool::and(&facts));
+        }
+    }
+
     fn with_everywhere(&self, exprs: Vec<&'p Expr>) -> Vec<&'p Expr> {
         let mut all = self.everywhere.clone();
         all.extend(exprs);
@@ -551,6 +579,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 _ => {}
             }
         }
+        self.assume_typed_references_differ(&store);
         if routine
             .method
             .return_type

@@ -220,6 +220,32 @@ impl Heap {
         h
     }
 
+    /// The heap with the array of `kind` named by a fresh constant, and the fact that the
+    /// constant is that array: a read through the name can stand in a quantifier's pattern,
+    /// which a read through an `ite` or a lambda (a joined or havocked heap) cannot.
+    pub fn named(&self, kind: HeapKind) -> (Heap, Bool) {
+        let old = self.array(kind);
+        let domain = old.get_sort().array_domain().expect("an array");
+        let name = Array::fresh_const(
+            "heap",
+            &domain,
+            &old.get_sort().array_range().expect("an array"),
+        );
+        // Cell by cell, not `name == old`: libz3 4.8 crashed on an equality with a lambda.
+        let r = Dynamic::fresh_const("r", &domain);
+        let k = Int::fresh_const("k");
+        let read = cell(&name, &r, &k);
+        let pattern = z3::Pattern::new(&[&read as &dyn Ast]);
+        let fact = ast::forall_const(
+            &[&r as &dyn Ast, &k as &dyn Ast],
+            &[&pattern],
+            &read.eq(cell(old, &r, &k)),
+        );
+        let mut h = self.clone();
+        h.arrays[kind as usize] = Some(name);
+        (h, fact)
+    }
+
     /// `cond ? self : other`, array by array.
     pub fn ite(cond: &Bool, a: &Heap, b: &Heap) -> Heap {
         Heap {
@@ -266,6 +292,26 @@ impl Heap {
             .collect();
         (Heap { arrays }, facts)
     }
+}
+
+/// Whether `t` may stand in a quantifier's pattern: Z3 rejects (and the z3 crate panics on)
+/// patterns with a connective, an `ite`, an equality or a binder inside.
+pub fn pattern_safe(t: &Dynamic) -> bool {
+    fn go(t: &Dynamic, seen: &mut std::collections::HashSet<Dynamic>) -> bool {
+        if !t.is_app() {
+            return false;
+        }
+        if !seen.insert(t.clone()) {
+            return true;
+        }
+        let name = t.decl().name();
+        ![
+            "if", "ite", "and", "or", "not", "=>", "=", "distinct", "xor", "iff",
+        ]
+        .contains(&name.as_str())
+            && t.children().iter().all(|c| go(c, seen))
+    }
+    go(t, &mut std::collections::HashSet::new())
 }
 
 /// The permission mask: an amount (a real) per location.
