@@ -23,7 +23,7 @@ fn every_linearisation_example_optimises_and_reverifies() {
         .into_iter()
         .filter(|f| !UNDECIDED_INPUT.contains(&relative(f).as_str()))
         .collect();
-    assert!(files.len() >= 4, "the linearisation examples are missing");
+    assert!(files.len() >= 6, "the linearisation examples are missing");
     for file in files {
         let path = relative(&file);
         let out = run(&["optimise", &path]);
@@ -147,14 +147,22 @@ fn linearise_flag_does_what_the_annotation_does() {
     }
 }
 
-/// (file, method, row-major, boolean cells, the vectors after the matrix, as multiples of
-/// (X, Y) lengths: `true` for Y, `false` for X).
-type Kernel = (&'static str, &'static str, bool, bool, &'static [bool]);
-const RUNS: [Kernel; 3] = [
+/// (file, method, row-major, boolean cells, square (the method takes N, not X and Y), the
+/// vectors after the matrix, as lengths: `true` for Y, `false` for X).
+type Kernel = (
+    &'static str,
+    &'static str,
+    bool,
+    bool,
+    bool,
+    &'static [bool],
+);
+const RUNS: [Kernel; 6] = [
     (
         "examples/matrix_linearisation/matrix_scale.pvl",
         "scale",
         true,
+        false,
         false,
         &[],
     ),
@@ -163,6 +171,7 @@ const RUNS: [Kernel; 3] = [
         "sums",
         true,
         false,
+        false,
         &[true, false],
     ),
     (
@@ -170,7 +179,32 @@ const RUNS: [Kernel; 3] = [
         "fill",
         false,
         true,
+        false,
         &[],
+    ),
+    (
+        "examples/matrix_linearisation/diagonal_sum.pvl",
+        "trace",
+        true,
+        false,
+        true,
+        &[],
+    ),
+    (
+        "examples/matrix_linearisation/broadcast_rows.pvl",
+        "fill",
+        true,
+        false,
+        false,
+        &[true],
+    ),
+    (
+        "examples/matrix_linearisation/column_bias_colmajor.pvl",
+        "add",
+        false,
+        false,
+        false,
+        &[true],
     ),
 ];
 
@@ -198,12 +232,14 @@ fn cell(v: i128, boolean: bool) -> Value {
     }
 }
 
-/// Runs `method(X, Y, matrix, vectors..)` with the matrix as rows (`linear: None`) or as one
-/// array in the given order (`Some(row_major)`); the final matrix (row by row) and vectors.
+/// Runs `method(X, Y, matrix, vectors..)` (`method(N, matrix, ..)` when `square`) with the
+/// matrix as rows (`linear: None`) or as one array in the given order (`Some(row_major)`); the
+/// result, the final matrix (row by row) and the vectors.
 #[allow(clippy::too_many_arguments)]
 fn final_state(
     program: &Program,
     method: &str,
+    square: bool,
     (x, y): (usize, usize),
     cells: &[i128],
     boolean: bool,
@@ -232,11 +268,11 @@ fn final_state(
         }
     };
     let refs: Vec<_> = vectors.iter().map(|v| memory.alloc_ints(v)).collect();
-    let mut args = vec![
-        Value::Int(x as i128),
-        Value::Int(y as i128),
-        Value::Array(matrix),
-    ];
+    let mut args = vec![Value::Int(x as i128)];
+    if !square {
+        args.push(Value::Int(y as i128));
+    }
+    args.push(Value::Array(matrix));
     args.extend(refs.iter().map(|&r| Value::Array(r)));
     let out = interp::run(program, method, &args, memory, &interp::Limits::default())
         .unwrap_or_else(|e| panic!("{method}: {e}"));
@@ -257,7 +293,9 @@ fn final_state(
                 .collect()
         }
     };
-    std::iter::once(grid)
+    let result = out.result.into_iter().collect();
+    [result, grid]
+        .into_iter()
         .chain(refs.iter().map(|&r| read(r)))
         .collect()
 }
@@ -273,7 +311,8 @@ proptest! {
         y in 1usize..5,
         values in proptest::collection::vec(0i128..20, 40),
     ) {
-        let (file, method, row_major, boolean, vectors) = RUNS[which];
+        let (file, method, row_major, boolean, square, vectors) = RUNS[which];
+        let y = if square { x } else { y };
         let (original, optimised) = &LINEARISED[which];
         let cells = &values[..x * y];
         let vectors: Vec<Vec<i128>> = vectors
@@ -286,8 +325,8 @@ proptest! {
             .collect();
         prop_assert_ne!(original, optimised, "{}: nothing changed", file);
         prop_assert_eq!(
-            final_state(original, method, (x, y), cells, boolean, &vectors, None),
-            final_state(optimised, method, (x, y), cells, boolean, &vectors, Some(row_major)),
+            final_state(original, method, square, (x, y), cells, boolean, &vectors, None),
+            final_state(optimised, method, square, (x, y), cells, boolean, &vectors, Some(row_major)),
             "{} on {}x{} {:?} {:?}", file, x, y, cells, vectors
         );
     }

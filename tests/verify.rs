@@ -230,6 +230,24 @@ fn broken_variants_fail_where_expected() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// Inputs that once crashed the checker: each gets a verdict (verified, failed or unknown), the
+/// checker never panics.
+#[test]
+fn inputs_that_crashed_the_checker_get_a_verdict() {
+    let files = pvl_files("tests/data/no_panic");
+    assert!(!files.is_empty(), "tests/data/no_panic/ went missing");
+    for path in &files {
+        let file = relative(path);
+        let out = run(&["verify", "--no-cache", "--rlimit", "1000000", &file]);
+        let err = stderr(&out);
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(1) | Some(3)) && !err.contains("panicked"),
+            "{file}: exit {:?}\n{err}",
+            out.status.code()
+        );
+    }
+}
+
 #[test]
 fn a_tiny_budget_gives_unknown_never_verified() {
     let out = run(&[

@@ -141,16 +141,17 @@ impl SolverProver {
         let mut result = self
             .solver
             .check_assumptions(std::slice::from_ref(&trigger));
-        // Undecided in the method's solver: the same assertions in a fresh solver, checked
-        // once under the assumption `trigger` and, if still undecided, once more with the
-        // goal asserted (then Z3 preprocesses the whole query, simplifying the goal into the
-        // facts). What the method's solver keeps from earlier queries (instances, learned
-        // clauses, the monomials of `mul`'s definition) and the assumption itself (terms
-        // behind it, such as a lambda-defined mask read, are not instantiated alike) left it
-        // unable to decide the symbolic row-major permissions of a linearised matrix
-        // (`m[Y * i + j]`, `m[i + X * j]`), each of which one of the two fresh checks decides
-        // at once. Same facts, same goal: as sound as the first try. A method where neither
-        // decides stops retrying, so a file Z3 cannot do costs at most two checks more.
+        // Undecided in the method's solver: the same assertions again, with nothing the
+        // method's solver keeps from earlier queries (instances, learned clauses, the
+        // monomials of `mul`'s definition): in fresh solvers of this context, once under the
+        // assumption `trigger` and once with the goal asserted (then Z3 preprocesses the whole
+        // query, simplifying the goal into the facts; terms behind an assumption, such as a
+        // lambda-defined mask read, are not instantiated alike), and last as text in a fresh
+        // context (new term ids, which Z3's search follows:
+        // `solver::check_text_in_fresh_context`). The symbolic row-major permissions of a linearised matrix (`m[Y * i + j]`,
+        // `m[X * j + i]`, the diagonal `m[N * i + i]`) are each decided by one of them at once.
+        // Same facts, same goal: as sound as the first try. A method where none decides stops
+        // retrying, so a file Z3 cannot do costs at most three checks more.
         let mut answered_by = &self.solver;
         let assumed;
         let asserted;
@@ -173,6 +174,31 @@ impl SolverProver {
                 answered_by = &asserted;
             }
             if result == SatResult::Unknown {
+                let named: Vec<(String, String, bool)> = self
+                    .vars
+                    .iter()
+                    .filter_map(|(n, t)| match t {
+                        Term::Int(i) => Some((n.clone(), i.decl().name(), true)),
+                        Term::Bool(b) => Some((n.clone(), b.decl().name(), false)),
+                        _ => None,
+                    })
+                    .collect();
+                let (answer, values) = super::solver::check_text_in_fresh_context(
+                    &assumed.to_string(),
+                    assumed.get_assertions().len(),
+                    &trigger.decl().name(),
+                    &self.limits,
+                    &named,
+                );
+                let decided = match answer {
+                    SatResult::Unsat => Some(Status::Verified),
+                    SatResult::Sat => Some(Status::Failed { model: values }),
+                    SatResult::Unknown => None,
+                };
+                if let Some(status) = decided {
+                    self.solver.assert(trigger.not());
+                    return status;
+                }
                 self.retry.set(false);
             }
         }

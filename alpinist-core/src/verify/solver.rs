@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Once;
 
-use z3::ast::Bool;
+use z3::ast::{Bool, Int};
 use z3::{Config, Params, SatResult, Solver};
 
 use super::state::Term;
@@ -186,6 +186,48 @@ where
     let r = z3::with_z3_config(&Config::new(), f);
     DECLARATIONS.with(|n| n.set(outer));
     r
+}
+
+/// Checks the SMT-LIB text of a query (`Solver`'s `Display`: declarations and `assertions`
+/// assertions) under the boolean constant named `assumption` in a fresh Z3 context: the same assertions with new term ids, in the order of the text. Z3's
+/// search follows term ids: the obligations of a linearised matrix's diagonal,
+/// `m[N * i + i]`, were left undecided by the method's solver and by a fresh solver in the
+/// method's context, and decided at once from the text. With a satisfiable answer, the values
+/// of the named integer and boolean constants (`(name shown, symbol, is_int)`), by symbol.
+pub fn check_text_in_fresh_context(
+    text: &str,
+    assertions: usize,
+    assumption: &str,
+    limits: &Limits,
+    named: &[(String, String, bool)],
+) -> (SatResult, Vec<(String, String)>) {
+    in_fresh_context(|| {
+        let solver = Solver::new();
+        solver.set_params(&limits.params());
+        solver.from_string(text);
+        // Text Z3 could not read in full is no query at all (a lost assertion could make a
+        // correct goal look refutable).
+        if solver.get_assertions().len() != assertions {
+            return (SatResult::Unknown, Vec::new());
+        }
+        // Under an assumption, as in the method's solver: a plain `check` of the asserted
+        // goal runs Z3's non-incremental tactics, which ignored the resource limit (minutes
+        // on a linearised column-major kernel).
+        let result = solver.check_assumptions(&[Bool::new_const(assumption)]);
+        let mut values = Vec::new();
+        if let (SatResult::Sat, Some(model)) = (result, solver.get_model()) {
+            for (shown, symbol, is_int) in named {
+                let term = match is_int {
+                    true => Term::Int(Int::new_const(symbol.as_str())),
+                    false => Term::Bool(Bool::new_const(symbol.as_str())),
+                };
+                if let Some(v) = model_value(&model, &term) {
+                    values.push((shown.clone(), v));
+                }
+            }
+        }
+        (result, values)
+    })
 }
 
 thread_local! {
