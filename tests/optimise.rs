@@ -105,6 +105,11 @@ fn applicability_probes_never_succeed_vacuously() {
             "every access of the cell is unreachable",
         ),
         (
+            "tests/data/vacuous/linearise_unreachable.pvl",
+            "E0957",
+            "the code before it does not verify: `zero` fails there (the precondition is unsatisfiable",
+        ),
+        (
             "tests/data/vacuous/tile_unreachable.pvl",
             "E0935",
             "the code before it does not verify: `zero` fails there (the precondition is unsatisfiable",
