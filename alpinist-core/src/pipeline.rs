@@ -551,14 +551,7 @@ fn mentions_name(member: &syntax::Member, name: &str) -> bool {
             _ => {}
         })
     };
-    member.contract.for_each_expr(&mut look);
-    if let MemberKind::Method(method) = &member.kind {
-        match &method.body {
-            MethodBody::Block(b) => b.stmts.iter().for_each(|s| s.for_each_expr_deep(&mut look)),
-            MethodBody::Expr(e) => look(e),
-            MethodBody::Abstract => {}
-        }
-    }
+    member.for_each_expr_deep(&mut look);
     found
 }
 

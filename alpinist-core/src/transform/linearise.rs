@@ -162,19 +162,6 @@ fn method_of(member: &Member) -> Option<&Method> {
     }
 }
 
-/// Every expression of a member: its contract, and its body (statements with their contracts,
-/// or a function's expression).
-fn member_exprs(member: &Member, f: &mut dyn FnMut(&Expr)) {
-    member.contract.for_each_expr(f);
-    if let Some(method) = method_of(member) {
-        match &method.body {
-            MethodBody::Block(b) => b.stmts.iter().for_each(|s| s.for_each_expr_deep(f)),
-            MethodBody::Expr(e) => f(e),
-            MethodBody::Abstract => {}
-        }
-    }
-}
-
 fn member_stmts<'a>(member: &'a Member, f: &mut dyn FnMut(&'a Stmt)) {
     if let Some(Method {
         body: MethodBody::Block(b),
@@ -234,7 +221,7 @@ fn root_name(e: &Expr) -> Option<&str> {
 /// iterators, with where.
 fn declared_names(member: &Member) -> Vec<(String, Span)> {
     let mut out = Vec::new();
-    member_exprs(member, &mut |e| {
+    member.for_each_expr_deep(&mut |e| {
         e.visit(&mut |x| match &x.kind {
             ExprKind::Quantifier(q) => {
                 out.extend(q.binders.iter().map(|b| (b.name.name.clone(), b.span)))
@@ -312,7 +299,7 @@ pub fn plan(
     };
     let mentions = |m: &Member| {
         let mut found = false;
-        member_exprs(m, &mut |e| {
+        m.for_each_expr_deep(&mut |e| {
             e.visit(&mut |x| found |= is_matrix(x, matrix, home) || root_name(x) == Some(matrix))
         });
         found
@@ -367,7 +354,7 @@ pub fn plan(
         }
         check_sizes(m, x, matrix, &rows, &cols)?;
         let mut result = Ok(());
-        member_exprs(m, &mut |e| {
+        m.for_each_expr_deep(&mut |e| {
             if result.is_ok() {
                 result = scan(e, matrix, home, &group_params);
             }
@@ -382,7 +369,7 @@ pub fn plan(
             continue;
         }
         let mut offence: Option<Refusal> = None;
-        member_exprs(other, &mut |e| {
+        other.for_each_expr_deep(&mut |e| {
             e.visit(&mut |x| {
                 if offence.is_some() {
                     return;
@@ -667,7 +654,7 @@ fn writes_array(member: &Member, name: &str) -> bool {
 /// Whether the array `name` is passed whole to a call in `member` (the callee may write it).
 fn passed_to_call(member: &Member, name: &str) -> bool {
     let mut found = false;
-    member_exprs(member, &mut |e| {
+    member.for_each_expr_deep(&mut |e| {
         e.visit(&mut |x| {
             if let ExprKind::Call { args, .. } = &x.kind {
                 found |= args.iter().any(|a| match &a.kind {
@@ -727,7 +714,7 @@ fn queries(
         .collect();
     if let Some(c) = class {
         let mut mentioned = BTreeSet::new();
-        member_exprs(member, &mut |e| {
+        member.for_each_expr_deep(&mut |e| {
             e.visit(&mut |x| match &x.kind {
                 ExprKind::Name(id) => {
                     mentioned.insert(id.name.clone());

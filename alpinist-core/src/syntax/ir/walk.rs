@@ -359,6 +359,21 @@ impl Expr {
     }
 }
 
+impl Member {
+    /// Calls `f` on every expression of the member: its contract, and its body (statements
+    /// with their own contracts, deep, or a function's expression).
+    pub fn for_each_expr_deep(&self, f: &mut dyn FnMut(&Expr)) {
+        self.contract.for_each_expr(f);
+        if let MemberKind::Method(method) = &self.kind {
+            match &method.body {
+                MethodBody::Block(b) => b.stmts.iter().for_each(|s| s.for_each_expr_deep(f)),
+                MethodBody::Expr(e) => f(e),
+                MethodBody::Abstract => {}
+            }
+        }
+    }
+}
+
 impl Method {
     /// A pure function (`= expr;` body or `pure` modifier): it reads with its caller's
     /// permissions and moves none.
