@@ -56,7 +56,7 @@ fn every_linearisation_example_optimises_and_reverifies() {
 
 #[test]
 fn refused_linearisations_exit_1_with_their_reason() {
-    let cases: [(&str, &[&str], &str, &str); 8] = [
+    let cases: [(&str, &[&str], &str, &str); 10] = [
         (
             "tests/data/linearise/not_a_matrix.pvl",
             &["--linearise", "a:R:N:N"],
@@ -86,6 +86,18 @@ fn refused_linearisations_exit_1_with_their_reason() {
             &[],
             "E0954",
             "cannot linearise: the size `Y` is assigned in `corner`",
+        ),
+        (
+            "tests/data/linearise/allocation_size_differs.pvl",
+            &[],
+            "E0954",
+            "cannot linearise: the size `Y + 1` is not `Y`, the size the line gives",
+        ),
+        (
+            "tests/data/linearise/used_before_allocation.pvl",
+            &[],
+            "E0958",
+            "`grid` is used before `reset` allocates it",
         ),
         (
             "tests/data/linearise/shape_unknown.pvl",
@@ -208,8 +220,40 @@ const RUNS: [Kernel; 6] = [
     ),
 ];
 
-/// Examples the runs leave out: `field_grid` keeps its matrix in a field of an object.
-const NOT_RUN: [&str; 1] = ["examples/matrix_linearisation/field_grid.pvl"];
+/// Examples the runs leave out: `field_grid` and `grid_constructor` keep their matrix in a
+/// field of an object; `allocate_and_fill` allocates its own (its own test below).
+const NOT_RUN: [&str; 3] = [
+    "examples/matrix_linearisation/field_grid.pvl",
+    "examples/matrix_linearisation/grid_constructor.pvl",
+    "examples/matrix_linearisation/allocate_and_fill.pvl",
+];
+
+/// A method that allocates the matrix as a local (`new int[X][Y]` becomes `new int[X * Y]`)
+/// and passes it to a linearised kernel returns what the original returns.
+#[test]
+fn a_linearised_allocation_computes_what_the_original_computes() {
+    let (original, optimised) =
+        crate::common::annotations_applied("examples/matrix_linearisation/allocate_and_fill.pvl");
+    assert_ne!(original, optimised);
+    for x in 1..5i128 {
+        for y in 1..5i128 {
+            let result = |program: &Program| {
+                let args = [Value::Int(x), Value::Int(y)];
+                interp::run(
+                    program,
+                    "run",
+                    &args,
+                    Memory::new(),
+                    &interp::Limits::default(),
+                )
+                .unwrap_or_else(|e| panic!("run({x}, {y}): {e}"))
+                .result
+            };
+            assert_eq!(result(&original), Some(Value::Int(x + y - 2)));
+            assert_eq!(result(&original), result(&optimised), "run({x}, {y})");
+        }
+    }
+}
 
 #[test]
 fn the_runs_cover_every_example() {

@@ -384,11 +384,11 @@ pub enum CheckError {
         span: Span,
     },
 
-    #[error("`gpuopt matrix_lin {name}`: `{name}` is not an `int[][]` or `boolean[][]` parameter of the method, nor such a field of its class")]
+    #[error("`gpuopt matrix_lin {name}`: `{name}` is not an `int[][]` or `boolean[][]` parameter or local of the method, nor such a field of its class")]
     #[diagnostic(code(E0407))]
     GpuOptNotMatrixParam {
         name: String,
-        #[label("expected a parameter of type int[][]")]
+        #[label("expected a parameter, local or field of type int[][]")]
         span: Span,
     },
 

@@ -52,6 +52,25 @@ fn require_positive(
     value
 }
 
+/// Whether `method`'s body declares a local `name` of type `int[][]` or `boolean[][]`.
+fn local_matrix(method: &Method, name: &str) -> bool {
+    let MethodBody::Block(body) = &method.body else {
+        return false;
+    };
+    let mut found = false;
+    for s in &body.stmts {
+        s.visit(&mut |s| {
+            if let StmtKind::LocalDecl { ty, vars } = &s.kind {
+                found |= vars.iter().any(|v| v.name.name == name)
+                    && matches!(&ty.kind, TypeKind::Array { elem, .. }
+                        if matches!(&elem.kind, TypeKind::Array { elem, .. }
+                            if matches!(elem.kind, TypeKind::Int | TypeKind::Bool)));
+            }
+        });
+    }
+    found
+}
+
 /// Annotations before a method (the method's parameters are in scope).
 pub(crate) fn check_method_opts<'a>(
     checker: &mut Checker<'a>,
@@ -93,14 +112,16 @@ pub(crate) fn check_method_opts<'a>(
             GpuOptKind::MatrixLin {
                 matrix, rows, cols, ..
             } => {
-                // A parameter, or else a field (a parameter of the name hides the field).
+                // A parameter, or a local matrix the method declares, or else a field (a
+                // parameter of the name hides the field).
                 let ty = checker
                     .param_type(&matrix.name)
                     .or_else(|| checker.field_type(&matrix.name));
-                let is_matrix = matches!(
-                    ty,
-                    Some(Ty::Array(ref row)) if matches!(**row, Ty::Array(ref e) if matches!(**e, Ty::Int | Ty::Bool | Ty::Unknown))
-                );
+                let is_matrix = local_matrix(method, &matrix.name)
+                    || matches!(
+                        ty,
+                        Some(Ty::Array(ref row)) if matches!(**row, Ty::Array(ref e) if matches!(**e, Ty::Int | Ty::Bool | Ty::Unknown))
+                    );
                 if !is_matrix {
                     checker.err(CheckError::GpuOptNotMatrixParam {
                         name: matrix.name.clone(),

@@ -7,7 +7,8 @@
 //! contracts, asserts, `\old(..)`, `Perm(..)`):
 //!
 //! ```text
-//! T[][] m                 ->  T[] m              (parameter or field; T[M][N] -> T[M * N])
+//! T[][] m                 ->  T[] m              (parameter, local or field; T[M][N] -> T[M * N])
+//! new T[M][N]             ->  new T[M * N]       (the matrix's allocation)
 //! m[r][c]                 ->  m[N * r + c]       (R)   m[M * c + r]   (C)
 //! m[r].length             ->  N
 //! m.length                ->  M                  (the rows; the linear array has M * N cells)
@@ -16,9 +17,17 @@
 //! ```
 //!
 //! The *group*: a parameter matrix is linearised in the annotated method and in every method
-//! of the same class that carries the same line (a call between them passes the linear array);
-//! a field matrix in every member of its class that mentions it. The group's lines are
+//! of the same class that carries the same line (a call between them passes the linear array;
+//! one of them may allocate the matrix as a local, `T[][] m = new T[M][N];`, and pass it to
+//! the others); a field matrix in every member of its class that mentions it (one may
+//! allocate it, `m = new T[M][N];`, typically the constructor). The group's lines are
 //! consumed.
+//!
+//! An allocation is a statement of the method's body itself (not nested), with the sizes
+//! `new T[M][N]` exactly as the line writes them, and nothing before it (the method's
+//! precondition included) mentions `m`; at most one per method (E0958, sizes E0954). Its new
+//! rows are distinct arrays of `N` cells that no other name holds, so the method that
+//! allocates needs no Z3 query: the probes below are for the methods that receive the matrix.
 //!
 //! Applicability. Syntactically (refused with the span of the first offence): every
 //! occurrence of `m` is one of the forms above (a row `m[r]` used on its own escapes, E0951;
@@ -41,8 +50,9 @@ use std::collections::BTreeSet;
 use super::unroll::{mark, prove_in_probe};
 use super::{parse_expr, parse_stmts, respan, FreshNames, Refusal, Timings};
 use crate::syntax::{
-    print_expr, BinaryOp, Builtin, Class, Expr, ExprKind, GpuOptKind, Item, MatrixOrder, Member,
-    MemberKind, Method, MethodBody, Program, Span, Stmt, StmtKind, Type, TypeKind,
+    print_expr, BinaryOp, Builtin, Class, ClauseKind, Expr, ExprKind, GpuOptKind, Item,
+    MatrixOrder, Member, MemberKind, Method, MethodBody, Program, Span, Stmt, StmtKind, Type,
+    TypeKind,
 };
 use crate::verify::{Limits, Status};
 
@@ -67,7 +77,10 @@ pub fn linearise(
 /// Where the matrix lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Home {
-    Parameter,
+    /// A parameter of each group method, or a local that one allocates
+    /// (`T[][] m = new T[M][N];`) and passes to the others.
+    Method,
+    /// A field of the class.
     Field,
 }
 
@@ -246,6 +259,146 @@ fn declared_names(member: &Member) -> Vec<(String, Span)> {
     out
 }
 
+/// An allocation of the matrix in a method: `m = new T[A][B];` (`this.m = ..`, a field) or
+/// the declaration `T[][] m = new T[A][B];` (a method's own matrix).
+struct Allocation<'p> {
+    stmt: &'p Stmt,
+    /// The assigned `m` (`None` for a declaration).
+    target: Option<&'p Expr>,
+    /// The declared local's span (`None` for an assignment).
+    local: Option<Span>,
+    /// `new T[A][B]`.
+    new: &'p Expr,
+}
+
+/// The allocations of the matrix in `member`, anywhere in its body.
+fn allocations<'p>(member: &'p Member, matrix: &str, home: Home) -> Vec<Allocation<'p>> {
+    let two_dims = |e: &Expr| matches!(&e.kind, ExprKind::NewArray { dims, .. } if dims.len() == 2);
+    let mut out = Vec::new();
+    member_stmts(member, &mut |s| match &s.kind {
+        StmtKind::Assign { target, value }
+            if is_matrix(target, matrix, home) && two_dims(value) =>
+        {
+            out.push(Allocation {
+                stmt: s,
+                target: Some(target),
+                local: None,
+                new: value,
+            })
+        }
+        StmtKind::LocalDecl { ty, vars }
+            if home == Home::Method && is_matrix_type(ty) && vars.len() == 1 =>
+        {
+            for v in vars.iter().filter(|v| v.name.name == matrix) {
+                if let Some(init) = v.init.as_ref().filter(|i| two_dims(i)) {
+                    out.push(Allocation {
+                        stmt: s,
+                        target: None,
+                        local: Some(v.span),
+                        new: init,
+                    });
+                }
+            }
+        }
+        _ => {}
+    });
+    out
+}
+
+/// A method's allocation: at most one, a statement of the body itself, nothing before it
+/// mentions the matrix (the precondition included), the sizes are the line's.
+fn check_allocation(
+    member: &Member,
+    method: &Method,
+    allocs: &[Allocation],
+    matrix: &str,
+    home: Home,
+    (rows, cols): (&str, &str),
+) -> Result<(), Refusal> {
+    let Some(first) = allocs.first() else {
+        return Ok(());
+    };
+    if let Some(second) = allocs.get(1) {
+        return Err(unsupported(
+            format!(
+                "`{matrix}` is allocated more than once in `{}`",
+                method.name.name
+            ),
+            second.stmt.span,
+        ));
+    }
+    let top_level = match &method.body {
+        MethodBody::Block(b) => b.stmts.iter().position(|s| std::ptr::eq(s, first.stmt)),
+        _ => None,
+    };
+    let Some(at) = top_level else {
+        return Err(unsupported(
+            format!(
+                "`{matrix}` is allocated inside another statement; the allocation must be a statement of `{}`'s body itself",
+                method.name.name
+            ),
+            first.stmt.span,
+        ));
+    };
+    // The field's own permission, `Perm(m, p)`, is about the location that holds the
+    // matrix (the method needs it to allocate), not about the matrix.
+    fn first_use(e: &Expr, matrix: &str, home: Home) -> Option<Span> {
+        match &e.kind {
+            ExprKind::Builtin {
+                op: Builtin::Perm | Builtin::Value,
+                args,
+            } if home == Home::Field
+                && args.first().is_some_and(|a| is_matrix(a, matrix, home)) =>
+            {
+                args[1..].iter().find_map(|a| first_use(a, matrix, home))
+            }
+            _ if is_matrix(e, matrix, home) => Some(e.span),
+            _ => {
+                let mut found = None;
+                e.for_each_child(&mut |c| found = found.or_else(|| first_use(c, matrix, home)));
+                found
+            }
+        }
+    }
+    let mut early = None;
+    let mut look = |e: &Expr| early = early.or_else(|| first_use(e, matrix, home));
+    for c in &member.contract.clauses {
+        if let ClauseKind::Requires(e) | ClauseKind::Context(e) | ClauseKind::ContextEverywhere(e) =
+            &c.kind
+        {
+            look(e);
+        }
+    }
+    if let MethodBody::Block(b) = &method.body {
+        for s in &b.stmts[..at] {
+            s.for_each_expr_deep(&mut look);
+        }
+    }
+    if let Some(span) = early {
+        return Err(unsupported(
+            format!(
+                "`{matrix}` is used before `{}` allocates it; only its postcondition may speak of it",
+                method.name.name
+            ),
+            span,
+        ));
+    }
+    let ExprKind::NewArray { dims, .. } = &first.new.kind else {
+        unreachable!("an allocation is a new array");
+    };
+    for (dim, want) in dims.iter().zip([rows, cols]) {
+        let got = print_expr(dim);
+        if got != want {
+            return Err(Refusal::LineariseSize {
+                size: got,
+                why: format!("is not `{want}`, the size the line gives"),
+                span: dim.span,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The syntactic part of the check: the group, the forms of every occurrence, the sizes, and
 /// the facts to prove.
 pub fn plan(
@@ -287,8 +440,12 @@ pub fn plan(
         })
     });
     let param = method.params.iter().find(|p| p.name.name == matrix);
+    let own_local = allocations(target, matrix, Home::Method)
+        .iter()
+        .any(|a| a.local.is_some());
     let home = match (param, field) {
-        (Some(p), _) if is_matrix_type(&p.ty) => Home::Parameter,
+        (Some(p), _) if is_matrix_type(&p.ty) => Home::Method,
+        (None, _) if own_local => Home::Method,
         (None, Some(f)) if is_matrix_type(&f.ty) => Home::Field,
         _ => {
             return Err(Refusal::LineariseNoMatrix {
@@ -305,7 +462,7 @@ pub fn plan(
         found
     };
     let group: Vec<&Member> = match home {
-        Home::Parameter => siblings
+        Home::Method => siblings
             .iter()
             .copied()
             .filter(|m| {
@@ -329,7 +486,7 @@ pub fn plan(
     let group_spans: Vec<Span> = group.iter().map(|m| m.span).collect();
     // Group methods called with the matrix at its parameter's position.
     let group_params: Vec<(String, usize)> = match home {
-        Home::Parameter => group
+        Home::Method => group
             .iter()
             .filter_map(|m| method_of(m))
             .filter_map(|x| {
@@ -341,7 +498,10 @@ pub fn plan(
     };
     for m in &group {
         let Some(x) = method_of(m) else { continue };
-        if home == Home::Parameter
+        let allocs = allocations(m, matrix, home);
+        let local = allocs.iter().find_map(|a| a.local);
+        if home == Home::Method
+            && local.is_none()
             && !x
                 .params
                 .iter()
@@ -352,11 +512,17 @@ pub fn plan(
                 span: x.name.span,
             });
         }
-        check_sizes(m, x, matrix, &rows, &cols)?;
+        check_allocation(m, x, &allocs, matrix, home, (&rows_text, &cols_text))?;
+        check_sizes(m, x, matrix, &rows, &cols, local)?;
+        let allocated: Vec<Span> = allocs
+            .iter()
+            .filter_map(|a| a.target)
+            .map(|t| t.span)
+            .collect();
         let mut result = Ok(());
         m.for_each_expr_deep(&mut |e| {
             if result.is_ok() {
-                result = scan(e, matrix, home, &group_params);
+                result = scan(e, matrix, home, &group_params, &allocated);
             }
         });
         result?;
@@ -406,7 +572,9 @@ pub fn plan(
         let MethodBody::Block(body) = &x.body else {
             continue;
         };
-        if body.stmts.is_empty() {
+        // An empty body reads nothing; a method that allocates the matrix knows its shape
+        // and that no other name holds a row (see the module documentation).
+        if body.stmts.is_empty() || !allocations(m, matrix, home).is_empty() {
             continue;
         }
         let queries = queries(
@@ -434,12 +602,14 @@ pub fn plan(
 
 /// The sizes are expressions over the method's parameters that it never assigns, and no name
 /// declared inside it is a size's or the matrix's (the rewrite puts the sizes there).
+/// `own_local`: the declaration of the method's own matrix (not a redeclaration).
 fn check_sizes(
     member: &Member,
     method: &Method,
     matrix: &str,
     rows: &Expr,
     cols: &Expr,
+    own_local: Option<Span>,
 ) -> Result<(), Refusal> {
     let mut names = BTreeSet::new();
     rows.names(&mut names);
@@ -471,7 +641,7 @@ fn check_sizes(
     }
     if let Some((n, span)) = declared_names(member)
         .into_iter()
-        .find(|(n, _)| names.contains(n) || n == matrix)
+        .find(|(n, span)| names.contains(n) || (n == matrix && Some(*span) != own_local))
     {
         return Err(unsupported(
             format!(
@@ -485,11 +655,14 @@ fn check_sizes(
 }
 
 /// Every occurrence of the matrix in `e` has one of the rewritten forms.
+///
+/// `allocated`: the spans of the matrix assigned by its allocations (no escape).
 fn scan(
     e: &Expr,
     matrix: &str,
     home: Home,
     group_params: &[(String, usize)],
+    allocated: &[Span],
 ) -> Result<(), Refusal> {
     let is_m = |x: &Expr| is_matrix(x, matrix, home);
     fn row_of<'e>(x: &'e Expr, matrix: &str, home: Home) -> Option<&'e Expr> {
@@ -499,7 +672,7 @@ fn scan(
         }
     }
     let row_of_m = |x| row_of(x, matrix, home);
-    let go = |x: &Expr| scan(x, matrix, home, group_params);
+    let go = |x: &Expr| scan(x, matrix, home, group_params, allocated);
     match &e.kind {
         ExprKind::Index { base, index } if row_of_m(base).is_some() => {
             go(row_of_m(base).expect("matched"))?;
@@ -537,6 +710,7 @@ fn scan(
             row: print_expr(e),
             span: e.span,
         }),
+        _ if is_m(e) && allocated.contains(&e.span) => Ok(()),
         _ if is_m(e) => Err(Refusal::LineariseMatrixEscapes {
             matrix: matrix.to_string(),
             span: e.span,
@@ -576,11 +750,27 @@ fn element_type<'p>(
     home: Home,
 ) -> Option<&'p TypeKind> {
     match home {
-        Home::Parameter => method
-            .params
-            .iter()
-            .find(|p| p.name.name == matrix)
-            .and_then(|p| scalar_of(&p.ty)),
+        Home::Method => match method.params.iter().find(|p| p.name.name == matrix) {
+            Some(p) => scalar_of(&p.ty),
+            // The method's own matrix: its declaration's type.
+            None => {
+                let mut found = None;
+                if let MethodBody::Block(b) = &method.body {
+                    b.stmts.iter().for_each(|s| {
+                        s.visit(&mut |s| match &s.kind {
+                            StmtKind::LocalDecl { ty, vars }
+                                if is_matrix_type(ty)
+                                    && vars.iter().any(|v| v.name.name == matrix) =>
+                            {
+                                found = found.or(scalar_of(ty))
+                            }
+                            _ => {}
+                        })
+                    });
+                }
+                found
+            }
+        },
         Home::Field => class.and_then(|c| {
             c.members.iter().find_map(|m| match &m.kind {
                 MemberKind::Field(f) if f.name.name == matrix => scalar_of(&f.ty),
@@ -877,7 +1067,7 @@ fn rewrite_member(member: &mut Member, plan: &Plan) {
     let MemberKind::Method(method) = &mut member.kind else {
         return;
     };
-    if plan.home == Home::Parameter {
+    if plan.home == Home::Method {
         for p in &mut method.params {
             if p.name.name == plan.matrix {
                 p.ty = linear_type(&p.ty);
@@ -887,11 +1077,38 @@ fn rewrite_member(member: &mut Member, plan: &Plan) {
     match &mut method.body {
         MethodBody::Block(b) => {
             for s in &mut b.stmts {
+                rewrite_allocation(s, plan);
                 s.for_each_expr_deep_mut(&mut |e| rewrite(e, plan));
             }
         }
         MethodBody::Expr(e) => rewrite(e, plan),
         MethodBody::Abstract => {}
+    }
+}
+
+/// `m = new T[A][B];` as `m = new T[A * B];`, `T[][] m = new T[A][B];` as
+/// `T[] m = new T[A * B];` (an allocation is a statement of the body itself).
+fn rewrite_allocation(s: &mut Stmt, plan: &Plan) {
+    let new = match &mut s.kind {
+        StmtKind::Assign { target, value } if is_matrix(target, &plan.matrix, plan.home) => value,
+        StmtKind::LocalDecl { ty, vars }
+            if plan.home == Home::Method
+                && is_matrix_type(ty)
+                && vars.len() == 1
+                && vars[0].name.name == plan.matrix =>
+        {
+            let Some(init) = vars[0].init.as_mut() else {
+                return;
+            };
+            *ty = linear_type(ty);
+            init
+        }
+        _ => return,
+    };
+    if let ExprKind::NewArray { dims, .. } = &mut new.kind {
+        if let [rows, cols] = &dims[..] {
+            *dims = vec![Expr::binary(BinaryOp::Mul, rows.clone(), cols.clone())];
+        }
     }
 }
 

@@ -666,7 +666,7 @@ pub enum Refusal {
     },
 
     // ---- Matrix linearisation (E0950–E0959) ----
-    #[error("cannot linearise `{matrix}`: it is not an `int[][]` or `boolean[][]` parameter of the method, nor such a field of its class")]
+    #[error("cannot linearise `{matrix}`: it is not an `int[][]` or `boolean[][]` parameter or local of the method, nor such a field of its class")]
     #[diagnostic(code(E0950))]
     LineariseNoMatrix {
         matrix: String,
@@ -712,7 +712,7 @@ pub enum Refusal {
     #[error("cannot linearise: the size `{size}` {why}")]
     #[diagnostic(
         code(E0954),
-        help("the sizes are written into every linear index, so they must be parameters of every linearised method that none of them assigns")
+        help("the sizes are written into every linear index, so they must be parameters of every linearised method that none of them assigns, and an allocation of the matrix must use them as the line writes them")
     )]
     LineariseSize {
         size: String,
