@@ -375,3 +375,139 @@ proptest! {
         );
     }
 }
+
+/// A random kernel over a matrix `m` (linearised), a read vector `v` of a row's length and
+/// an output `o` of one cell per thread: a 2-D par block whose body is a sequence of
+/// statements drawn from a pool (those writing `m` only where its share is write), then
+/// `o[Y * i + j] = x`. (A thread writes only its own cells: the interpreter stops at a race.)
+fn random_matrix_kernel(statements: &[u8], write_m: bool) -> String {
+    // (statement, writes m)
+    let pool = [
+        ("x = x + m[i][j];", false),
+        ("x = x + v[j];", false),
+        ("m[i][j] = m[i][j] + x;", true),
+        ("if (x > m[i][j]) { x = x - v[j]; }", false),
+        ("x = x * v[j] - m[i][j];", false),
+        ("m[i][j] = v[j] + 1;", true),
+        ("if (m[i][j] > 0) { m[i][j] = x; }", true),
+    ];
+    let body: Vec<&str> = statements
+        .iter()
+        .map(|&k| pool[k as usize % pool.len()])
+        .filter(|&(_, wm)| write_m || !wm)
+        .map(|(s, _)| s)
+        .collect();
+    let pm = if write_m { "write" } else { "1\\2" };
+    format!(
+        "class K {{
+  gpuopt matrix_lin m R X Y;
+  context_everywhere X > 0 && Y > 0 && \\matrix(m, X, Y);
+  context_everywhere v != null && v.length == Y && o != null && o.length == X * Y;
+  context (\\forall* int i; 0 <= i && i < X; (\\forall* int j; 0 <= j && j < Y; Perm(m[i][j], {pm})));
+  context (\\forall* int j; 0 <= j && j < Y; Perm(v[j], 1\\2));
+  context (\\forall* int k; 0 <= k && k < X * Y; Perm(o[k], write));
+  void k(int X, int Y, int[][] m, int[] v, int[] o) {{
+    par (int i = 0 .. X, int j = 0 .. Y) {{
+      int x = i + j;
+      {}
+      o[Y * i + j] = x;
+    }}
+  }}
+}}",
+        body.join("\n      ")
+    )
+}
+
+/// The final cells of `m` (row by row), `v` and `o` after `k(X, Y, m, v, o)`, with `m` as
+/// rows (`linear: false`) or as one row-major array; with `v_is_row`, `v` is `m`'s first row
+/// (in the linear run, an array of that row's cells, which is what the linear program reads).
+fn final_arrays(
+    program: &Program,
+    (x, y): (usize, usize),
+    values: &[i128],
+    v_is_row: bool,
+    linear: bool,
+) -> Vec<Vec<Value>> {
+    let mut memory = Memory::new();
+    let ints = |from: usize, n: usize| -> Vec<Value> {
+        (from..from + n).map(|k| Value::Int(values[k])).collect()
+    };
+    let rows: Vec<_> = (0..x).map(|i| memory.alloc(ints(i * y, y))).collect();
+    let m = match linear {
+        false => memory.alloc(rows.iter().map(|&r| Value::Array(r)).collect()),
+        true => memory.alloc(ints(0, x * y)),
+    };
+    let v = match v_is_row && !linear {
+        true => rows[0],
+        false => memory.alloc(match v_is_row {
+            true => ints(0, y),
+            false => ints(16, y),
+        }),
+    };
+    let o = memory.alloc(ints(24, x * y));
+    let args = [
+        Value::Int(x as i128),
+        Value::Int(y as i128),
+        Value::Array(m),
+        Value::Array(v),
+        Value::Array(o),
+    ];
+    let out = interp::run(program, "k", &args, memory, &interp::Limits::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mem = &out.memory;
+    let read = |r| mem.get(r).unwrap().to_vec();
+    let m_cells = match linear {
+        false => read(m)
+            .iter()
+            .flat_map(|row| read(row.as_array().unwrap()))
+            .collect(),
+        true => read(m),
+    };
+    vec![m_cells, read(v), read(o)]
+}
+
+proptest! {
+    // Each case runs the applicability check (Z3 probes, a fraction of a second; no
+    // reverification: a linearised 2-D kernel takes seconds, see the README) and up to four
+    // interpreter runs.
+    #![proptest_config(crate::properties::config(32))]
+
+    /// Whenever linearisation applies to a random kernel, the output computes what the input
+    /// computes — also with the vector `v` one of the matrix's rows wherever the contract
+    /// admits that (`m` read-only: halves).
+    #[test]
+    fn linearising_random_kernels_keeps_meaning_also_under_sharing(
+        statements in proptest::collection::vec(0u8..8, 1..6),
+        write_m in any::<bool>(),
+        values in proptest::collection::vec(-9i128..9, 40),
+        x in 1usize..4,
+        y in 1usize..4,
+    ) {
+        let text = random_matrix_kernel(&statements, write_m);
+        let parsed = syntax::parse(&text).unwrap();
+        let requests = alpinist::pipeline::plan(&parsed.program, Vec::new(), None).unwrap();
+        let settings = alpinist::pipeline::Settings {
+            verify: false,
+            limits: alpinist::verify::Limits::default(),
+            jobs: 1,
+            cache: None,
+        };
+        // The shares and `\matrix` keep every written array apart from the others: it applies.
+        let done = alpinist::pipeline::run(&parsed.program, &parsed.trivia, &requests, &settings);
+        prop_assert!(done.is_ok(), "{}\nrefused: {:?}", text, done.err());
+        let done = done.unwrap();
+        prop_assert!(!done.text.contains("[][]"), "{}\nnot linearised:\n{}", text, done.text);
+        let optimised = syntax::parse(&done.text).unwrap().program;
+        let sharings: &[bool] = match write_m {
+            true => &[false],
+            false => &[false, true],
+        };
+        for &v_is_row in sharings {
+            prop_assert_eq!(
+                final_arrays(&parsed.program, (x, y), &values, v_is_row, false),
+                final_arrays(&optimised, (x, y), &values, v_is_row, true),
+                "{}\n{}\nv is a row: {}", text, done.text, v_is_row
+            );
+        }
+    }
+}
