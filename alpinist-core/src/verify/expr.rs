@@ -540,6 +540,13 @@ impl<'a> Eval<'a> {
         self.require(r.eq(&null).not(), ObligationKind::NullDereference, span);
     }
 
+    /// The fraction `a / b`, with the obligation that the divisor (written at `at`) is not
+    /// zero.
+    fn quotient(&mut self, a: Real, b: Real, at: Span) -> Value {
+        self.require(b.eq(real(0)).not(), ObligationKind::DivisionByZero, at);
+        perm(a / b)
+    }
+
     /// A numeric value as a real (permission arithmetic mixes ints and fractions).
     pub fn real(&mut self, e: &Expr) -> Result<Real, EncodeError> {
         let v = self.value(e)?;
@@ -912,7 +919,18 @@ impl<'a> Eval<'a> {
                 }
             }
             Div | Mod => {
-                let (a, b) = (self.int(lhs)?, self.int(rhs)?);
+                let (a, b) = (self.value(lhs)?, self.value(rhs)?);
+                let (a, b) = match (a.term, b.term) {
+                    (Term::Int(a), Term::Int(b)) => (a, b),
+                    // A fraction divided, `1\2 / N`: exact division, as `\`.
+                    (x, y) if op == Div => {
+                        let x = to_real(Value { term: x, ty: a.ty }, lhs.span)?;
+                        let y = to_real(Value { term: y, ty: b.ty }, rhs.span)?;
+                        return Ok(self.quotient(x, y, rhs.span));
+                    }
+                    (Term::Int(_), _) => return Err(ill_sorted("int", &b.ty, rhs.span)),
+                    _ => return Err(ill_sorted("int", &a.ty, lhs.span)),
+                };
                 self.require(
                     b.eq(Int::from_i64(0)).not(),
                     ObligationKind::DivisionByZero,
@@ -946,12 +964,7 @@ impl<'a> Eval<'a> {
             }
             FracDiv => {
                 let (a, b) = (self.real(lhs)?, self.real(rhs)?);
-                self.require(
-                    b.eq(real(0)).not(),
-                    ObligationKind::DivisionByZero,
-                    rhs.span,
-                );
-                perm(a / b)
+                self.quotient(a, b, rhs.span)
             }
             Lt | Le | Gt | Ge => {
                 let (a, b) = (self.value(lhs)?, self.value(rhs)?);
