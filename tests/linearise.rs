@@ -484,16 +484,8 @@ proptest! {
         y in 1usize..4,
     ) {
         let text = random_matrix_kernel(&statements, write_m);
-        let parsed = syntax::parse(&text).unwrap();
-        let requests = alpinist::pipeline::plan(&parsed.program, Vec::new(), None).unwrap();
-        let settings = alpinist::pipeline::Settings {
-            verify: false,
-            limits: alpinist::verify::Limits::default(),
-            jobs: 1,
-            cache: None,
-        };
         // The shares and `\matrix` keep every written array apart from the others: it applies.
-        let done = alpinist::pipeline::run(&parsed.program, &parsed.trivia, &requests, &settings);
+        let (parsed, done) = crate::common::apply_annotations(&text);
         prop_assert!(done.is_ok(), "{}\nrefused: {:?}", text, done.err());
         let done = done.unwrap();
         prop_assert!(!done.text.contains("[][]"), "{}\nnot linearised:\n{}", text, done.text);

@@ -337,12 +337,7 @@ proptest! {
         let Ok(requests) = requests else {
             return Ok(()); // the cell is not accessed in code
         };
-        let settings = alpinist::pipeline::Settings {
-            verify: true,
-            limits: alpinist::verify::Limits::default(),
-            jobs: 1,
-            cache: None,
-        };
+        let settings = crate::common::pipeline_settings(true);
         let done = match alpinist::pipeline::run(&parsed.program, &parsed.trivia, &requests, &settings) {
             Ok(done) => done,
             // A kernel that writes without write permission does not verify; a refusal is

@@ -560,20 +560,42 @@ pub fn assert_flag_does_what_the_annotation_does(
     (dir, bare)
 }
 
+/// The pipeline's settings for a test: default limits, one job, no cache; `verify` the input
+/// and every step's output, or not.
+pub fn pipeline_settings(verify: bool) -> alpinist::pipeline::Settings {
+    alpinist::pipeline::Settings {
+        verify,
+        limits: alpinist::verify::Limits::default(),
+        jobs: 1,
+        cache: None,
+    }
+}
+
+/// `text`'s `gpuopt` lines applied through the library without verification (applicability
+/// checks included): the parsed input, and the pipeline's answer.
+pub fn apply_annotations(
+    text: &str,
+) -> (
+    alpinist::syntax::Parsed,
+    Result<alpinist::pipeline::Optimised, alpinist::pipeline::Stop>,
+) {
+    let parsed = alpinist::syntax::parse(text).unwrap();
+    let requests = alpinist::pipeline::plan(&parsed.program, Vec::new(), None).unwrap();
+    let done = alpinist::pipeline::run(
+        &parsed.program,
+        &parsed.trivia,
+        &requests,
+        &pipeline_settings(false),
+    );
+    (parsed, done)
+}
+
 /// The example `file` before and after its `gpuopt` lines, applied through the library without
 /// reverification (the end-to-end tests reverify).
 pub fn annotations_applied(file: &str) -> (Program, Program) {
     let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
-    let parsed = alpinist::syntax::parse(&text).unwrap();
-    let requests = alpinist::pipeline::plan(&parsed.program, Vec::new(), None).unwrap();
-    let settings = alpinist::pipeline::Settings {
-        verify: false,
-        limits: alpinist::verify::Limits::default(),
-        jobs: 1,
-        cache: None,
-    };
-    let done = alpinist::pipeline::run(&parsed.program, &parsed.trivia, &requests, &settings)
-        .unwrap_or_else(|e| panic!("{file}: {e:?}"));
+    let (parsed, done) = apply_annotations(&text);
+    let done = done.unwrap_or_else(|e| panic!("{file}: {e:?}"));
     (
         parsed.program,
         alpinist::syntax::parse(&done.text).unwrap().program,

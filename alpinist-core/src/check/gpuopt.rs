@@ -52,25 +52,6 @@ fn require_positive(
     value
 }
 
-/// Whether `method`'s body declares a local `name` of type `int[][]` or `boolean[][]`.
-fn local_matrix(method: &Method, name: &str) -> bool {
-    let MethodBody::Block(body) = &method.body else {
-        return false;
-    };
-    let mut found = false;
-    for s in &body.stmts {
-        s.visit(&mut |s| {
-            if let StmtKind::LocalDecl { ty, vars } = &s.kind {
-                found |= vars.iter().any(|v| v.name.name == name)
-                    && matches!(&ty.kind, TypeKind::Array { elem, .. }
-                        if matches!(&elem.kind, TypeKind::Array { elem, .. }
-                            if matches!(elem.kind, TypeKind::Int | TypeKind::Bool)));
-            }
-        });
-    }
-    found
-}
-
 /// Annotations before a method (the method's parameters are in scope).
 pub(crate) fn check_method_opts<'a>(
     checker: &mut Checker<'a>,
@@ -117,7 +98,9 @@ pub(crate) fn check_method_opts<'a>(
                 let ty = checker
                     .param_type(&matrix.name)
                     .or_else(|| checker.field_type(&matrix.name));
-                let is_matrix = local_matrix(method, &matrix.name)
+                let is_matrix = method
+                    .local_type(&matrix.name)
+                    .is_some_and(Type::is_scalar_matrix)
                     || matches!(
                         ty,
                         Some(Ty::Array(ref row)) if matches!(**row, Ty::Array(ref e) if matches!(**e, Ty::Int | Ty::Bool | Ty::Unknown))

@@ -126,6 +126,22 @@ pub struct Type {
     pub span: Span,
 }
 
+impl Type {
+    /// `T[][]` (sized or not) with `T` an `int` or `boolean`: a matrix `gpuopt matrix_lin`
+    /// can linearise.
+    pub fn is_scalar_matrix(&self) -> bool {
+        match &self.kind {
+            TypeKind::Array { elem, .. } => match &elem.kind {
+                TypeKind::Array { elem, .. } => {
+                    matches!(elem.kind, TypeKind::Int | TypeKind::Bool)
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum TypeKind {
     Int,

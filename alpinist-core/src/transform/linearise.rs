@@ -134,17 +134,6 @@ fn unsupported(what: impl Into<String>, span: Span) -> Refusal {
     }
 }
 
-/// `T[][]` with `T` an `int` or `boolean`.
-fn is_matrix_type(ty: &Type) -> bool {
-    match &ty.kind {
-        TypeKind::Array { elem, .. } => match &elem.kind {
-            TypeKind::Array { elem, .. } => matches!(elem.kind, TypeKind::Int | TypeKind::Bool),
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
 /// The scalar element type of `T[]` or `T[][]` (`None` for another type).
 fn scalar_of(ty: &Type) -> Option<&TypeKind> {
     match &ty.kind {
@@ -267,35 +256,38 @@ struct Allocation<'p> {
     target: Option<&'p Expr>,
     /// The declared local's span (`None` for an assignment).
     local: Option<Span>,
-    /// `new T[A][B]`.
-    new: &'p Expr,
+    /// `A` and `B` of `new T[A][B]`.
+    dims: &'p [Expr],
 }
 
 /// The allocations of the matrix in `member`, anywhere in its body.
 fn allocations<'p>(member: &'p Member, matrix: &str, home: Home) -> Vec<Allocation<'p>> {
-    let two_dims = |e: &Expr| matches!(&e.kind, ExprKind::NewArray { dims, .. } if dims.len() == 2);
+    let two_dims = |e: &'p Expr| match &e.kind {
+        ExprKind::NewArray { dims, .. } if dims.len() == 2 => Some(&dims[..]),
+        _ => None,
+    };
     let mut out = Vec::new();
     member_stmts(member, &mut |s| match &s.kind {
-        StmtKind::Assign { target, value }
-            if is_matrix(target, matrix, home) && two_dims(value) =>
-        {
-            out.push(Allocation {
-                stmt: s,
-                target: Some(target),
-                local: None,
-                new: value,
-            })
+        StmtKind::Assign { target, value } if is_matrix(target, matrix, home) => {
+            if let Some(dims) = two_dims(value) {
+                out.push(Allocation {
+                    stmt: s,
+                    target: Some(target),
+                    local: None,
+                    dims,
+                })
+            }
         }
         StmtKind::LocalDecl { ty, vars }
-            if home == Home::Method && is_matrix_type(ty) && vars.len() == 1 =>
+            if home == Home::Method && ty.is_scalar_matrix() && vars.len() == 1 =>
         {
             for v in vars.iter().filter(|v| v.name.name == matrix) {
-                if let Some(init) = v.init.as_ref().filter(|i| two_dims(i)) {
+                if let Some(dims) = v.init.as_ref().and_then(two_dims) {
                     out.push(Allocation {
                         stmt: s,
                         target: None,
                         local: Some(v.span),
-                        new: init,
+                        dims,
                     });
                 }
             }
@@ -383,10 +375,7 @@ fn check_allocation(
             span,
         ));
     }
-    let ExprKind::NewArray { dims, .. } = &first.new.kind else {
-        unreachable!("an allocation is a new array");
-    };
-    for (dim, want) in dims.iter().zip([rows, cols]) {
+    for (dim, want) in first.dims.iter().zip([rows, cols]) {
         let got = print_expr(dim);
         if got != want {
             return Err(Refusal::LineariseSize {
@@ -444,9 +433,9 @@ pub fn plan(
         .iter()
         .any(|a| a.local.is_some());
     let home = match (param, field) {
-        (Some(p), _) if is_matrix_type(&p.ty) => Home::Method,
+        (Some(p), _) if p.ty.is_scalar_matrix() => Home::Method,
         (None, _) if own_local => Home::Method,
-        (None, Some(f)) if is_matrix_type(&f.ty) => Home::Field,
+        (None, Some(f)) if f.ty.is_scalar_matrix() => Home::Field,
         _ => {
             return Err(Refusal::LineariseNoMatrix {
                 matrix: matrix.to_string(),
@@ -496,16 +485,21 @@ pub fn plan(
             .collect(),
         Home::Field => Vec::new(),
     };
+    // The group methods that allocate the matrix (they need no probe).
+    let mut allocating = Vec::new();
     for m in &group {
         let Some(x) = method_of(m) else { continue };
         let allocs = allocations(m, matrix, home);
+        if !allocs.is_empty() {
+            allocating.push(m.span);
+        }
         let local = allocs.iter().find_map(|a| a.local);
         if home == Home::Method
             && local.is_none()
             && !x
                 .params
                 .iter()
-                .any(|p| p.name.name == matrix && is_matrix_type(&p.ty))
+                .any(|p| p.name.name == matrix && p.ty.is_scalar_matrix())
         {
             return Err(Refusal::LineariseNoMatrix {
                 matrix: matrix.to_string(),
@@ -574,7 +568,7 @@ pub fn plan(
         };
         // An empty body reads nothing; a method that allocates the matrix knows its shape
         // and that no other name holds a row (see the module documentation).
-        if body.stmts.is_empty() || !allocations(m, matrix, home).is_empty() {
+        if body.stmts.is_empty() || allocating.contains(&m.span) {
             continue;
         }
         let queries = queries(
@@ -753,23 +747,7 @@ fn element_type<'p>(
         Home::Method => match method.params.iter().find(|p| p.name.name == matrix) {
             Some(p) => scalar_of(&p.ty),
             // The method's own matrix: its declaration's type.
-            None => {
-                let mut found = None;
-                if let MethodBody::Block(b) = &method.body {
-                    b.stmts.iter().for_each(|s| {
-                        s.visit(&mut |s| match &s.kind {
-                            StmtKind::LocalDecl { ty, vars }
-                                if is_matrix_type(ty)
-                                    && vars.iter().any(|v| v.name.name == matrix) =>
-                            {
-                                found = found.or(scalar_of(ty))
-                            }
-                            _ => {}
-                        })
-                    });
-                }
-                found
-            }
+            None => method.local_type(matrix).and_then(scalar_of),
         },
         Home::Field => class.and_then(|c| {
             c.members.iter().find_map(|m| match &m.kind {
@@ -1093,7 +1071,7 @@ fn rewrite_allocation(s: &mut Stmt, plan: &Plan) {
         StmtKind::Assign { target, value } if is_matrix(target, &plan.matrix, plan.home) => value,
         StmtKind::LocalDecl { ty, vars }
             if plan.home == Home::Method
-                && is_matrix_type(ty)
+                && ty.is_scalar_matrix()
                 && vars.len() == 1
                 && vars[0].name.name == plan.matrix =>
         {

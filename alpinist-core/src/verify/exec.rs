@@ -138,74 +138,92 @@ impl SolverProver {
         // quantifiers. With `trigger` false the implication constrains nothing later.
         let trigger = Bool::fresh_const("obligation");
         self.solver.assert(trigger.implies(goal.not()));
-        let mut result = self
+        let result = self
             .solver
             .check_assumptions(std::slice::from_ref(&trigger));
-        // Undecided in the method's solver: the same assertions again, with nothing the
-        // method's solver keeps from earlier queries (instances, learned clauses, the
-        // monomials of `mul`'s definition): in fresh solvers of this context, once under the
-        // assumption `trigger` and once with the goal asserted (then Z3 preprocesses the whole
-        // query, simplifying the goal into the facts; terms behind an assumption, such as a
-        // lambda-defined mask read, are not instantiated alike), and last as text in a fresh
-        // context (new term ids, which Z3's search follows:
-        // `solver::check_text_in_fresh_context`). The symbolic row-major permissions of a linearised matrix (`m[Y * i + j]`,
-        // `m[X * j + i]`, the diagonal `m[N * i + i]`) are each decided by one of them at once.
-        // Same facts, same goal: as sound as the first try. A method where none decides stops
-        // retrying, so a file Z3 cannot do costs at most three checks more.
-        let mut answered_by = &self.solver;
-        let assumed;
-        let asserted;
-        if result == SatResult::Unknown && retry && self.retry.get() {
-            let fresh = || {
-                let solver = Solver::new();
-                solver.set_params(&self.limits.params());
-                for a in self.solver.get_assertions() {
-                    solver.assert(&a);
-                }
-                solver
-            };
-            assumed = fresh();
-            result = assumed.check_assumptions(std::slice::from_ref(&trigger));
-            answered_by = &assumed;
-            if result == SatResult::Unknown {
-                asserted = fresh();
-                asserted.assert(&trigger);
-                result = asserted.check();
-                answered_by = &asserted;
-            }
-            if result == SatResult::Unknown {
-                let named: Vec<(String, String, bool)> = self
-                    .vars
-                    .iter()
-                    .filter_map(|(n, t)| match t {
-                        Term::Int(i) => Some((n.clone(), i.decl().name(), true)),
-                        Term::Bool(b) => Some((n.clone(), b.decl().name(), false)),
-                        _ => None,
-                    })
-                    .collect();
-                let (answer, values) = super::solver::check_text_in_fresh_context(
-                    &assumed.to_string(),
-                    assumed.get_assertions().len(),
-                    &trigger.decl().name(),
-                    &self.limits,
-                    &named,
-                );
-                let decided = match answer {
-                    SatResult::Unsat => Some(Status::Verified),
-                    SatResult::Sat => Some(Status::Failed { model: values }),
-                    SatResult::Unknown => None,
-                };
-                if let Some(status) = decided {
-                    self.solver.assert(trigger.not());
-                    return status;
-                }
-                self.retry.set(false);
-            }
-        }
         let status = match result {
+            SatResult::Unknown if retry && self.retry.get() => self.prove_afresh(&trigger),
+            _ => self.status(result, &self.solver),
+        };
+        // Switch the implication off for good: left open, every later query may branch on
+        // `trigger` and have to refute this negated goal again (a quantified one can leave Z3
+        // unable to decide a later query it would decide from scratch).
+        self.solver.assert(trigger.not());
+        status
+    }
+
+    /// The query `trigger` (the negated goal), undecided in the method's solver, again with
+    /// the same assertions and nothing the method's solver keeps from earlier queries
+    /// (instances, learned clauses, the monomials of `mul`'s definition): in fresh solvers of
+    /// this context, once under the assumption `trigger` and once with the goal asserted
+    /// (then Z3 preprocesses the whole query, simplifying the goal into the facts; terms
+    /// behind an assumption, such as a lambda-defined mask read, are not instantiated alike),
+    /// and last as text in a fresh context (new term ids, which Z3's search follows:
+    /// `solver::check_text_in_fresh_context`). The symbolic row-major permissions of a
+    /// linearised matrix (`m[Y * i + j]`, `m[X * j + i]`, the diagonal `m[N * i + i]`) are
+    /// each decided by one of them at once. Same facts, same goal: as sound as the first try.
+    /// A method where none decides stops retrying, so a file Z3 cannot do costs at most three
+    /// checks more.
+    fn prove_afresh(&self, trigger: &Bool) -> Status {
+        let fresh = || {
+            let solver = Solver::new();
+            solver.set_params(&self.limits.params());
+            for a in self.solver.get_assertions() {
+                solver.assert(&a);
+            }
+            solver
+        };
+        let assumed = fresh();
+        let result = assumed.check_assumptions(std::slice::from_ref(trigger));
+        if result != SatResult::Unknown {
+            return self.status(result, &assumed);
+        }
+        let asserted = fresh();
+        asserted.assert(trigger);
+        let result = asserted.check();
+        if result != SatResult::Unknown {
+            return self.status(result, &asserted);
+        }
+        if let Some(status) = self.prove_as_text(&assumed, trigger) {
+            return status;
+        }
+        self.retry.set(false);
+        self.status(result, &asserted)
+    }
+
+    /// `solver`'s text in a fresh context under the assumption `trigger`; `None` when
+    /// undecided.
+    fn prove_as_text(&self, solver: &Solver, trigger: &Bool) -> Option<Status> {
+        let named: Vec<(String, String, bool)> = self
+            .vars
+            .iter()
+            .filter_map(|(n, t)| match t {
+                Term::Int(i) => Some((n.clone(), i.decl().name(), true)),
+                Term::Bool(b) => Some((n.clone(), b.decl().name(), false)),
+                _ => None,
+            })
+            .collect();
+        let (answer, values) = super::solver::check_text_in_fresh_context(
+            &solver.to_string(),
+            solver.get_assertions().len(),
+            &trigger.decl().name(),
+            &self.limits,
+            &named,
+        );
+        match answer {
+            SatResult::Unsat => Some(Status::Verified),
+            SatResult::Sat => Some(Status::Failed { model: values }),
+            SatResult::Unknown => None,
+        }
+    }
+
+    /// The status of `result` as `solver` answered it: its model's values of the reported
+    /// locals, or its reason for not deciding.
+    fn status(&self, result: SatResult, solver: &Solver) -> Status {
+        match result {
             SatResult::Unsat => Status::Verified,
             SatResult::Sat => Status::Failed {
-                model: match answered_by.get_model() {
+                model: match solver.get_model() {
                     Some(m) => self
                         .vars
                         .iter()
@@ -215,18 +233,13 @@ impl SolverProver {
                 },
             },
             SatResult::Unknown => Status::Unknown {
-                reason: answered_by
+                reason: solver
                     .get_reason_unknown()
                     .map(|r| r.trim().to_string())
                     .filter(|r| !r.is_empty())
                     .unwrap_or_else(|| "unknown (Z3 gave no reason)".to_string()),
             },
-        };
-        // Switch the implication off for good: left open, every later query may branch on
-        // `trigger` and have to refute this negated goal again (a quantified one can leave Z3
-        // unable to decide a later query it would decide from scratch).
-        self.solver.assert(trigger.not());
-        status
+        }
     }
 }
 

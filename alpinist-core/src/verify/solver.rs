@@ -189,8 +189,8 @@ where
 }
 
 /// Checks the SMT-LIB text of a query (`Solver`'s `Display`: declarations and `assertions`
-/// assertions) under the boolean constant named `assumption` in a fresh Z3 context: the same assertions with new term ids, in the order of the text. Z3's
-/// search follows term ids: the obligations of a linearised matrix's diagonal,
+/// assertions) under the boolean constant named `assumption` in a fresh Z3 context: the same
+/// assertions with new term ids, in the order of the text. Z3's search follows term ids: the obligations of a linearised matrix's diagonal,
 /// `m[N * i + i]`, were left undecided by the method's solver and by a fresh solver in the
 /// method's context, and decided at once from the text. With a satisfiable answer, the values
 /// of the named integer and boolean constants (`(name shown, symbol, is_int)`), by symbol.

@@ -7,7 +7,7 @@
 
 use super::{
     Block, Class, ClauseKind, Contract, Decreases, Expr, ExprKind, Ident, Item, Member, MemberKind,
-    Method, MethodBody, Modifier, Program, Span,
+    Method, MethodBody, Modifier, Program, Span, Type,
 };
 use super::{Stmt, StmtKind};
 
@@ -379,6 +379,24 @@ impl Method {
     /// permissions and moves none.
     pub fn is_function(&self) -> bool {
         matches!(self.body, MethodBody::Expr(_)) || self.modifiers.contains(&Modifier::Pure)
+    }
+
+    /// The type the body's first declaration of a local `name` gives it, at any depth.
+    pub fn local_type(&self, name: &str) -> Option<&Type> {
+        let MethodBody::Block(body) = &self.body else {
+            return None;
+        };
+        let mut found = None;
+        for s in &body.stmts {
+            s.visit(&mut |s| {
+                if let StmtKind::LocalDecl { ty, vars } = &s.kind {
+                    if found.is_none() && vars.iter().any(|v| v.name.name == name) {
+                        found = Some(ty);
+                    }
+                }
+            });
+        }
+        found
     }
 }
 
