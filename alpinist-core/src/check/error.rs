@@ -236,6 +236,27 @@ pub enum CheckError {
         span: Span,
     },
 
+    #[error("the label `{name}` is declared twice in this method")]
+    #[diagnostic(
+        code(E0225),
+        help("a `goto` must name exactly one `label`: rename one of them")
+    )]
+    LabelTwice {
+        name: String,
+        #[label(primary, "declared again here")]
+        span: Span,
+        #[label("first declared here")]
+        first: Span,
+    },
+
+    #[error("`goto {name}`: no `label {name};` in this method")]
+    #[diagnostic(code(E0226), help("a `goto` jumps to a `label` of the same method"))]
+    UnknownLabel {
+        name: String,
+        #[label("no such label")]
+        span: Span,
+    },
+
     // ---- E03xx: types ------------------------------------------------------------------
     #[error("type mismatch in {what}: expected {expected}, found {found}")]
     #[diagnostic(code(E0301))]
@@ -480,6 +501,8 @@ impl CheckError {
             | DuplicateDecreases { span, .. }
             | ConstructorName { span, .. }
             | AllIndicesOutsideLocation { span }
+            | LabelTwice { span, .. }
+            | UnknownLabel { span, .. }
             | Mismatch { span, .. }
             | BadOperands { span, .. }
             | ArgCount { span, .. }

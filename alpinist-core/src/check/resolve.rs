@@ -276,7 +276,10 @@ impl<'a> Checker<'a> {
         }
         match &method.body {
             MethodBody::Abstract => {}
-            MethodBody::Block(block) => self.check_block(block),
+            MethodBody::Block(block) => {
+                self.check_labels(block);
+                self.check_block(block);
+            }
             MethodBody::Expr(e) => {
                 let what = if kind == MethodKind::Predicate {
                     "predicate body"
@@ -289,6 +292,37 @@ impl<'a> Checker<'a> {
         self.pure_context = None;
         self.pop_scope();
         self.method = None;
+    }
+
+    /// Every `goto` names exactly one `label` of its method (where the label stands is the
+    /// checker's question: `verify` follows jumps to labels of the method's own body).
+    fn check_labels(&mut self, body: &'a Block) {
+        let mut labels: Vec<&Ident> = Vec::new();
+        let mut gotos: Vec<&Ident> = Vec::new();
+        for stmt in &body.stmts {
+            stmt.visit(&mut |s| match &s.kind {
+                StmtKind::Label(l) => labels.push(l),
+                StmtKind::Goto(l) => gotos.push(l),
+                _ => {}
+            });
+        }
+        for (i, l) in labels.iter().enumerate() {
+            if let Some(first) = labels[..i].iter().find(|m| m.name == l.name) {
+                self.err(CheckError::LabelTwice {
+                    name: l.name.clone(),
+                    span: l.span,
+                    first: first.span,
+                });
+            }
+        }
+        for g in gotos {
+            if !labels.iter().any(|l| l.name == g.name) {
+                self.err(CheckError::UnknownLabel {
+                    name: g.name.clone(),
+                    span: g.span,
+                });
+            }
+        }
     }
 
     /// Contract clauses are assertions: booleans or resources. `given`/`yields` were declared
@@ -526,6 +560,9 @@ impl<'a> Checker<'a> {
                 let saved = self.pure_context.replace("a specification");
                 self.predicate_application(e, what);
                 self.pure_context = saved;
+            }
+            StmtKind::Goto(_) | StmtKind::Label(_) => {
+                self.no_ghost_control("a `goto` or `label`", stmt.span)
             }
             // Placement is checked with the enclosing block (`check_block_opts`); a `fuse`
             // thread-block hint may name an int in scope (`gpuopt fuse 2 N;`).

@@ -216,6 +216,9 @@ impl<'p> Machine<'p, '_> {
             StmtKind::Fork(_) | StmtKind::Join(_) => {
                 return Err(InterpError::unsupported("`fork`/`join`", stmt.span))
             }
+            StmtKind::Goto(_) | StmtKind::Label(_) => {
+                return Err(InterpError::unsupported("`goto` and `label`", stmt.span))
+            }
         }
         Ok(Flow::Normal)
     }

@@ -129,6 +129,16 @@ impl<'p> Machine<'p, '_> {
         env: &mut Env<'p>,
         group: &'p ParGroup,
     ) -> Result<(), InterpError> {
+        if group.style == ParGroupStyle::Vector {
+            // Its lanes' permissions are the contract the checker infers; without one the
+            // interpreter has none to give them (and no lock-step execution).
+            if let Some(block) = group.blocks.iter().find(|b| b.contract.clauses.is_empty()) {
+                return Err(InterpError::unsupported(
+                    "a vector block without a contract",
+                    block.span,
+                ));
+            }
+        }
         if group.style == ParGroupStyle::Sequential || group.blocks.len() == 1 {
             for block in &group.blocks {
                 self.run_block(env, block)?;

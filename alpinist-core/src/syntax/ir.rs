@@ -366,6 +366,10 @@ pub enum StmtKind {
     /// (`loop_unroll`, `iter_merge`) or the first par block (`fuse`) it targets; `check`
     /// reports it otherwise.
     GpuOpt(GpuOpt),
+    /// `goto l;`: continues after `label l;` (VerCors 2.x).
+    Goto(Ident),
+    /// `label l;`: a target of `goto l;`; does nothing itself.
+    Label(Ident),
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -392,6 +396,9 @@ pub enum ParGroupStyle {
     /// 1.x `sequential { par A(..) {..} par B(..) {..} }`: the blocks run one after another,
     /// like consecutive par statements.
     Sequential,
+    /// `vec(int j = lo .. hi) { .. }`: one block whose lanes run in lock-step; it needs no
+    /// contract (the checker infers one where it has none: `verify::vector`).
+    Vector,
 }
 
 /// `par Name(int t = lo .. hi, ...) <contract> { body }`

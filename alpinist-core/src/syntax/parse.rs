@@ -545,7 +545,10 @@ fn rule_in_words(rule: Rule) -> Option<String> {
         | Rule::join_stmt
         | Rule::commit_stmt
         | Rule::wait_stmt
-        | Rule::notify_stmt => Some("a statement".into()),
+        | Rule::notify_stmt
+        | Rule::goto_stmt
+        | Rule::label_stmt
+        | Rule::vec_stmt => Some("a statement".into()),
         Rule::gpuopt => word("gpuopt"),
         Rule::bracket_suffix => word("["),
         Rule::member_suffix => word("."),
@@ -769,6 +772,9 @@ fn is_keyword(rule: Rule) -> bool {
             | k_assert
             | k_fork
             | k_join
+            | k_goto
+            | k_label
+            | k_vec
             | k_commit
             | k_wait
             | k_notify
@@ -1283,6 +1289,10 @@ impl Builder {
                     style: ParGroupStyle::And,
                 })
             }
+            Rule::vec_stmt => StmtKind::Par(ParGroup {
+                blocks: vec![self.par_block(pair.clone())?],
+                style: ParGroupStyle::Vector,
+            }),
             Rule::parallel_stmt => {
                 let style = match pair.clone().into_inner().next().map(|p| p.as_rule()) {
                     Some(Rule::w_sequential) => ParGroupStyle::Sequential,
@@ -1355,6 +1365,8 @@ impl Builder {
             Rule::commit_stmt => StmtKind::Commit(self.expr(kids.next("an object")?)?),
             Rule::wait_stmt => StmtKind::Wait(self.expr(kids.next("an object")?)?),
             Rule::notify_stmt => StmtKind::Notify(self.expr(kids.next("an object")?)?),
+            Rule::goto_stmt => StmtKind::Goto(ident_of(&kids.next("a label")?)),
+            Rule::label_stmt => StmtKind::Label(ident_of(&kids.next("a label")?)),
             Rule::gpuopt => match self.gpuopt(pair) {
                 Some(g) => StmtKind::GpuOpt(g),
                 // The error is recorded; an empty block keeps the tree well formed meanwhile.

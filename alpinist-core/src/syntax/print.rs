@@ -719,6 +719,8 @@ fn simple_stmt_text(stmt: &Stmt) -> Option<String> {
         StmtKind::Commit(e) => keyword("commit", e),
         StmtKind::Wait(e) => keyword("wait", e),
         StmtKind::Notify(e) => keyword("notify", e),
+        StmtKind::Goto(l) => format!("goto {}", l.name),
+        StmtKind::Label(l) => format!("label {}", l.name),
         StmtKind::Ghost(inner) => format!("ghost {}", simple_stmt_text(inner)?),
         _ => return None,
     })
@@ -1206,6 +1208,11 @@ impl<'t> Printer<'t> {
                         self.begin_node(block.span.start);
                     }
                     self.par_block(if i == 0 { "par" } else { "and" }, block);
+                }
+            }
+            ParGroupStyle::Vector => {
+                for block in &group.blocks {
+                    self.par_block("vec", block);
                 }
             }
             ParGroupStyle::Parallel | ParGroupStyle::Sequential => {
@@ -2050,6 +2057,8 @@ mod tests {
             (st(StmtKind::Lock(ex(ExprKind::This))), "lock this;\n"),
             (st(StmtKind::Unlock(ex(ExprKind::This))), "unlock this;\n"),
             (st(StmtKind::Fork(var("t"))), "fork t;\n"),
+            (st(StmtKind::Goto(ident("done"))), "goto done;\n"),
+            (st(StmtKind::Label(ident("done"))), "label done;\n"),
             (st(StmtKind::Join(var("t"))), "join t;\n"),
             (st(StmtKind::Commit(ex(ExprKind::This))), "commit this;\n"),
             (st(StmtKind::Wait(var("o"))), "wait o;\n"),

@@ -338,6 +338,10 @@ enum Flow {
     Returned,
 }
 
+/// How many `goto`s one path may follow before the checker gives up (each is checked along
+/// the whole rest of the method: a chain of jumps costs as much as its paths).
+const MAX_JUMPS: usize = 16;
+
 struct ParFrame {
     label: Option<String>,
     iters: Vec<RegionIter>,
@@ -397,6 +401,9 @@ pub fn check_routine<'p>(
         own_measure: None,
         commit_at_end: None,
         precomputed: Vec::new(),
+        body: &[],
+        jumps: Vec::new(),
+        method: None,
     };
     let error = if let Some(e) = program.ambiguous_use(routine) {
         Some(e)
@@ -452,6 +459,12 @@ struct Verifier<'c, 'p> {
     /// Values of the nodes of the code expression being evaluated that were evaluated in
     /// their turn around its calls and allocations, by node address (`effects.rs`).
     precomputed: Vec<(usize, Value)>,
+    /// The statements of the method's body, where `goto` finds its label.
+    body: &'p [Stmt],
+    /// The labels whose continuations are being followed, innermost last (`goto`).
+    jumps: Vec<&'p str>,
+    /// The routine's declaration (what a vector block's lanes may name).
+    method: Option<&'p crate::syntax::Method>,
 }
 
 /// A method's `decreases` clause as its recursive calls see it.
@@ -579,6 +592,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
     // ----- methods -----
 
     fn routine(&mut self, routine: &Routine<'p>) -> Result<(), EncodeError> {
+        self.method = Some(routine.method);
         let mut store = Store::new();
         if let (true, Some(class)) = (routine.has_this(), routine.class) {
             let this = self.ctx.world.fresh("this", &Ty::Object(class.to_string()));
@@ -770,6 +784,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 }
             }
             MethodBody::Block(block) => {
+                self.body = &block.stmts;
                 if let Flow::Normal(st) = self.block(st, block)? {
                     let failed = self
                         .prover
@@ -1157,6 +1172,28 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 }
                 Ok(Flow::Normal(st))
             }
+            StmtKind::Par(group) if super::vector::needs_contract(s) => {
+                // Still without a contract: the inference refused the body (or it touches no
+                // cell at all, and the empty contract is the inferred one).
+                let outer = self
+                    .method
+                    .map(super::vector::method_names)
+                    .unwrap_or_default();
+                for block in &group.blocks {
+                    let held = Default::default();
+                    if let Err(refusal) = super::vector::infer(block, &outer, &held) {
+                        return Err(unsupported(refusal.what, refusal.span));
+                    }
+                }
+                self.par(st, &group.blocks)
+            }
+            StmtKind::Par(group) if group.style == ParGroupStyle::Vector => {
+                let mut st = st;
+                for block in &group.blocks {
+                    st = self.vector_read_share(st, block)?;
+                }
+                self.par(st, &group.blocks)
+            }
             StmtKind::Par(group) => self.par(st, &group.blocks),
             StmtKind::Barrier(b) => self.barrier(st, b, s.span),
             StmtKind::Assert(e) => {
@@ -1205,6 +1242,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 .lock_operation(st, &s.kind, o, s.span)
                 .map(Flow::Normal),
             StmtKind::Fork(t) => self.fork(st, t, s.span).map(Flow::Normal),
+            StmtKind::Label(_) => Ok(Flow::Normal(st)),
+            StmtKind::Goto(label) => self.goto(st, label),
             StmtKind::Join(t) => self.join(st, t, s.span).map(Flow::Normal),
         }
     }
@@ -1289,7 +1328,10 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 )?;
                 Ok(Flow::Normal(st))
             }
-            Flow::Returned => Err(unsupported("a `return` inside an atomic block", name.span)),
+            Flow::Returned => Err(unsupported(
+                "a `return` or `goto` leaving an atomic block",
+                name.span,
+            )),
         }
     }
 
@@ -1873,6 +1915,131 @@ impl<'c, 'p> Verifier<'c, 'p> {
             }
             (Flow::Returned, Flow::Returned) => Flow::Returned,
         })
+    }
+
+    /// `goto l;`: the rest of the method from `label l;` is checked from here, and this path
+    /// ends (as with `return`, the method's end exhales the postcondition). The label must be
+    /// a statement of the method's body itself, so that its continuation is the rest of that
+    /// list; a path that comes back to a label it is following (a loop made of jumps, which
+    /// would need an invariant) is not encoded.
+    fn goto(&mut self, st: State, label: &'p crate::syntax::Ident) -> Result<Flow, EncodeError> {
+        if !self.pars.is_empty() {
+            return Err(unsupported("`goto` inside a par block", label.span));
+        }
+        if !self.invariants.is_empty() {
+            // Its continuation would run with the invariant still open (and its resources
+            // neither back with the method nor closed again).
+            return Err(unsupported("`goto` inside an invariant block", label.span));
+        }
+        let Some(at) = self
+            .body
+            .iter()
+            .position(|s| matches!(&s.kind, StmtKind::Label(l) if l.name == label.name))
+        else {
+            return Err(unsupported(
+                "a `goto` to a label inside a nested statement (only labels of the method's \
+                 body itself are followed)",
+                label.span,
+            ));
+        };
+        if self.jumps.contains(&label.name.as_str()) || self.jumps.len() >= MAX_JUMPS {
+            return Err(unsupported(
+                "a `goto` that may come back to where it jumped from (a loop made of jumps: \
+                 write a `while` loop with an invariant)",
+                label.span,
+            ));
+        }
+        self.jumps.push(&label.name);
+        let body = self.body;
+        let mut flow = Flow::Normal(st);
+        for s in &body[at + 1..] {
+            let Flow::Normal(st) = flow else { break };
+            flow = self.stmt(st, s)?;
+        }
+        if let Flow::Normal(st) = flow {
+            self.exhale_post(st, None)?;
+        }
+        self.jumps.pop();
+        Ok(Flow::Returned)
+    }
+
+    /// Binds [`super::vector::READ_SHARE`] for a vector block whose inferred contract reads
+    /// cells: the method must hold some permission to each cell any lane reads (checked, at
+    /// the cell), and the share is a positive amount no larger than any of those — one exists,
+    /// the lanes being finitely many. A block with a written contract binds nothing.
+    fn vector_read_share(
+        &mut self,
+        mut st: State,
+        block: &'p ParBlock,
+    ) -> Result<State, EncodeError> {
+        let cells = super::vector::read_cells(block);
+        if cells.is_empty() {
+            return Ok(st);
+        }
+        // The mask named by a constant, so that its amounts can be patterns (a mask term holds
+        // `ite`s, which patterns may not): the block's exhale reads the same constant.
+        let named = Dynamic::fresh_const("vec_mask", &st.mask.array.get_sort());
+        self.prover
+            .assume(named.eq(Dynamic::from_ast(&st.mask.array)));
+        st.mask = crate::verify::state::Mask {
+            array: named.as_array().expect("a mask is an array"),
+        };
+        let mut bounds = Vec::new();
+        for (cell, name) in cells {
+            let share = self.ctx.world.fresh(name, &Ty::Perm);
+            let Term::Real(amount) = share.term.clone() else {
+                return Err(unsupported("a vector block's read share", block.span));
+            };
+            self.prover.assume(amount.gt(real(0)));
+            st.store.insert(name.to_string(), share);
+            // Each lane: its iterators fresh constants within their ranges, quantified below.
+            let mut store = st.store.clone();
+            let mut binders = Vec::new();
+            let mut in_range = Vec::new();
+            let mut ev = self.code_eval(&st);
+            for it in &block.iters {
+                let lo = ev.int(&it.lo)?;
+                let hi = ev.int(&it.hi)?;
+                let lane = Int::fresh_const(&it.name.name);
+                in_range.push(Bool::and(&[lane.ge(&lo), lane.lt(&hi)]));
+                store.insert(
+                    it.name.name.clone(),
+                    Value {
+                        term: Term::Int(lane.clone()),
+                        ty: Ty::Int,
+                    },
+                );
+                binders.push(lane);
+            }
+            self.flush(&mut ev);
+            let mut inner = eval(self.ctx, &st, false);
+            inner.store = store;
+            let (r, i, _) = inner.location(cell)?;
+            let held = st.mask.amount(&r, &i);
+            let range = Bool::and(&in_range);
+            let vars: Vec<&dyn Ast> = binders.iter().map(|b| b as &dyn Ast).collect();
+            let some = z3::ast::forall_const(&vars, &[], &range.implies(held.gt(real(0))));
+            self.prover.check(Check {
+                goal: some,
+                kind: ObligationKind::InsufficientPermission,
+                span: cell.span,
+                note: Some("a vector lane reads this cell: the method must hold some of it".into()),
+            });
+            // At most half of what the method holds: it keeps some of each cell across the
+            // block, so the cells' values stay framed (the lanes only read them).
+            let half = z3::ast::Real::mul(&[&amount, &real(2)]);
+            // Instantiated wherever the block's exhale reads the method's amount at a cell.
+            let pattern = z3::Pattern::new(&[&held as &dyn Ast]);
+            bounds.push(z3::ast::forall_const(
+                &vars,
+                &[&pattern],
+                &range.implies(half.le(&held)),
+            ));
+        }
+        for b in bounds {
+            self.prover.assume(b);
+        }
+        Ok(st)
     }
 
     fn exec_loop(

@@ -69,6 +69,7 @@ mod state;
 mod syn;
 mod termination;
 mod uniformity;
+mod vector;
 
 pub use expr::{EncodeError, Env, Sort};
 pub use int32::{Int32, INT32_MAX, INT32_MIN};
@@ -275,6 +276,9 @@ fn verify_selected(
     jobs: usize,
     selected: &(dyn Fn(Span) -> bool + Sync),
 ) -> Vec<MethodReport> {
+    // Vector blocks written without a contract are checked with the one their body implies.
+    let completed = vector::with_contracts(program);
+    let program = completed.as_ref().unwrap_or(program);
     let info = ProgramInfo::new(program);
     let plan = int32.map(|mode| int32::Plan::new(&info, mode));
     let mut routines = info.order.clone();

@@ -320,6 +320,6 @@ pub(super) fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
                 stmt_exprs(x, f);
             }
         }
-        StmtKind::GpuOpt(_) => {}
+        StmtKind::GpuOpt(_) | StmtKind::Goto(_) | StmtKind::Label(_) => {}
     }
 }

@@ -581,7 +581,9 @@ impl<'a> Analysis<'a> {
             | StmtKind::Notify(_)
             | StmtKind::Fold(_)
             | StmtKind::Unfold(_)
-            | StmtKind::GpuOpt(_) => {}
+            | StmtKind::GpuOpt(_)
+            | StmtKind::Goto(_)
+            | StmtKind::Label(_) => {}
         }
     }
 

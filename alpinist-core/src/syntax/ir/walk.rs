@@ -69,7 +69,9 @@ macro_rules! stmt_children {
             | StmtKind::Notify(_)
             | StmtKind::Fold(_)
             | StmtKind::Unfold(_)
-            | StmtKind::GpuOpt(_) => Vec::new(),
+            | StmtKind::GpuOpt(_)
+            | StmtKind::Goto(_)
+            | StmtKind::Label(_) => Vec::new(),
         }
     };
 }
@@ -123,7 +125,9 @@ macro_rules! stmt_exprs {
             | StmtKind::Barrier(_)
             | StmtKind::Ghost(_)
             | StmtKind::Atomic { .. }
-            | StmtKind::GpuOpt(_) => {}
+            | StmtKind::GpuOpt(_)
+            | StmtKind::Goto(_)
+            | StmtKind::Label(_) => {}
         }
     };
 }
@@ -219,7 +223,9 @@ impl Stmt {
                 | StmtKind::Notify(_)
                 | StmtKind::Fold(_)
                 | StmtKind::Unfold(_)
-                | StmtKind::GpuOpt(_) => {}
+                | StmtKind::GpuOpt(_)
+                | StmtKind::Goto(_)
+                | StmtKind::Label(_) => {}
             }
             // Ghost results may be received wherever a call can stand.
             s.for_each_expr(&mut |e| {
@@ -307,7 +313,9 @@ macro_rules! own_contracts {
             | StmtKind::Notify(_)
             | StmtKind::Fold(_)
             | StmtKind::Unfold(_)
-            | StmtKind::GpuOpt(_) => Vec::new(),
+            | StmtKind::GpuOpt(_)
+            | StmtKind::Goto(_)
+            | StmtKind::Label(_) => Vec::new(),
         }
     };
 }
@@ -503,7 +511,9 @@ impl Program {
                 | StmtKind::Notify(_)
                 | StmtKind::Fold(_)
                 | StmtKind::Unfold(_)
-                | StmtKind::GpuOpt(_) => {}
+                | StmtKind::GpuOpt(_)
+                | StmtKind::Goto(_)
+                | StmtKind::Label(_) => {}
             }
         }
         for m in self.members_mut() {

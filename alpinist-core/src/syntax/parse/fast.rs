@@ -760,7 +760,7 @@ impl<'s> Fast<'s> {
             "while" | "for" => return self.loop_stmt(),
             w if is_clause_keyword(w) => return self.loop_stmt(),
             "par" => return self.par_stmt(),
-            "parallel" | "sequential" => return bail(),
+            "parallel" | "sequential" | "goto" | "label" | "vec" => return bail(),
             "barrier" => self.barrier()?,
             "return" => {
                 self.keyword(w);

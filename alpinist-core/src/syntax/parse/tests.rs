@@ -1350,3 +1350,29 @@ fn fast_path_spans_follow_pest_around_white_space() {
         assert!(fast_path_matches_pest(src), "fast path gave up on {src}");
     }
 }
+
+/// `goto l;` and `label l;` are statements (they were read as declarations of a variable `l`
+/// of class `goto`); a variable named `label` or `goto` is still assigned as before.
+#[test]
+fn goto_and_label_are_statements() {
+    let body = stmts("goto done; x = 1; label done; label = 2; goto = label;");
+    assert!(matches!(&body[0].kind, StmtKind::Goto(l) if l.name == "done"));
+    assert!(matches!(&body[2].kind, StmtKind::Label(l) if l.name == "done"));
+    assert!(matches!(body[3].kind, StmtKind::Assign { .. }));
+    assert!(matches!(body[4].kind, StmtKind::Assign { .. }));
+}
+
+/// `vec(int j = lo .. hi) { .. }` is a par group of one block in the vector style, with no
+/// contract unless one is written.
+#[test]
+fn vector_blocks_are_par_groups() {
+    let body = stmts("vec (int j = 0 .. n) { a[j] = 0; } vec = 1;");
+    let StmtKind::Par(group) = &body[0].kind else {
+        panic!("{:?}", body[0].kind)
+    };
+    assert_eq!(group.style, ParGroupStyle::Vector);
+    assert_eq!(group.blocks.len(), 1);
+    assert!(group.blocks[0].contract.clauses.is_empty());
+    assert_eq!(group.blocks[0].iters[0].name.name, "j");
+    assert!(matches!(body[1].kind, StmtKind::Assign { .. }));
+}
