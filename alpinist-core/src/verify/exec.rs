@@ -141,9 +141,12 @@ impl SolverProver {
         let result = self
             .solver
             .check_assumptions(std::slice::from_ref(&trigger));
-        let status = match result {
+        // The retries' solvers live until the implication is switched off below: freeing
+        // their terms earlier hands their ids to the next terms, and Z3's search follows term
+        // ids (a file that verified came back unknown when they were freed first).
+        let (status, _retried) = match result {
             SatResult::Unknown if retry && self.retry.get() => self.prove_afresh(&trigger),
-            _ => self.status(result, &self.solver),
+            _ => (self.status(result, &self.solver), Vec::new()),
         };
         // Switch the implication off for good: left open, every later query may branch on
         // `trigger` and have to refute this negated goal again (a quantified one can leave Z3
@@ -164,7 +167,8 @@ impl SolverProver {
     /// each decided by one of them at once. Same facts, same goal: as sound as the first try.
     /// A method where none decides stops retrying, so a file Z3 cannot do costs at most three
     /// checks more.
-    fn prove_afresh(&self, trigger: &Bool) -> Status {
+    /// Returns the fresh solvers with the status, latest first (the order they are freed in).
+    fn prove_afresh(&self, trigger: &Bool) -> (Status, Vec<Solver>) {
         let fresh = || {
             let solver = Solver::new();
             solver.set_params(&self.limits.params());
@@ -176,19 +180,19 @@ impl SolverProver {
         let assumed = fresh();
         let result = assumed.check_assumptions(std::slice::from_ref(trigger));
         if result != SatResult::Unknown {
-            return self.status(result, &assumed);
+            return (self.status(result, &assumed), vec![assumed]);
         }
         let asserted = fresh();
         asserted.assert(trigger);
         let result = asserted.check();
         if result != SatResult::Unknown {
-            return self.status(result, &asserted);
+            return (self.status(result, &asserted), vec![asserted, assumed]);
         }
         if let Some(status) = self.prove_as_text(&assumed, trigger) {
-            return status;
+            return (status, vec![asserted, assumed]);
         }
         self.retry.set(false);
-        self.status(result, &asserted)
+        (self.status(result, &asserted), vec![asserted, assumed])
     }
 
     /// `solver`'s text in a fresh context under the assumption `trigger`; `None` when
