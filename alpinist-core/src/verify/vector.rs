@@ -310,6 +310,12 @@ pub fn infer(
     Ok(Contract { clauses })
 }
 
+fn reads_a_cell(e: &Expr) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| found |= matches!(x.kind, ExprKind::Index { .. }));
+    found
+}
+
 fn int_zero(span: Span) -> Expr {
     Expr {
         kind: ExprKind::IntLit(0u32.into()),
@@ -483,6 +489,24 @@ impl Lane<'_> {
                     span: e.span,
                 })
             }
+            // A cell read only on some paths would still be claimed for every lane (with its
+            // index in bounds), failing correct guards like `j > 0 ? a[j - 1] : 0`: refused.
+            ExprKind::Cond {
+                then_expr,
+                else_expr,
+                ..
+            } if reads_a_cell(then_expr) || reads_a_cell(else_expr) => refuse(
+                "a cell read under a condition in a vector block without a contract (write one)",
+                e.span,
+            ),
+            ExprKind::Binary {
+                op: BinaryOp::And | BinaryOp::Or | BinaryOp::Implies,
+                rhs,
+                ..
+            } if reads_a_cell(rhs) => refuse(
+                "a cell read under a condition in a vector block without a contract (write one)",
+                rhs.span,
+            ),
             ExprKind::IntLit(_)
             | ExprKind::BoolLit(_)
             | ExprKind::Unary { .. }
