@@ -1988,6 +1988,29 @@ impl<'c, 'p> Verifier<'c, 'p> {
         st.mask = crate::verify::state::Mask {
             array: named.as_array().expect("a mask is an array"),
         };
+        // Each lane: its iterators fresh constants within their ranges, quantified below
+        // (evaluated once for all the cells).
+        let mut lanes = st.store.clone();
+        let mut binders = Vec::new();
+        let mut in_range = Vec::new();
+        let mut ev = self.code_eval(&st);
+        for it in &block.iters {
+            let lo = ev.int(&it.lo)?;
+            let hi = ev.int(&it.hi)?;
+            let lane = Int::fresh_const(&it.name.name);
+            in_range.push(Bool::and(&[lane.ge(&lo), lane.lt(&hi)]));
+            lanes.insert(
+                it.name.name.clone(),
+                Value {
+                    term: Term::Int(lane.clone()),
+                    ty: Ty::Int,
+                },
+            );
+            binders.push(lane);
+        }
+        self.flush(&mut ev);
+        let range = Bool::and(&in_range);
+        let vars: Vec<&dyn Ast> = binders.iter().map(|b| b as &dyn Ast).collect();
         let mut bounds = Vec::new();
         for (cell, name) in cells {
             let share = self.ctx.world.fresh(name, &Ty::Perm);
@@ -1996,32 +2019,10 @@ impl<'c, 'p> Verifier<'c, 'p> {
             };
             self.prover.assume(amount.gt(real(0)));
             st.store.insert(name.to_string(), share);
-            // Each lane: its iterators fresh constants within their ranges, quantified below.
-            let mut store = st.store.clone();
-            let mut binders = Vec::new();
-            let mut in_range = Vec::new();
-            let mut ev = self.code_eval(&st);
-            for it in &block.iters {
-                let lo = ev.int(&it.lo)?;
-                let hi = ev.int(&it.hi)?;
-                let lane = Int::fresh_const(&it.name.name);
-                in_range.push(Bool::and(&[lane.ge(&lo), lane.lt(&hi)]));
-                store.insert(
-                    it.name.name.clone(),
-                    Value {
-                        term: Term::Int(lane.clone()),
-                        ty: Ty::Int,
-                    },
-                );
-                binders.push(lane);
-            }
-            self.flush(&mut ev);
             let mut inner = eval(self.ctx, &st, false);
-            inner.store = store;
+            inner.store = lanes.clone();
             let (r, i, _) = inner.location(cell)?;
             let held = st.mask.amount(&r, &i);
-            let range = Bool::and(&in_range);
-            let vars: Vec<&dyn Ast> = binders.iter().map(|b| b as &dyn Ast).collect();
             let some = z3::ast::forall_const(&vars, &[], &range.implies(held.gt(real(0))));
             self.prover.check(Check {
                 goal: some,

@@ -324,15 +324,20 @@ fn int_zero(span: Span) -> Expr {
 }
 
 fn cell_expr(cell: &Cell) -> Expr {
+    index_expr(&cell.array, cell.index.clone(), cell.span)
+}
+
+/// `array[index]`, every node carrying `span`.
+fn index_expr(array: &Ident, index: Expr, span: Span) -> Expr {
     Expr {
         kind: ExprKind::Index {
             base: Box::new(Expr {
-                kind: ExprKind::Name(cell.array.clone()),
-                span: cell.span,
+                kind: ExprKind::Name(array.clone()),
+                span,
             }),
-            index: Box::new(cell.index.clone()),
+            index: Box::new(index),
         },
-        span: cell.span,
+        span,
     }
 }
 
@@ -461,18 +466,8 @@ impl Lane<'_> {
                         written: None,
                     });
                 }
-                let cell = Expr {
-                    kind: ExprKind::Index {
-                        base: Box::new(Expr {
-                            kind: ExprKind::Name(array),
-                            span: base.span,
-                        }),
-                        index: Box::new(index),
-                    },
-                    span: e.span,
-                };
                 Ok(Expr {
-                    kind: ExprKind::Old(Box::new(cell)),
+                    kind: ExprKind::Old(Box::new(index_expr(&array, index, e.span))),
                     span: e.span,
                 })
             }
