@@ -14,6 +14,7 @@ mod optimise;
 mod prefetch;
 mod properties;
 mod roundtrip;
+mod rust_kernels;
 mod tile;
 mod verify;
 mod witness;

@@ -8,6 +8,7 @@ pub mod interp;
 pub mod opencl;
 pub mod pipeline;
 pub mod report;
+pub mod rust;
 pub mod syntax;
 pub mod transform;
 pub mod verify;

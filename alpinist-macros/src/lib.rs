@@ -1,1 +1,36 @@
-//! Proc-macro attributes for verified GPU kernels written in Rust (filled by a later issue).
+//! Proc-macro attributes for verified GPU kernels written in Rust: `#[alpinist::kernel]`.
+//!
+//! A shim: the expansion is `alpinist_core::rust` (ordinary library code, unit-tested there).
+//! Users depend on the `alpinist` package, which re-exports these attributes.
+
+use proc_macro::TokenStream;
+
+/// Lowers the function to PVL, verifies it with alpinist's checker at compile time, and emits
+/// the CPU function and a module of the same name (`PVL`, `VERIFIED`, `SOURCE_HASH`). Contracts
+/// go in helper attributes below it: `#[requires(..)]`, `#[ensures(..)]`, `#[context(..)]`,
+/// `#[context_everywhere(..)]`; in the body `#[loop_invariant(..)]`, `#[thread(..)]` on
+/// `for tid in par(lo..hi)`, `#[barrier(..)] barrier();`, `#[ghost]` parameters and
+/// `ghost! { .. }`. `ALPINIST_VERIFY=0` skips verification.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    alpinist_core::rust::expand_kernel(
+        attr.into(),
+        item.into(),
+        alpinist_core::rust::verification_enabled(),
+    )
+    .into()
+}
+
+/// Contract attributes expanded on their own were written above `#[alpinist::kernel]` (or
+/// without it): an error that says so.
+macro_rules! misplaced {
+    ($($name:ident),*) => {$(
+        #[doc = concat!("A clause of `#[alpinist::kernel]`, written below it: `#[", stringify!($name), "(..)]`.")]
+        #[proc_macro_attribute]
+        pub fn $name(attr: TokenStream, item: TokenStream) -> TokenStream {
+            alpinist_core::rust::misplaced_helper(stringify!($name), attr.into(), item.into()).into()
+        }
+    )*};
+}
+
+misplaced!(requires, ensures, context, context_everywhere);

@@ -90,24 +90,7 @@ pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// The IR as JSON with every `"span"` removed: equality "spans aside".
-pub fn strip_spans(value: serde_json::Value) -> serde_json::Value {
-    use serde_json::Value;
-    match value {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .filter(|(key, _)| key != "span")
-                .map(|(key, v)| (key, strip_spans(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.into_iter().map(strip_spans).collect()),
-        other => other,
-    }
-}
-
-pub fn spanless<T: serde::Serialize>(ir: &T) -> serde_json::Value {
-    strip_spans(serde_json::to_value(ir).expect("the IR serialises"))
-}
+pub use alpinist::syntax::spanless;
 
 /// `//:: expect <kind> <line>:<col>` from a test file's header.
 #[derive(Debug, Clone)]

@@ -445,6 +445,7 @@ mod enabled {
         let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
         let int32 = Int32 {
             exempt: kernel.element_ops.clone(),
+            ..Int32::all()
         };
         // A wall-clock safety net per obligation on top of the rlimit: Z3 polls its rlimit
         // only at some points, and a broken kernel's proof can run for many minutes past it

@@ -275,6 +275,7 @@ pub fn int32_mode(program: &alpinist_core::syntax::Program) -> verify::Int32 {
     match alpinist_core::opencl::codegen::generate(program) {
         Ok(kernel) => verify::Int32 {
             exempt: kernel.element_ops,
+            ..verify::Int32::all()
         },
         Err(_) => verify::Int32::all(),
     }

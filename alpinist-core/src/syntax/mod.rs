@@ -31,6 +31,25 @@ pub use print::{print, print_expr, print_stmt, print_type};
 pub use span::line_col;
 pub use trivia::{Comment, Trivia};
 
+/// An IR node as JSON with every `"span"` removed: equality "spans aside" (the round-trip
+/// property, and the Rust front end's check that its PVL reads back as what it lowered).
+pub fn spanless<T: serde::Serialize>(ir: &T) -> serde_json::Value {
+    fn strip(value: serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match value {
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .filter(|(key, _)| key != "span")
+                    .map(|(key, v)| (key, strip(v)))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.into_iter().map(strip).collect()),
+            other => other,
+        }
+    }
+    strip(serde_json::to_value(ir).unwrap_or_default())
+}
+
 /// The result of parsing one source file.
 #[derive(Clone, Debug)]
 pub struct Parsed {

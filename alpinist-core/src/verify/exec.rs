@@ -494,7 +494,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
     fn code_eval(&self, st: &State) -> Eval<'c> {
         let mut e = eval(self.ctx, st, true);
         if self.code {
-            e.int32 = self.ctx.int32.map(|p| &p.exempt);
+            e.int32 = self.ctx.int32.map(|p| &p.mode);
         }
         e.precomputed.clone_from(&self.precomputed);
         e

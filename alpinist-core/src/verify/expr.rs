@@ -17,7 +17,7 @@
 //! Elsewhere the result is an unspecified function of `a` and `b`, so whatever the checker
 //! proves holds under every one of the three. Every division checks `b ≠ 0`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -288,8 +288,9 @@ pub struct Eval<'a> {
     pub defining: Option<String>,
     /// Each recursive call: its path condition, its arguments, where it is.
     pub recursive_calls: Vec<(Bool, Vec<Value>, Span)>,
-    /// `--int32` in executable code: the exempt operations; `None` outside (`int32.rs`).
-    pub int32: Option<&'a BTreeSet<Span>>,
+    /// `--int32` in executable code: the mode (exempt and unsigned operations); `None`
+    /// outside (`int32.rs`).
+    pub int32: Option<&'a int32::Int32>,
     /// A pure function's precondition as the hypothesis of its axioms: `Perm` and `Value`
     /// are `true` (see [`function_fact`]).
     pub permissions_as_true: bool,
@@ -440,12 +441,24 @@ impl<'a> Eval<'a> {
 
     /// `--int32`: the result of `what` at `span` fits in 32 bits (unless exempt).
     fn require_int32(&mut self, result: &Int, what: &str, span: Span) {
-        if self.int32.is_some_and(|exempt| !exempt.contains(&span)) {
+        let Some(mode) = self.int32 else {
+            return;
+        };
+        if mode.exempt.contains(&span) {
+            return;
+        }
+        self.require_noted(
+            int32::in_range(result),
+            ObligationKind::Int32Overflow,
+            span,
+            Some(format!("`{what}` may overflow 32 bits")),
+        );
+        if mode.unsigned.contains(&span) {
             self.require_noted(
-                int32::in_range(result),
-                ObligationKind::Int32Overflow,
+                result.ge(Int::from_i64(0)),
+                ObligationKind::UnsignedUnderflow,
                 span,
-                Some(format!("`{what}` may overflow 32 bits")),
+                Some(format!("`{what}` may go below zero")),
             );
         }
     }

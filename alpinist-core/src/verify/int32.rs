@@ -50,6 +50,11 @@ pub struct Int32 {
     /// Spans of the `+` operations that are not checked (the scan operator's element
     /// combinations, see the module docs).
     pub exempt: BTreeSet<Span>,
+    /// Spans of the operations of an unsigned Rust type (`usize`, `u32`: kernels written in
+    /// Rust, `crate::rust`): besides the 32-bit range, their result must be ≥ 0
+    /// ([`ObligationKind::UnsignedUnderflow`](super::ObligationKind::UnsignedUnderflow)),
+    /// since Rust panics (or wraps) where the checker's integers would go negative.
+    pub unsigned: BTreeSet<Span>,
 }
 
 impl Int32 {
@@ -62,7 +67,7 @@ impl Int32 {
 /// The mode, resolved against one program: which routines are executable, which are entries.
 #[derive(Debug)]
 pub(super) struct Plan {
-    pub exempt: BTreeSet<Span>,
+    pub mode: Int32,
     /// Non-pure routines whose statements are executable code.
     pub executable: BTreeSet<String>,
     /// Executable routines nothing calls: their `int` parameters are 32-bit values.
@@ -124,7 +129,7 @@ impl Plan {
             }
         }
         Plan {
-            exempt: mode.exempt.clone(),
+            mode: mode.clone(),
             executable,
             entries,
         }

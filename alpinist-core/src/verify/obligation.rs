@@ -73,6 +73,9 @@ pub enum ObligationKind {
     LockInvariantFailed,
     /// `o.get`, `getOption(o)`: the option may be `None`.
     OptionMayBeNone,
+    /// An operation of an unsigned Rust type (`usize`, `u32`) in a kernel written in Rust may
+    /// go below zero (Rust panics, or wraps in a release build).
+    UnsignedUnderflow,
 }
 
 impl ObligationKind {
@@ -119,6 +122,7 @@ impl ObligationKind {
             LockNotHeld => "E0638",
             LockInvariantFailed => "E0639",
             OptionMayBeNone => "E0640",
+            UnsignedUnderflow => "E0641",
         }
     }
 
@@ -194,6 +198,9 @@ impl ObligationKind {
             LockNotHeld => "the lock may not be held here (`held(o)` is needed)",
             LockInvariantFailed => "the lock invariant may not hold where it is handed to the lock",
             OptionMayBeNone => "the option may be `None` (`get` needs `Some`)",
+            UnsignedUnderflow => {
+                "the unsigned integer operation may go below zero (Rust `usize`/`u32` underflow)"
+            }
             RecursionMayNotTerminate => {
                 "the recursion may not terminate: no integer parameter, difference of two, \
                  sequence length, or distance of an integer parameter to an array's or \

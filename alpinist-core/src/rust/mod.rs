@@ -1,0 +1,41 @@
+//! The Rust front end: kernels written as annotated Rust functions (`#[alpinist::kernel]`),
+//! lowered into the same IR the PVL parser produces — nothing downstream knows which front end a
+//! program came from.
+//!
+//! | Rust | PVL |
+//! |---|---|
+//! | `fn k(n: usize, a: &[i32], c: &mut [i32])` | `void k(int n, int[] a, int[] c)` with `context_everywhere 0 <= n; context_everywhere a != null; ..` |
+//! | `#[ghost] xs: Seq<Int>` | `given seq<int> xs;` |
+//! | `#[requires(e)]`, `#[ensures(e)]`, `#[context(e)]`, `#[context_everywhere(e)]` | the clause |
+//! | `for tid in par(lo..hi)` with `#[thread(requires(..), ensures(..))]` | `par threadsK(int tid = lo .. hi) requires ..; ensures ..; { .. }` |
+//! | `#[barrier(requires(..), ensures(..))] barrier();` | `barrier(threadsK) requires ..; ensures ..; { }` |
+//! | `while c { .. }` with `#[loop_invariant(e)]` | `loop_invariant e; while (c) { .. }` |
+//! | `for i in lo..hi { .. }` | `for (int i = lo; i < hi; i = i + 1) { .. }` |
+//! | `let mut x = e;`, `x = e;`, `x += e;`, `a[i] = e;`, `if`, `return`, a tail value | the same |
+//! | `vec![0; n]` | `new int[n]` |
+//! | `assert!(c)`, `ghost! { .. }` | `assert c;`, `ghost { .. }` |
+//! | specs: `==>`, `**`, `forall(\|i: usize\| ..)`, `exists(..)`, `perm!(a[i], 1/2)`, `perm!(x, write)`, `old(e)`, `result`, `a.len()` | `==>`, `**`, `(\forall int i; 0 <= i && ..; ..)`, `\exists`, `Perm(a[i], 1\2)`, `Perm(x, write)`, `\old(e)`, `\result`, `a.length` |
+//!
+//! Architecture invariants:
+//! - **Spans are token numbers** (`spans.rs`): every IR span maps back to the Rust tokens it
+//!   came from, so every diagnostic underlines the user's own clause or operation.
+//! - **Executable code is checked at its Rust types**: the checker's 32-bit mode runs on every
+//!   kernel, and the arithmetic of unsigned values (`usize`, `u32`) also must not go below zero
+//!   (`verify::Int32::unsigned`, E0641). Specifications and ghost code are mathematical.
+//! - **Nothing is dropped**: a construct outside the subset is an error at its tokens.
+//! - The expansion (`expand.rs`) is deterministic: a function of the tokens and of whether
+//!   verification is on.
+
+mod cpu;
+mod expand;
+mod expr;
+mod fission;
+mod lower;
+mod spans;
+
+#[cfg(test)]
+mod tests;
+
+pub use expand::{expand_kernel, misplaced_helper, verification_enabled, KernelVerdict};
+pub use lower::{lower_kernel, Lowered, RustTy, HELPERS};
+pub use spans::SpanMap;

@@ -1,0 +1,221 @@
+//! The Rust front end: lowering (printed PVL, snapshotted), the verdicts of the expansion on
+//! correct kernels and their broken twins, and the CPU function's entry checks.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::*;
+use crate::syntax::{print, Trivia};
+
+fn lowered_pvl(item: TokenStream) -> String {
+    let func: syn::ItemFn = syn::parse2(item).expect("a function");
+    match lower_kernel(&func) {
+        Ok(l) => print(&l.program, &Trivia::default()),
+        Err(e) => panic!("lowering failed: {e}"),
+    }
+}
+
+/// The `compile_error!` messages of an expansion (verification on).
+fn errors(item: TokenStream) -> Vec<String> {
+    let out = expand_kernel(TokenStream::new(), item, true);
+    let file: syn::File = syn::parse2(out).expect("the expansion parses as items");
+    file.items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Macro(m) if m.mac.path.segments.last().unwrap().ident == "compile_error" => {
+                let lit: syn::LitStr = m.mac.parse_body().expect("a message");
+                Some(lit.value())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn verdict(item: TokenStream) -> String {
+    let out = expand_kernel(TokenStream::new(), item, true).to_string();
+    let at = out.find("KernelVerdict :: ").expect("a verdict") + "KernelVerdict :: ".len();
+    out[at..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .trim_end_matches(';')
+        .to_string()
+}
+
+/// The kernels of a data file: each `fn` under `#[alpinist::kernel]`, that attribute taken off
+/// (what the proc macro receives), with the file's `// expect:` line.
+fn kernels(path: &std::path::Path) -> (Vec<TokenStream>, Option<String>) {
+    let text = std::fs::read_to_string(path).expect("a data file");
+    let expect = text
+        .lines()
+        .find_map(|l| l.strip_prefix("// expect: "))
+        .map(str::to_string);
+    let file = syn::parse_file(&text).expect("the data file parses as Rust");
+    let mut out = Vec::new();
+    for item in file.items {
+        if let syn::Item::Fn(mut f) = item {
+            let before = f.attrs.len();
+            f.attrs
+                .retain(|a| a.path().segments.last().is_none_or(|s| s.ident != "kernel"));
+            if f.attrs.len() < before {
+                out.push(quote!(#f));
+            }
+        }
+    }
+    assert!(!out.is_empty(), "{}: no kernel", path.display());
+    (out, expect)
+}
+
+fn data(dir: &str) -> Vec<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/rust")
+        .join(dir);
+    let mut files: Vec<_> = std::fs::read_dir(&root)
+        .expect("tests/data/rust")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Every kernel in `tests/data/rust/ok/` verifies; its lowered PVL is snapshotted, and the PVL
+/// front end gives that text the same verdict (the two front ends meet in one IR).
+#[test]
+fn correct_kernels_verify_and_their_pvl_does_too() {
+    for path in data("ok") {
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        for item in kernels(&path).0 {
+            let errors = errors(item.clone());
+            assert!(errors.is_empty(), "{stem}: {errors:#?}");
+            assert_eq!(verdict(item.clone()), "Verified", "{stem}");
+            let pvl = lowered_pvl(item);
+            insta::assert_snapshot!(format!("rust_{stem}"), pvl);
+            let parsed = crate::syntax::parse(&pvl).unwrap_or_else(|e| panic!("{stem}: {e:?}"));
+            crate::check::check(&parsed.program).unwrap_or_else(|e| panic!("{stem}: {e:?}"));
+            let limits = crate::verify::Limits {
+                rlimit: crate::verify::Limits::DEFAULT_RLIMIT,
+                timeout_ms: None,
+                mbqi: true,
+            };
+            for report in crate::verify::verify_program(&parsed.program, &limits, 1) {
+                assert_eq!(
+                    report.outcome(),
+                    crate::verify::Outcome::Verified,
+                    "{stem}: the printed PVL: {report:#?}"
+                );
+            }
+        }
+    }
+}
+
+/// Every kernel in `tests/data/rust/fail/` is refused with the error its `// expect:` line
+/// names, and its verdict is not `Verified`.
+#[test]
+fn broken_kernels_fail_with_their_error() {
+    for path in data("fail") {
+        let (items, expect) = kernels(&path);
+        let expect = expect.unwrap_or_else(|| panic!("{}: no `// expect:` line", path.display()));
+        for item in items {
+            let errors = errors(item.clone());
+            assert!(
+                errors.iter().any(|e| e.contains(&expect)),
+                "{}: expected `{expect}` among {errors:#?}",
+                path.display()
+            );
+            assert_eq!(verdict(item), "Failed", "{}", path.display());
+        }
+    }
+}
+
+fn pretty(out: TokenStream) -> String {
+    prettyplease::unparse(&syn::parse2::<syn::File>(out).expect("the expansion parses"))
+}
+
+fn first_kernel(file: &str) -> TokenStream {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/rust")
+        .join(file);
+    kernels(&path).0.remove(0)
+}
+
+/// What users get: the CPU function (helpers out, types the proof assumed written out, entry
+/// checks in) and the module.
+#[test]
+fn the_expansion_of_a_verified_kernel() {
+    let out = expand_kernel(TokenStream::new(), first_kernel("ok/repeated_add.rs"), true);
+    insta::assert_snapshot!(pretty(out));
+}
+
+/// No times, paths or hash-map order: expanding twice gives the same tokens.
+#[test]
+fn the_expansion_is_deterministic() {
+    for file in ["ok/vector_add.rs", "ok/clamp.rs", "fail/usize_underflow.rs"] {
+        let item = first_kernel(file);
+        let once = expand_kernel(TokenStream::new(), item.clone(), true).to_string();
+        let twice = expand_kernel(TokenStream::new(), item, true).to_string();
+        assert_eq!(once, twice, "{file}");
+    }
+}
+
+/// `ALPINIST_VERIFY=0`: no proof, the verdict says so, and a broken kernel still builds (its
+/// lowering and `check` errors are still reported).
+#[test]
+fn without_verification_the_verdict_is_skipped() {
+    let out = expand_kernel(
+        TokenStream::new(),
+        first_kernel("fail/usize_underflow.rs"),
+        false,
+    );
+    let text = out.to_string();
+    assert!(text.contains("KernelVerdict :: Skipped"), "{text}");
+    assert!(!text.contains("compile_error"), "{text}");
+    let out = expand_kernel(
+        TokenStream::new(),
+        first_kernel("fail/pvl_spelling.rs"),
+        false,
+    );
+    assert!(out.to_string().contains("compile_error"));
+}
+
+/// A contract attribute rustc expanded on its own (written above `#[alpinist::kernel]`) says
+/// so, and takes the kernel attribute off so nothing is verified without its clause.
+#[test]
+fn a_clause_above_the_kernel_attribute_is_an_error() {
+    let item = quote! {
+        #[alpinist::kernel]
+        #[ensures(result == 1)]
+        fn one() -> i32 { 1 }
+    };
+    let out = misplaced_helper("requires", quote!(x > 0), item).to_string();
+    assert!(out.contains("put `#[alpinist::kernel]` above it"), "{out}");
+    assert!(!out.contains("kernel ]"), "{out}");
+    assert!(!out.contains("ensures"), "{out}");
+}
+
+/// Arguments to `#[alpinist::kernel]` and items that are not functions are errors.
+#[test]
+fn the_kernel_attribute_goes_on_a_function_without_arguments() {
+    let out = expand_kernel(quote!(fast), first_kernel("ok/sum_below.rs"), true).to_string();
+    assert!(out.contains("takes no arguments"), "{out}");
+    let out = expand_kernel(
+        TokenStream::new(),
+        quote!(
+            struct S;
+        ),
+        true,
+    )
+    .to_string();
+    assert!(out.contains("goes on a function"), "{out}");
+}
+
+/// A par block with barriers runs on the CPU by barrier-interval fission: thread loops between
+/// the barriers, the loop around them hoisted (its condition read as the first thread sees it),
+/// locals that live across a barrier one cell per thread.
+#[test]
+fn the_expansion_of_a_kernel_with_barriers() {
+    let out = expand_kernel(TokenStream::new(), first_kernel("ok/spread_max.rs"), true);
+    let text = pretty(out);
+    let cpu = &text[..text.find("///What").expect("the module follows")];
+    insta::assert_snapshot!(cpu);
+}

@@ -1,0 +1,168 @@
+//! Kernels written in Rust through the real `#[alpinist::kernel]` (expanded, and verified by
+//! the checker, when this test binary compiles: a kernel that did not verify would not build):
+//! the CPU functions compute what the interpreter computes on the kernels' own PVL, and check
+//! the sizes their proofs assumed. The same files are the lowering's data-driven tests
+//! (`alpinist-core/src/rust/tests.rs`: snapshots, broken twins).
+
+use alpinist::interp::{self, Memory, Value};
+use alpinist::KernelVerdict;
+use proptest::prelude::*;
+
+// The kernels read as their authors would write them.
+#[allow(unused_imports, clippy::manual_clamp)]
+mod kernels {
+    use alpinist::prelude::*;
+    include!("data/rust/ok/vector_add.rs");
+    include!("data/rust/ok/repeated_add.rs");
+    include!("data/rust/ok/reverse_copy.rs");
+    include!("data/rust/ok/sum_below.rs");
+    include!("data/rust/ok/clamp.rs");
+    include!("data/rust/ok/mirror.rs");
+    include!("data/rust/ok/spread_max.rs");
+}
+
+use kernels::*;
+
+/// Runs a kernel's PVL on the interpreter: the integer arguments, then the arrays; returns the
+/// arrays' final contents and the result.
+fn interpret(
+    pvl: &str,
+    method: &str,
+    ints: &[i128],
+    arrays: &[&[i32]],
+) -> (Vec<Vec<i32>>, Option<i128>) {
+    let program = alpinist::syntax::parse(pvl)
+        .expect("the kernel's PVL parses")
+        .program;
+    let mut memory = Memory::new();
+    let refs: Vec<_> = arrays
+        .iter()
+        .map(|a| memory.alloc_ints(&a.iter().map(|&v| i128::from(v)).collect::<Vec<_>>()))
+        .collect();
+    let args: Vec<Value> = ints
+        .iter()
+        .map(|&i| Value::Int(i))
+        .chain(refs.iter().map(|&r| Value::Array(r)))
+        .collect();
+    let out = interp::run(&program, method, &args, memory, &interp::Limits::default())
+        .expect("the interpreter runs the kernel");
+    let arrays = refs
+        .iter()
+        .map(|&r| {
+            out.memory
+                .ints(r)
+                .expect("an int array")
+                .into_iter()
+                .map(|v| i32::try_from(v).expect("32 bits"))
+                .collect()
+        })
+        .collect();
+    let result = out.result.map(|v| match v {
+        Value::Int(i) => i,
+        other => panic!("an int result, not {other:?}"),
+    });
+    (arrays, result)
+}
+
+#[test]
+fn every_kernel_was_verified_when_it_compiled() {
+    for verdict in [
+        vector_add::VERIFIED,
+        repeated_add::VERIFIED,
+        reverse_copy::VERIFIED,
+        sum_below::VERIFIED,
+        clamp::VERIFIED,
+        mirror::VERIFIED,
+        spread_max::VERIFIED,
+    ] {
+        // ALPINIST_VERIFY=0 at build time skips the proofs; CI never sets it.
+        if std::env::var_os("ALPINIST_VERIFY").is_none() {
+            assert_eq!(verdict, KernelVerdict::Verified);
+        }
+    }
+    assert!(vector_add::PVL.contains("par threads1(int tid = 0 .. n)"));
+    assert_ne!(vector_add::SOURCE_HASH, clamp::SOURCE_HASH);
+}
+
+#[test]
+fn a_sequential_kernel_returns_its_result() {
+    assert_eq!(sum_below(10), 45);
+    assert_eq!(
+        interpret(sum_below::PVL, "sum_below", &[10], &[]).1,
+        Some(45)
+    );
+}
+
+#[test]
+fn the_cpu_function_refuses_sizes_the_proof_does_not_cover() {
+    let a = [1, 2, 3];
+    let b = [4, 5, 6];
+    let mut c = [0; 2];
+    let caught = std::panic::catch_unwind(move || vector_add(3, &a, &b, &mut c));
+    let message = *caught
+        .expect_err("a length that breaks the precondition panics")
+        .downcast::<&str>()
+        .expect("a message");
+    assert!(message.contains("c.length == n"), "{message}");
+    let caught = std::panic::catch_unwind(|| sum_below(1001));
+    assert!(caught.is_err(), "sum_below requires n <= 1000");
+}
+
+proptest! {
+    #![proptest_config(crate::properties::config(64))]
+
+    #[test]
+    fn cpu_functions_agree_with_the_interpreter_on_their_pvl(
+        cells in proptest::collection::vec((-1000i32..1000, -1000i32..1000), 0..12),
+        reps in 0i32..6,
+    ) {
+        let n = cells.len();
+        let a: Vec<i32> = cells.iter().map(|c| c.0).collect();
+        let b: Vec<i32> = cells.iter().map(|c| c.1).collect();
+
+        let mut c = vec![0; n];
+        vector_add(n, &a, &b, &mut c);
+        let (arrays, _) = interpret(vector_add::PVL, "vector_add", &[n as i128], &[&a, &b, &c]);
+        prop_assert_eq!(&c, &arrays[2]);
+        prop_assert!(c.iter().zip(&a).zip(&b).all(|((c, a), b)| *c == a + b));
+
+        let x: Vec<i32> = a.iter().map(|v| v.abs()).collect();
+        let y0: Vec<i32> = b.iter().map(|v| v.abs()).collect();
+        let mut y = y0.clone();
+        repeated_add(n, reps, &x, &mut y);
+        let (arrays, _) =
+            interpret(repeated_add::PVL, "repeated_add", &[n as i128, i128::from(reps)], &[&x, &y0]);
+        prop_assert_eq!(&y, &arrays[1]);
+
+        let mut r = vec![0; n];
+        reverse_copy(n, &a, &mut r);
+        let (arrays, _) = interpret(reverse_copy::PVL, "reverse_copy", &[n as i128], &[&a, &r]);
+        prop_assert_eq!(&r, &arrays[1]);
+
+        // Barriers: the CPU function is the fissioned par block.
+        let mut m = vec![0; n];
+        mirror(n, &a, &mut m);
+        prop_assert!(m.iter().enumerate().all(|(i, v)| *v == a[n - 1 - i]));
+        let (arrays, _) = interpret(mirror::PVL, "mirror", &[n as i128], &[&a, &m]);
+        prop_assert_eq!(&m, &arrays[1]);
+
+        let before = x.clone();
+        let mut s = x.clone();
+        spread_max(n, reps, &mut s);
+        let (arrays, _) =
+            interpret(spread_max::PVL, "spread_max", &[n as i128, i128::from(reps)], &[&before]);
+        prop_assert_eq!(&s, &arrays[0]);
+        for (i, v) in s.iter().enumerate() {
+            let window = &before[i..(i + reps as usize + 1).min(n)];
+            prop_assert_eq!(*v, *window.iter().max().unwrap());
+        }
+
+        if n >= 1 {
+            let mut m = a.iter().map(|v| v / 4).collect::<Vec<_>>();
+            let before = m.clone();
+            clamp(n, &mut m);
+            let (arrays, _) = interpret(clamp::PVL, "clamp", &[n as i128], &[&before]);
+            prop_assert_eq!(&m, &arrays[0]);
+        }
+    }
+}
