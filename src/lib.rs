@@ -3,13 +3,18 @@
 pub use alpinist_core::*;
 
 pub use alpinist_core::rust::KernelVerdict;
-pub use alpinist_macros::{context, context_everywhere, ensures, kernel, requires};
+pub use alpinist_macros::{
+    context, context_everywhere, decreases, ensures, kernel, lemma, module, pure, requires,
+};
 
 /// What a kernel's body uses. After `#[alpinist::kernel]` has consumed its helpers these are
 /// ordinary items that the CPU function calls (`ghost!` code it drops), so a kernel reads as
 /// Rust to rust-analyzer and to a build with `ALPINIST_VERIFY=0`.
 pub mod prelude {
-    pub use crate::{context, context_everywhere, ensures, ghost, kernel, requires};
+    pub use crate::{
+        context, context_everywhere, decreases, ensures, ghost, kernel, lemma, module, pure,
+        requires,
+    };
 
     /// The threads of a par block: `for tid in par(0..n) { .. }`. On the CPU they run one after
     /// another (race freedom, proved, makes that equal to every interleaving).

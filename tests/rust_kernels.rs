@@ -19,6 +19,7 @@ mod kernels {
     include!("data/rust/ok/clamp.rs");
     include!("data/rust/ok/mirror.rs");
     include!("data/rust/ok/spread_max.rs");
+    include!("data/rust/ok/two_halves.rs");
 }
 
 use kernels::*;
@@ -74,6 +75,7 @@ fn every_kernel_was_verified_when_it_compiled() {
         clamp::VERIFIED,
         mirror::VERIFIED,
         spread_max::VERIFIED,
+        two_halves::total::VERIFIED,
     ] {
         // ALPINIST_VERIFY=0 at build time skips the proofs; CI never sets it.
         if std::env::var_os("ALPINIST_VERIFY").is_none() {
@@ -156,6 +158,13 @@ proptest! {
             let window = &before[i..(i + reps as usize + 1).min(n)];
             prop_assert_eq!(*v, *window.iter().max().unwrap());
         }
+
+        // A kernel of a module (pure function and lemma in its proof, left out of the Rust).
+        let small: Vec<i32> = x.clone();
+        let sum = two_halves::total(n, &small);
+        prop_assert_eq!(sum, small.iter().sum::<i32>());
+        let (_, result) = interpret(two_halves::total::PVL, "total", &[n as i128], &[&small]);
+        prop_assert_eq!(result, Some(i128::from(sum)));
 
         if n >= 1 {
             let mut m = a.iter().map(|v| v / 4).collect::<Vec<_>>();

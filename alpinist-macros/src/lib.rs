@@ -21,6 +21,19 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     .into()
 }
 
+/// A module of kernels with the `#[alpinist::pure]` functions and `#[alpinist::lemma]`s their
+/// specifications and ghost code use: all verified together; each kernel expands as under
+/// `#[alpinist::kernel]`, the pure functions and lemmas (ghost) are left out.
+#[proc_macro_attribute]
+pub fn module(attr: TokenStream, item: TokenStream) -> TokenStream {
+    alpinist_core::rust::expand_module(
+        attr.into(),
+        item.into(),
+        alpinist_core::rust::verification_enabled(),
+    )
+    .into()
+}
+
 /// Contract attributes expanded on their own were written above `#[alpinist::kernel]` (or
 /// without it): an error that says so.
 macro_rules! misplaced {
@@ -33,4 +46,12 @@ macro_rules! misplaced {
     )*};
 }
 
-misplaced!(requires, ensures, context, context_everywhere);
+misplaced!(
+    requires,
+    ensures,
+    context,
+    context_everywhere,
+    pure,
+    lemma,
+    decreases
+);

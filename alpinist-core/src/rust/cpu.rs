@@ -26,7 +26,7 @@ use super::lower::{helper_name, Lowered, RustTy};
 /// of statements that have no CPU form.
 pub(super) fn cpu_function(
     item: &syn::ItemFn,
-    lowered: Option<&Lowered>,
+    lowered: Option<(&Lowered, usize)>,
 ) -> (syn::ItemFn, Vec<syn::Error>) {
     let mut f = item.clone();
     f.attrs.retain(|a| helper_name(a).is_none());
@@ -40,12 +40,12 @@ pub(super) fn cpu_function(
         })
         .collect();
     let mut strip = Strip {
-        types: lowered.map(|l| l.local_types.clone().into_iter()),
+        types: lowered.map(|(l, k)| l.local_types[k].clone().into_iter()),
         errors: Vec::new(),
     };
     strip.visit_block_mut(&mut f.block);
-    if let Some(lowered) = lowered {
-        let checks = entry_checks(&item.sig.ident.to_string(), lowered);
+    if let Some((lowered, k)) = lowered {
+        let checks = entry_checks(&item.sig.ident.to_string(), lowered, k);
         let body = &f.block;
         f.block = Box::new(syn::parse_quote!({
             #(#checks)*
@@ -140,15 +140,14 @@ fn is_ghost_stmt(s: &syn::Stmt) -> bool {
 }
 
 /// `assert!`s of what the proof assumed of the arguments.
-fn entry_checks(kernel: &str, lowered: &Lowered) -> Vec<TokenStream> {
-    let params: HashMap<&str, &RustTy> = lowered
-        .params
+fn entry_checks(kernel: &str, lowered: &Lowered, routine: usize) -> Vec<TokenStream> {
+    let params: HashMap<&str, &RustTy> = lowered.params[routine]
         .iter()
         .filter(|(_, _, ghost)| !ghost)
         .map(|(n, t, _)| (n.as_str(), t))
         .collect();
     let mut checks = Vec::new();
-    for (name, ty, ghost) in &lowered.params {
+    for (name, ty, ghost) in &lowered.params[routine] {
         if *ghost || !ty.is_unsigned() {
             continue;
         }
@@ -158,7 +157,7 @@ fn entry_checks(kernel: &str, lowered: &Lowered) -> Vec<TokenStream> {
         );
         checks.push(quote!(assert!((#id as u64) <= (i32::MAX as u64), #message);));
     }
-    let Some(Item::Member(member)) = lowered.program.items.first() else {
+    let Some(Item::Member(member)) = lowered.program.items.get(routine) else {
         return checks;
     };
     if !matches!(member.kind, MemberKind::Method(_)) {

@@ -24,7 +24,7 @@ use crate::syntax::{print, Span, Trivia};
 use crate::verify::{self, Int32, Limits, Status};
 
 use super::cpu::cpu_function;
-use super::lower::{lower_kernel, Lowered};
+use super::lower::{lower_routines, Lowered, RoutineKind};
 
 /// How the kernel came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,22 +57,115 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream, verify: bool) -> Toke
             return out;
         }
     };
-    let mut errors = Vec::new();
-    if !attr.is_empty() {
-        errors.push(syn::Error::new_spanned(
-            attr,
-            "`#[alpinist::kernel]` takes no arguments (contracts go in `#[requires(..)]` and \
-             its siblings below it)",
-        ));
+    let mut errors = no_arguments("kernel", attr);
+    let (found, items) = expand_routines(&[(RoutineKind::Kernel, func)], verify, hash);
+    errors.extend(found);
+    let mut out: TokenStream = errors.iter().map(syn::Error::to_compile_error).collect();
+    out.extend(items);
+    out
+}
+
+/// The expansion of `#[alpinist::module]`: its `#[alpinist::kernel]`s, `#[alpinist::pure]`
+/// functions and `#[alpinist::lemma]`s form one program (kernels may use the others in their
+/// specifications and ghost code), verified together; each kernel becomes its CPU function and
+/// module, the pure functions and lemmas (ghost) are left out, every other item stays.
+pub fn expand_module(attr: TokenStream, item: TokenStream, verify: bool) -> TokenStream {
+    let hash = fnv1a(item.to_string().as_bytes());
+    let module: syn::ItemMod = match syn::parse2::<syn::ItemMod>(item.clone()) {
+        Ok(m) if m.content.is_some() => m,
+        _ => {
+            let e = syn::Error::new_spanned(
+                &item,
+                "`#[alpinist::module]` goes on a module with a body (`mod name { .. }`)",
+            );
+            let mut out = e.to_compile_error();
+            out.extend(item);
+            return out;
+        }
+    };
+    let mut errors = no_arguments("module", attr);
+    let mut routines = Vec::new();
+    let mut others = Vec::new();
+    for it in module
+        .content
+        .as_ref()
+        .map_or(&[][..], |(_, items)| &items[..])
+    {
+        match it {
+            syn::Item::Fn(f) => match routine_kind(f) {
+                Some(kind) => {
+                    let mut f = f.clone();
+                    f.attrs.retain(|a| routine_attr(a).is_none());
+                    routines.push((kind, f));
+                }
+                None => others.push(it.to_token_stream()),
+            },
+            other => others.push(other.to_token_stream()),
+        }
     }
-    let (lowered, pvl) = match lower_kernel(&func) {
+    let (found, items) = expand_routines(&routines, verify, hash);
+    errors.extend(found);
+    let attrs = &module.attrs;
+    let vis = &module.vis;
+    let name = &module.ident;
+    let mut out: TokenStream = errors.iter().map(syn::Error::to_compile_error).collect();
+    out.extend(quote! {
+        #(#attrs)*
+        #vis mod #name {
+            #(#others)*
+            #items
+        }
+    });
+    out
+}
+
+fn no_arguments(what: &str, attr: TokenStream) -> Vec<syn::Error> {
+    if attr.is_empty() {
+        return Vec::new();
+    }
+    vec![syn::Error::new_spanned(
+        attr,
+        format!(
+            "`#[alpinist::{what}]` takes no arguments (contracts go in `#[requires(..)]` and its \
+             siblings below the function's attribute)"
+        ),
+    )]
+}
+
+/// `kernel`, `pure` or `lemma` (bare or as `alpinist::..`).
+fn routine_attr(a: &syn::Attribute) -> Option<RoutineKind> {
+    let path = a.path();
+    let ok = path.segments.len() == 1
+        || (path.segments.len() == 2 && path.segments[0].ident == "alpinist");
+    match path.segments.last()?.ident.to_string().as_str() {
+        "kernel" if ok => Some(RoutineKind::Kernel),
+        "pure" if ok => Some(RoutineKind::Pure),
+        "lemma" if ok => Some(RoutineKind::Lemma),
+        _ => None,
+    }
+}
+
+fn routine_kind(f: &syn::ItemFn) -> Option<RoutineKind> {
+    f.attrs.iter().find_map(routine_attr)
+}
+
+/// Lowers, checks and verifies the routines together; the errors, and the items of the kernels
+/// (CPU function and module each).
+fn expand_routines(
+    routines: &[(RoutineKind, syn::ItemFn)],
+    verify: bool,
+    hash: u64,
+) -> (Vec<syn::Error>, TokenStream) {
+    let mut errors = Vec::new();
+    let refs: Vec<(RoutineKind, &syn::ItemFn)> = routines.iter().map(|(k, f)| (*k, f)).collect();
+    let (lowered, pvl) = match lower_routines(&refs) {
         Err(e) => {
             errors.push(e);
             (None, String::new())
         }
         Ok(lowered) => {
             let pvl = print(&lowered.program, &Trivia::default());
-            let mut found = diagnose(&lowered, verify);
+            errors.extend(diagnose(&lowered, verify));
             // `PVL` must be the program that was verified, as `alpinist verify` reads it: a
             // Rust name that is a PVL keyword (`write`, `label`, ..) would print as something
             // else, or not parse.
@@ -80,18 +173,26 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream, verify: bool) -> Toke
                 crate::syntax::spanless(&back.program) == crate::syntax::spanless(&lowered.program)
             });
             if !same {
-                found.push(syn::Error::new(
-                    func.sig.ident.span(),
+                let at = routines
+                    .first()
+                    .map_or(proc_macro2::Span::call_site(), |(_, f)| f.sig.ident.span());
+                errors.push(syn::Error::new(
+                    at,
                     "the kernel's PVL does not read back as the program that was lowered: is a \
                      name in it a PVL keyword (`write`, `read`, `seq`, `label`, ..)? Rename it",
                 ));
             }
-            errors.extend(found);
             (Some(lowered), pvl)
         }
     };
-    let (cpu, cpu_errors) = cpu_function(&func, lowered.as_ref());
-    errors.extend(cpu_errors);
+    let mut cpus = Vec::new();
+    for (k, (kind, func)) in routines.iter().enumerate() {
+        if *kind == RoutineKind::Kernel {
+            let (cpu, cpu_errors) = cpu_function(func, lowered.as_ref().map(|l| (l, k)));
+            errors.extend(cpu_errors);
+            cpus.push((func, cpu));
+        }
+    }
     let verdict = if !errors.is_empty() {
         KernelVerdict::Failed
     } else if verify {
@@ -99,12 +200,12 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream, verify: bool) -> Toke
     } else {
         KernelVerdict::Skipped
     };
-
-    let module = kernel_module(&func, &pvl, verdict, hash);
-    let mut out: TokenStream = errors.iter().map(syn::Error::to_compile_error).collect();
-    out.extend(cpu.into_token_stream());
-    out.extend(module);
-    out
+    let mut out = TokenStream::new();
+    for (func, cpu) in cpus {
+        out.extend(cpu.into_token_stream());
+        out.extend(kernel_module(func, &pvl, verdict, hash));
+    }
+    (errors, out)
 }
 
 /// Every error about the lowered kernel: `check`'s, then (when verifying) the checker's, each at
@@ -201,10 +302,18 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// no kernel at all. An error at the attribute, and the item without alpinist's attributes, so
 /// that nothing is verified without the clause the user wrote.
 pub fn misplaced_helper(helper: &str, attr: TokenStream, item: TokenStream) -> TokenStream {
-    let message = format!(
-        "`#[{helper}]` is read by `#[alpinist::kernel]`, which must be the first attribute of \
-         the function: put `#[alpinist::kernel]` above it"
-    );
+    let message = if matches!(helper, "pure" | "lemma") {
+        format!(
+            "`#[alpinist::{helper}]` functions are ghost: put them in a `#[alpinist::module] mod \
+             .. {{ }}` with the kernels that use them"
+        )
+    } else {
+        format!(
+            "`#[{helper}]` is read by `#[alpinist::kernel]` (or `#[alpinist::pure]`, \
+             `#[alpinist::lemma]`), which must be the first attribute of the function: put it \
+             above"
+        )
+    };
     let mut out = syn::Error::new_spanned(attr, message).to_compile_error();
     match syn::parse2::<syn::ItemFn>(item.clone()) {
         Ok(mut func) => {

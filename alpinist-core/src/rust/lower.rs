@@ -1,6 +1,6 @@
-//! A Rust kernel (`syn::ItemFn` with alpinist's helper attributes) → the IR's [`Program`]: one
-//! top-level method, its contract from the function's attributes, its body from the
-//! statements. The mapping is 1:1 (see `rust/mod.rs` for the table); everything outside the
+//! Rust kernels, pure functions and lemmas (`syn::ItemFn`s with alpinist's helper attributes) →
+//! the IR's [`Program`]: one top-level member each, its contract from the function's
+//! attributes, its body from the statements (a pure function's: its one expression). The mapping is 1:1 (see `rust/mod.rs` for the table); everything outside the
 //! supported subset is an error at its tokens, never dropped.
 
 use std::collections::{BTreeSet, HashMap};
@@ -32,6 +32,7 @@ pub const HELPERS: &[&str] = &[
     "barrier",
     "gpuopt",
     "ghost",
+    "decreases",
 ];
 
 /// The Rust type of a value, as far as the lowering needs it: which integers are unsigned
@@ -121,47 +122,94 @@ pub(super) struct Cx {
     par_count: usize,
 }
 
+/// What a function of a kernel module is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoutineKind {
+    /// `#[alpinist::kernel]`: executable, with a CPU function.
+    Kernel,
+    /// `#[alpinist::pure]`: a pure function of specifications (`pure T f(..) = e;`), its body
+    /// one expression.
+    Pure,
+    /// `#[alpinist::lemma]`: ghost code called from ghost code, its body a proof.
+    Lemma,
+}
+
 /// A kernel lowered to the IR, with what the expansion needs besides.
 pub struct Lowered {
     pub program: Program,
     pub spans: SpanMap,
     /// The `unsigned` operations of the 32-bit mode (`verify::Int32::unsigned`).
     pub unsigned: BTreeSet<Span>,
-    /// The parameters, with their types and whether they are ghost.
-    pub params: Vec<(String, RustTy, bool)>,
-    /// The type of each executable `let` and `for` variable, in source order (`Cx::local_types`).
-    pub local_types: Vec<RustTy>,
+    /// Per routine, in order: the parameters, with their types and whether they are ghost.
+    pub params: Vec<Vec<(String, RustTy, bool)>>,
+    /// Per routine, in order: the type of each executable `let` and `for` variable, in source
+    /// order (`Cx::local_types`).
+    pub local_types: Vec<Vec<RustTy>>,
 }
 
-/// Lowers a kernel function. Locals whose integer type Rust infers from later uses are typed by
-/// lowering again with what the previous pass learnt (at most a few passes: each adds types).
+/// Lowers a kernel function.
 pub fn lower_kernel(item: &syn::ItemFn) -> Result<Lowered, syn::Error> {
-    let mut inferred = HashMap::new();
-    loop {
-        let mut cx = Cx::new(inferred.clone());
-        let method = cx.kernel(item)?;
-        let mut known = inferred.clone();
-        known.extend(cx.refined.iter().map(|(k, v)| (k.clone(), v.clone())));
-        // Linked locals share what one of them is known to be.
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for (x, y) in &cx.links {
-                for (from, to) in [(x, y), (y, x)] {
-                    if let (Some(t), false) = (known.get(from).cloned(), known.contains_key(to)) {
-                        known.insert(to.clone(), t);
-                        changed = true;
+    lower_routines(&[(RoutineKind::Kernel, item)])
+}
+
+/// Lowers the functions of a kernel module into one program (each may call the pure functions
+/// and lemmas). Locals whose integer type Rust infers from later uses are typed by lowering a
+/// routine again with what the previous pass learnt (a few passes: each adds types).
+pub fn lower_routines(items: &[(RoutineKind, &syn::ItemFn)]) -> Result<Lowered, syn::Error> {
+    let mut functions = HashMap::new();
+    for (kind, item) in items {
+        if *kind == RoutineKind::Pure {
+            if let syn::ReturnType::Type(_, ty) = &item.sig.output {
+                functions.insert(item.sig.ident.to_string(), scalar(ty)?);
+            }
+        }
+    }
+    let mut spans = SpanMap::default();
+    let mut unsigned = BTreeSet::new();
+    let mut members = Vec::new();
+    let mut params = Vec::new();
+    let mut local_types = Vec::new();
+    for (kind, item) in items {
+        let mut inferred = HashMap::new();
+        let cx = loop {
+            let mut cx = Cx::new(inferred.clone(), spans.clone(), functions.clone());
+            let member = cx.routine(item, *kind)?;
+            let mut known = inferred.clone();
+            known.extend(cx.refined.iter().map(|(k, v)| (k.clone(), v.clone())));
+            // Linked locals share what one of them is known to be.
+            let mut changed = true;
+            while changed {
+                changed = false;
+                for (x, y) in &cx.links {
+                    for (from, to) in [(x, y), (y, x)] {
+                        if let (Some(t), false) = (known.get(from).cloned(), known.contains_key(to))
+                        {
+                            known.insert(to.clone(), t);
+                            changed = true;
+                        }
                     }
                 }
             }
-        }
-        let new: Vec<_> = known
-            .into_iter()
-            .filter(|(k, _)| !inferred.contains_key(k))
-            .collect();
-        if new.is_empty() {
-            let params = item
-                .sig
+            let new: Vec<_> = known
+                .into_iter()
+                .filter(|(k, _)| !inferred.contains_key(k))
+                .collect();
+            if new.is_empty() {
+                members.push(member);
+                break cx;
+            }
+            inferred.extend(new);
+        };
+        spans = cx.spans;
+        unsigned.extend(cx.unsigned);
+        local_types.push(
+            cx.local_types
+                .into_iter()
+                .map(|t| if t == RustTy::Unknown { RustTy::I32 } else { t })
+                .collect(),
+        );
+        params.push(
+            item.sig
                 .inputs
                 .iter()
                 .filter_map(|arg| match arg {
@@ -173,25 +221,24 @@ pub fn lower_kernel(item: &syn::ItemFn) -> Result<Lowered, syn::Error> {
                     let ty = rust_ty(&pt.ty).ok()?;
                     Some((name, ty, is_ghost(&pt.attrs)))
                 })
-                .collect();
-            let span = method.span;
-            return Ok(Lowered {
-                program: Program {
-                    items: vec![Item::Member(method)],
-                    span,
-                },
-                spans: cx.spans,
-                unsigned: cx.unsigned,
-                params,
-                local_types: cx
-                    .local_types
-                    .into_iter()
-                    .map(|t| if t == RustTy::Unknown { RustTy::I32 } else { t })
-                    .collect(),
-            });
-        }
-        inferred.extend(new);
+                .collect(),
+        );
     }
+    let span = members
+        .iter()
+        .map(|m| m.span)
+        .reduce(Span::to)
+        .unwrap_or_default();
+    Ok(Lowered {
+        program: Program {
+            items: members.into_iter().map(Item::Member).collect(),
+            span,
+        },
+        spans,
+        unsigned,
+        params,
+        local_types,
+    })
 }
 
 fn is_ghost(attrs: &[syn::Attribute]) -> bool {
@@ -276,9 +323,13 @@ fn stmt(kind: StmtKind, span: Span) -> Stmt {
 }
 
 impl Cx {
-    fn new(inferred: HashMap<String, RustTy>) -> Cx {
+    fn new(
+        inferred: HashMap<String, RustTy>,
+        spans: SpanMap,
+        functions: HashMap<String, RustTy>,
+    ) -> Cx {
         Cx {
-            spans: SpanMap::default(),
+            spans,
             vars: HashMap::new(),
             inferred,
             refined: HashMap::new(),
@@ -286,13 +337,13 @@ impl Cx {
             local_types: Vec::new(),
             unsigned: BTreeSet::new(),
             result: RustTy::Unknown,
-            functions: HashMap::new(),
+            functions,
             pars: Vec::new(),
             par_count: 0,
         }
     }
 
-    fn kernel(&mut self, item: &syn::ItemFn) -> Res<Member> {
+    fn routine(&mut self, item: &syn::ItemFn, kind: RoutineKind) -> Res<Member> {
         let sig = &item.sig;
         if let Some(t) = sig
             .generics
@@ -316,7 +367,8 @@ impl Cx {
             let name = param_name(pt)?;
             let ty = rust_ty(&pt.ty)?;
             let mutable = matches!(&*pt.pat, syn::Pat::Ident(p) if p.mutability.is_some());
-            let ghost = is_ghost(&pt.attrs);
+            // The parameters of pure functions and lemmas are ghost, as all their code.
+            let ghost = is_ghost(&pt.attrs) || kind != RoutineKind::Kernel;
             if let Some(a) = pt.attrs.iter().find(|a| helper_name(a) != Some("ghost")) {
                 return Err(syn::Error::new_spanned(
                     a,
@@ -340,13 +392,14 @@ impl Cx {
         let mut clauses = Vec::new();
         for attr in &item.attrs {
             match helper_name(attr) {
-                Some(kind @ ("requires" | "ensures" | "context" | "context_everywhere")) => {
-                    clauses.extend(self.clause_attr(attr, kind)?)
+                Some(clause @ ("requires" | "ensures" | "context" | "context_everywhere")) => {
+                    clauses.extend(self.clause_attr(attr, clause)?)
                 }
+                Some("decreases") => clauses.push(self.decreases_attr(attr)?),
                 Some(other) => {
                     return Err(syn::Error::new_spanned(
                         attr,
-                        format!("`#[{other}]` does not go on the kernel function"),
+                        format!("`#[{other}]` does not go on a function"),
                     ))
                 }
                 None => {}
@@ -382,8 +435,13 @@ impl Cx {
                 } else {
                     (int(0, span), var)
                 };
+                let fact = binary(op, lhs, rhs);
                 implied.push(Clause {
-                    kind: ClauseKind::ContextEverywhere(binary(op, lhs, rhs)),
+                    kind: if kind == RoutineKind::Kernel {
+                        ClauseKind::ContextEverywhere(fact)
+                    } else {
+                        ClauseKind::Requires(fact)
+                    },
                     span,
                 });
             }
@@ -392,7 +450,7 @@ impl Cx {
                 name: ident,
                 span,
             };
-            if ghost {
+            if ghost && kind == RoutineKind::Kernel {
                 implied.push(Clause {
                     kind: ClauseKind::Given(param),
                     span,
@@ -410,23 +468,77 @@ impl Cx {
             syn::ReturnType::Type(_, ty) => scalar(ty)?.pvl(self.spans.at(ty.span())),
         };
         let returns_value = matches!(sig.output, syn::ReturnType::Type(..));
-        let body = self.block(&item.block, Mode::Code, returns_value)?;
-        let span = name_span.to(body.span);
+        let (body, modifiers) = match kind {
+            RoutineKind::Kernel => (
+                MethodBody::Block(self.block(&item.block, Mode::Code, returns_value)?),
+                Vec::new(),
+            ),
+            RoutineKind::Lemma => (
+                MethodBody::Block(self.block(&item.block, Mode::Spec, false)?),
+                Vec::new(),
+            ),
+            RoutineKind::Pure => (
+                MethodBody::Expr(self.pure_body(&item.block)?),
+                vec![crate::syntax::Modifier::Pure],
+            ),
+        };
+        let end = match &body {
+            MethodBody::Block(b) => b.span,
+            MethodBody::Expr(e) => e.span,
+            MethodBody::Abstract => name_span,
+        };
+        let span = name_span.to(end);
         Ok(Member {
             gpuopts: Vec::new(),
             contract: Contract { clauses: implied },
             kind: MemberKind::Method(Method {
-                modifiers: Vec::new(),
+                modifiers,
                 return_type: Some(return_type),
                 name: Ident {
                     name: sig.ident.to_string(),
                     span: name_span,
                 },
                 params: pvl_params,
-                body: MethodBody::Block(body),
+                body,
                 span,
                 is_run: false,
             }),
+            span,
+        })
+    }
+
+    /// The body of a pure function: one expression (`{ e }`).
+    fn pure_body(&mut self, block: &syn::Block) -> Res<Expr> {
+        let open = self.spans.at(block.brace_token.span.open());
+        let [syn::Stmt::Expr(e, None)] = &block.stmts[..] else {
+            return Err(syn::Error::new_spanned(
+                block,
+                "the body of a pure function is one expression",
+            ));
+        };
+        let (mut value, _) = self.code(e, Mode::Spec)?;
+        let close = self.spans.at(block.brace_token.span.close());
+        value.span = open.to(value.span).to(close);
+        Ok(value)
+    }
+
+    /// `#[decreases(e1, e2)]`: a termination measure (lexicographic).
+    fn decreases_attr(&mut self, attr: &syn::Attribute) -> Res<Clause> {
+        let syn::Meta::List(list) = &attr.meta else {
+            return Err(syn::Error::new_spanned(
+                attr,
+                "write `#[decreases(measure)]`",
+            ));
+        };
+        let at = self.spans.at(list.path.span());
+        let end = list.delimiter.span().close();
+        let mut measure = Vec::new();
+        for part in split_commas(list.tokens.clone()) {
+            measure.push(self.expr_tokens(part, end, Mode::Spec)?.0);
+        }
+        let span = measure.iter().fold(at, |s, e| s.to(e.span));
+        Ok(Clause {
+            kind: ClauseKind::Decreases(crate::syntax::Decreases::Measure(measure)),
             span,
         })
     }

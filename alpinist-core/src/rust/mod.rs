@@ -36,6 +36,8 @@ mod spans;
 #[cfg(test)]
 mod tests;
 
-pub use expand::{expand_kernel, misplaced_helper, verification_enabled, KernelVerdict};
-pub use lower::{lower_kernel, Lowered, RustTy, HELPERS};
+pub use expand::{
+    expand_kernel, expand_module, misplaced_helper, verification_enabled, KernelVerdict,
+};
+pub use lower::{lower_kernel, lower_routines, Lowered, RoutineKind, RustTy, HELPERS};
 pub use spans::SpanMap;

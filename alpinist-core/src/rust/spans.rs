@@ -13,7 +13,7 @@ use proc_macro2::{Span as RustSpan, TokenStream, TokenTree};
 use crate::syntax::Span;
 
 /// The Rust span of every token the lowering consumed, in the order consumed.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct SpanMap {
     tokens: Vec<RustSpan>,
 }

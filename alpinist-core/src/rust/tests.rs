@@ -5,19 +5,39 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::*;
-use crate::syntax::{print, Trivia};
 
-fn lowered_pvl(item: TokenStream) -> String {
-    let func: syn::ItemFn = syn::parse2(item).expect("a function");
-    match lower_kernel(&func) {
-        Ok(l) => print(&l.program, &Trivia::default()),
-        Err(e) => panic!("lowering failed: {e}"),
+/// What the proc macro makes of a kernel or a module (what `#[alpinist::kernel]` or
+/// `#[alpinist::module]` receives).
+fn expand(item: TokenStream, verify: bool) -> TokenStream {
+    if syn::parse2::<syn::ItemMod>(item.clone()).is_ok() {
+        expand_module(TokenStream::new(), item, verify)
+    } else {
+        expand_kernel(TokenStream::new(), item, verify)
     }
+}
+
+/// The lowered program, as the expansion's `PVL` constant holds it.
+fn lowered_pvl(item: TokenStream) -> String {
+    fn find(items: &[syn::Item]) -> Option<String> {
+        items.iter().find_map(|i| match i {
+            syn::Item::Const(c) if c.ident == "PVL" => match &*c.expr {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => Some(s.value()),
+                _ => None,
+            },
+            syn::Item::Mod(m) => find(&m.content.as_ref()?.1),
+            _ => None,
+        })
+    }
+    let file: syn::File = syn::parse2(expand(item, false)).expect("the expansion parses");
+    find(&file.items).expect("a PVL constant")
 }
 
 /// The `compile_error!` messages of an expansion (verification on).
 fn errors(item: TokenStream) -> Vec<String> {
-    let out = expand_kernel(TokenStream::new(), item, true);
+    let out = expand(item, true);
     let file: syn::File = syn::parse2(out).expect("the expansion parses as items");
     file.items
         .iter()
@@ -32,7 +52,7 @@ fn errors(item: TokenStream) -> Vec<String> {
 }
 
 fn verdict(item: TokenStream) -> String {
-    let out = expand_kernel(TokenStream::new(), item, true).to_string();
+    let out = expand(item, true).to_string();
     let at = out.find("KernelVerdict :: ").expect("a verdict") + "KernelVerdict :: ".len();
     out[at..]
         .split_whitespace()
@@ -53,7 +73,11 @@ fn kernels(path: &std::path::Path) -> (Vec<TokenStream>, Option<String>) {
     let file = syn::parse_file(&text).expect("the data file parses as Rust");
     let mut out = Vec::new();
     for item in file.items {
-        if let syn::Item::Fn(mut f) = item {
+        if let syn::Item::Mod(mut m) = item {
+            m.attrs
+                .retain(|a| a.path().segments.last().is_none_or(|s| s.ident != "module"));
+            out.push(quote!(#m));
+        } else if let syn::Item::Fn(mut f) = item {
             let before = f.attrs.len();
             f.attrs
                 .retain(|a| a.path().segments.last().is_none_or(|s| s.ident != "kernel"));
@@ -188,7 +212,18 @@ fn a_clause_above_the_kernel_attribute_is_an_error() {
         fn one() -> i32 { 1 }
     };
     let out = misplaced_helper("requires", quote!(x > 0), item).to_string();
-    assert!(out.contains("put `#[alpinist::kernel]` above it"), "{out}");
+    assert!(out.contains("must be the first attribute"), "{out}");
+    let out = misplaced_helper(
+        "pure",
+        TokenStream::new(),
+        quote!(
+            fn f() -> i32 {
+                1
+            }
+        ),
+    )
+    .to_string();
+    assert!(out.contains("#[alpinist::module]"), "{out}");
     assert!(!out.contains("kernel ]"), "{out}");
     assert!(!out.contains("ensures"), "{out}");
 }
