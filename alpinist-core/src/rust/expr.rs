@@ -159,7 +159,7 @@ impl Cx {
     }
 
     /// The binary operator at the cursor, with the number of tokens it takes.
-    fn peek_op(&self, t: &Tokens, mode: Mode) -> Option<(BinaryOp, usize)> {
+    fn peek_op(&self, t: &Tokens) -> Option<(BinaryOp, usize)> {
         use BinaryOp::*;
         let op = match t.peek() {
             Some(TokenTree::Punct(p)) => match p.as_char() {
@@ -191,13 +191,12 @@ impl Cx {
             },
             _ => return None,
         };
-        let _ = mode;
         Some(op)
     }
 
     fn expr(&mut self, t: &mut Tokens, min_prec: u8, mode: Mode) -> Res<(Expr, RustTy)> {
         let (mut lhs, mut lty) = self.unary(t, mode)?;
-        while let Some((op, len)) = self.peek_op(t, mode) {
+        while let Some((op, len)) = self.peek_op(t) {
             let prec = op.precedence();
             if prec < min_prec {
                 break;
