@@ -24,7 +24,7 @@ use crate::syntax::{print, Span, Trivia};
 use crate::verify::{self, Int32, Limits, Status};
 
 use super::cpu::cpu_function;
-use super::lower::{lower_routines, Lowered, RoutineKind};
+use super::lower::{alpinist_attr, lower_routines, Lowered, RoutineKind};
 
 /// How the kernel came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,17 +45,12 @@ pub fn verification_enabled() -> bool {
 /// The expansion of `#[alpinist::kernel]` on `item`, verifying when `verify` is set.
 pub fn expand_kernel(attr: TokenStream, item: TokenStream, verify: bool) -> TokenStream {
     let hash = fnv1a(item.to_string().as_bytes());
-    let func: syn::ItemFn = match syn::parse2(item.clone()) {
+    let func = match parse_or_refuse::<syn::ItemFn>(
+        item,
+        "`#[alpinist::kernel]` goes on a function (`fn name(..) { .. }`)",
+    ) {
         Ok(f) => f,
-        Err(_) => {
-            let e = syn::Error::new_spanned(
-                &item,
-                "`#[alpinist::kernel]` goes on a function (`fn name(..) { .. }`)",
-            );
-            let mut out = e.to_compile_error();
-            out.extend(item);
-            return out;
-        }
+        Err(refusal) => return refusal,
     };
     let mut errors = no_arguments("kernel", attr);
     let (found, items) = expand_routines(&[(RoutineKind::Kernel, func)], verify, hash);
@@ -71,17 +66,11 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream, verify: bool) -> Toke
 /// module, the pure functions and lemmas (ghost) are left out, every other item stays.
 pub fn expand_module(attr: TokenStream, item: TokenStream, verify: bool) -> TokenStream {
     let hash = fnv1a(item.to_string().as_bytes());
-    let module: syn::ItemMod = match syn::parse2::<syn::ItemMod>(item.clone()) {
+    const WHERE: &str = "`#[alpinist::module]` goes on a module with a body (`mod name { .. }`)";
+    let module = match parse_or_refuse::<syn::ItemMod>(item.clone(), WHERE) {
         Ok(m) if m.content.is_some() => m,
-        _ => {
-            let e = syn::Error::new_spanned(
-                &item,
-                "`#[alpinist::module]` goes on a module with a body (`mod name { .. }`)",
-            );
-            let mut out = e.to_compile_error();
-            out.extend(item);
-            return out;
-        }
+        Ok(_) => return refuse(item, WHERE),
+        Err(refusal) => return refusal,
     };
     let mut errors = no_arguments("module", attr);
     let mut routines = Vec::new();
@@ -119,6 +108,22 @@ pub fn expand_module(attr: TokenStream, item: TokenStream, verify: bool) -> Toke
     out
 }
 
+/// The item an attribute goes on, or (`Err`) the error that it does not, followed by the item
+/// unchanged.
+fn parse_or_refuse<T: syn::parse::Parse>(
+    item: TokenStream,
+    message: &str,
+) -> Result<T, TokenStream> {
+    syn::parse2::<T>(item.clone()).map_err(|_| refuse(item, message))
+}
+
+/// The error that an attribute does not go on `item`, followed by the item unchanged.
+fn refuse(item: TokenStream, message: &str) -> TokenStream {
+    let mut out = syn::Error::new_spanned(&item, message).to_compile_error();
+    out.extend(item);
+    out
+}
+
 fn no_arguments(what: &str, attr: TokenStream) -> Vec<syn::Error> {
     if attr.is_empty() {
         return Vec::new();
@@ -134,13 +139,10 @@ fn no_arguments(what: &str, attr: TokenStream) -> Vec<syn::Error> {
 
 /// `kernel`, `pure` or `lemma` (bare or as `alpinist::..`).
 fn routine_attr(a: &syn::Attribute) -> Option<RoutineKind> {
-    let path = a.path();
-    let ok = path.segments.len() == 1
-        || (path.segments.len() == 2 && path.segments[0].ident == "alpinist");
-    match path.segments.last()?.ident.to_string().as_str() {
-        "kernel" if ok => Some(RoutineKind::Kernel),
-        "pure" if ok => Some(RoutineKind::Pure),
-        "lemma" if ok => Some(RoutineKind::Lemma),
+    match alpinist_attr(a)?.as_str() {
+        "kernel" => Some(RoutineKind::Kernel),
+        "pure" => Some(RoutineKind::Pure),
+        "lemma" => Some(RoutineKind::Lemma),
         _ => None,
     }
 }
@@ -224,11 +226,8 @@ fn diagnose(lowered: &Lowered, verify: bool) -> Vec<syn::Error> {
     if !verify {
         return Vec::new();
     }
-    let limits = Limits {
-        rlimit: Limits::DEFAULT_RLIMIT,
-        timeout_ms: None,
-        mbqi: true,
-    };
+    // The default budget: `rlimit` only, no wall clock (verdicts must not depend on load).
+    let limits = Limits::default();
     let mode = Int32 {
         exempt: BTreeSet::new(),
         unsigned: lowered.unsigned.clone(),
@@ -318,7 +317,7 @@ pub fn misplaced_helper(helper: &str, attr: TokenStream, item: TokenStream) -> T
     match syn::parse2::<syn::ItemFn>(item.clone()) {
         Ok(mut func) => {
             func.attrs
-                .retain(|a| a.path().segments.last().is_none_or(|s| s.ident != "kernel"));
+                .retain(|a| routine_attr(a) != Some(RoutineKind::Kernel));
             out.extend(cpu_function(&func, None).0.into_token_stream());
         }
         Err(_) => out.extend(item),

@@ -96,47 +96,21 @@ pub(super) fn split_commas(stream: TokenStream) -> Vec<TokenStream> {
     parts
 }
 
+/// `lhs op rhs` spanning both operands: every operation has a span of its own (the unsigned
+/// operations are named by span), unlike [`Expr::binary`]'s, which is its left operand's.
 pub(super) fn binary(op: BinaryOp, lhs: Expr, rhs: Expr) -> Expr {
+    let span = lhs.span.to(rhs.span);
     Expr {
-        span: lhs.span.to(rhs.span),
-        kind: ExprKind::Binary {
-            op,
-            lhs: Box::new(lhs),
-            rhs: Box::new(rhs),
-        },
+        span,
+        ..Expr::binary(op, lhs, rhs)
     }
 }
 
-fn int_lit(n: u64, span: Span) -> Expr {
+pub(super) fn int_lit(n: u64, span: Span) -> Expr {
     Expr {
         kind: ExprKind::IntLit(BigUint::from(n)),
         span,
     }
-}
-
-fn name(n: &str, span: Span) -> Expr {
-    Expr {
-        kind: ExprKind::Name(Ident {
-            name: n.to_string(),
-            span,
-        }),
-        span,
-    }
-}
-
-/// Whether an expression holds a permission (so a quantifier over it is `\forall*`).
-fn holds_permission(e: &Expr) -> bool {
-    let mut found = false;
-    e.visit(&mut |x| {
-        found |= matches!(
-            x.kind,
-            ExprKind::Builtin {
-                op: Builtin::Perm,
-                ..
-            }
-        )
-    });
-    found
 }
 
 impl Cx {
@@ -465,7 +439,7 @@ impl Cx {
                             ));
                         }
                         let ty = var.map_or(RustTy::Unknown, |v| v.ty.clone());
-                        Ok((name(&word, span), ty))
+                        Ok((Expr::name(&word, span), ty))
                     }
                 }
             }
@@ -695,7 +669,11 @@ impl Cx {
             let ty_span = self.spans.at(ty_name.span());
             let name_s = n.to_string();
             if rust_ty.is_unsigned() {
-                conds.push(binary(BinaryOp::Le, int_lit(0, span), name(&name_s, span)));
+                conds.push(binary(
+                    BinaryOp::Le,
+                    int_lit(0, span),
+                    Expr::name(&name_s, span),
+                ));
             }
             binders.push(Binder {
                 ty: Type {
@@ -762,7 +740,7 @@ impl Cx {
         };
         let kind = match word {
             "exists" => QuantifierKind::Exists,
-            _ if holds_permission(&body) => QuantifierKind::ForallStar,
+            _ if body.holds_permission() => QuantifierKind::ForallStar,
             _ => QuantifierKind::Forall,
         };
         Ok(Quantifier {

@@ -16,7 +16,7 @@ use crate::syntax::{
     ParIter, Param, Program, Span, Stmt, StmtKind, Type, TypeKind,
 };
 
-use super::expr::{binary, split_commas, Mode};
+use super::expr::{binary, int_lit, split_commas, Mode};
 use super::spans::SpanMap;
 
 type Res<T> = Result<T, syn::Error>;
@@ -113,6 +113,8 @@ pub(super) struct Cx {
     pub local_types: Vec<RustTy>,
     /// Spans of the executable arithmetic operations of an unsigned type.
     pub unsigned: BTreeSet<Span>,
+    /// The routine's parameters: name, type, whether ghost.
+    pub params: Vec<(String, RustTy, bool)>,
     /// The kernel's return type (for `result`).
     pub result: RustTy,
     /// Result types of the functions specifications may call.
@@ -208,21 +210,7 @@ pub fn lower_routines(items: &[(RoutineKind, &syn::ItemFn)]) -> Result<Lowered, 
                 .map(|t| if t == RustTy::Unknown { RustTy::I32 } else { t })
                 .collect(),
         );
-        params.push(
-            item.sig
-                .inputs
-                .iter()
-                .filter_map(|arg| match arg {
-                    syn::FnArg::Typed(pt) => Some(pt),
-                    syn::FnArg::Receiver(_) => None,
-                })
-                .filter_map(|pt| {
-                    let name = param_name(pt).ok()?;
-                    let ty = rust_ty(&pt.ty).ok()?;
-                    Some((name, ty, is_ghost(&pt.attrs)))
-                })
-                .collect(),
-        );
+        params.push(cx.params);
     }
     let span = members
         .iter()
@@ -247,14 +235,17 @@ fn is_ghost(attrs: &[syn::Attribute]) -> bool {
 
 /// The helper an attribute names (`requires`, `alpinist::requires`), if it is one.
 pub fn helper_name(attr: &syn::Attribute) -> Option<&'static str> {
+    let name = alpinist_attr(attr)?;
+    HELPERS.iter().copied().find(|h| name == *h)
+}
+
+/// The name of an attribute written `name` or `alpinist::name`.
+pub(super) fn alpinist_attr(attr: &syn::Attribute) -> Option<String> {
     let path = attr.path();
-    let last = path.segments.last()?;
-    let prefixed_ok = path.segments.len() == 1
+    let ours = path.segments.len() == 1
         || (path.segments.len() == 2 && path.segments[0].ident == "alpinist");
-    if !prefixed_ok {
-        return None;
-    }
-    HELPERS.iter().copied().find(|h| last.ident == h)
+    ours.then(|| path.segments.last().map(|s| s.ident.to_string()))
+        .flatten()
 }
 
 fn param_name(pt: &syn::PatType) -> Res<String> {
@@ -333,6 +324,7 @@ impl Cx {
             vars: HashMap::new(),
             inferred,
             refined: HashMap::new(),
+            params: Vec::new(),
             links: Vec::new(),
             local_types: Vec::new(),
             unsigned: BTreeSet::new(),
@@ -383,6 +375,7 @@ impl Cx {
                     ghost,
                 },
             );
+            self.params.push((name.clone(), ty.clone(), ghost));
             params.push((pt, name, ty, ghost));
         }
         self.result = match &sig.output {
@@ -433,7 +426,7 @@ impl Cx {
                         },
                     )
                 } else {
-                    (int(0, span), var)
+                    (int_lit(0, span), var)
                 };
                 let fact = binary(op, lhs, rhs);
                 implied.push(Clause {
@@ -1180,7 +1173,7 @@ impl Cx {
             }),
             span: name_span,
         };
-        let next = binary(BinaryOp::Add, var_expr.clone(), int(1, name_span));
+        let next = binary(BinaryOp::Add, var_expr.clone(), int_lit(1, name_span));
         if mode == Mode::Code && ty.is_unsigned() {
             self.unsigned.insert(next.span);
         }
@@ -1402,11 +1395,4 @@ fn last_span(e: &syn::Expr) -> RustSpan {
         };
     }
     last
-}
-
-fn int(n: u64, span: Span) -> Expr {
-    Expr {
-        kind: ExprKind::IntLit(BigUint::from(n)),
-        span,
-    }
 }

@@ -117,11 +117,7 @@ fn correct_kernels_verify_and_their_pvl_does_too() {
             insta::assert_snapshot!(format!("rust_{stem}"), pvl);
             let parsed = crate::syntax::parse(&pvl).unwrap_or_else(|e| panic!("{stem}: {e:?}"));
             crate::check::check(&parsed.program).unwrap_or_else(|e| panic!("{stem}: {e:?}"));
-            let limits = crate::verify::Limits {
-                rlimit: crate::verify::Limits::DEFAULT_RLIMIT,
-                timeout_ms: None,
-                mbqi: true,
-            };
+            let limits = crate::verify::Limits::default();
             for report in crate::verify::verify_program(&parsed.program, &limits, 1) {
                 assert_eq!(
                     report.outcome(),

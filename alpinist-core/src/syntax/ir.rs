@@ -739,6 +739,22 @@ impl Expr {
         }
     }
 
+    /// Whether a permission (`Perm`, `PointsTo`, `Value`) occurs anywhere in `self`: a resource,
+    /// not a pure boolean (a quantifier over it is `\forall*`).
+    pub fn holds_permission(&self) -> bool {
+        let mut found = false;
+        self.visit(&mut |x| {
+            found |= matches!(
+                &x.kind,
+                ExprKind::Builtin {
+                    op: Builtin::Perm | Builtin::PointsTo | Builtin::Value,
+                    ..
+                }
+            )
+        });
+        found
+    }
+
     /// Calls `f` on `self` and every subexpression (binders are not tracked).
     pub fn visit(&self, f: &mut dyn FnMut(&Expr)) {
         f(self);

@@ -51,7 +51,7 @@ mod amount;
 use amount::Amount;
 
 use super::unroll::{find_stmt, mark, prove_in_probe};
-use super::{conjuncts, has_perm, parse_expr, respan, Applied, FreshNames, Refusal, Timings};
+use super::{conjuncts, parse_expr, respan, Applied, FreshNames, Refusal, Timings};
 use crate::syntax::{
     print_expr, Barrier, BarrierStyle, BinaryOp, Block, Builtin, Clause, ClauseKind, Contract,
     Expr, ExprKind, Ident, ParBlock, ParGroup, ParGroupStyle, ParIter, Program, Span, Stmt,
@@ -410,7 +410,7 @@ fn kernel(block: ParBlock) -> Result<Kernel, Refusal> {
 }
 
 fn conjunct(c: &Expr, span: Span) -> Result<Conjunct, String> {
-    if !has_perm(c) {
+    if !c.holds_permission() {
         let mut old = false;
         c.visit(&mut |x| old |= matches!(x.kind, ExprKind::Old(_)));
         return Ok(Conjunct::Fact(Fact {
@@ -425,7 +425,7 @@ fn conjunct(c: &Expr, span: Span) -> Result<Conjunct, String> {
             op: BinaryOp::Implies,
             lhs,
             rhs,
-        } if !has_perm(lhs) => (Some((**lhs).clone()), &**rhs),
+        } if !lhs.holds_permission() => (Some((**lhs).clone()), &**rhs),
         _ => (None, c),
     };
     let not_atom = || {
@@ -444,7 +444,7 @@ fn conjunct(c: &Expr, span: Span) -> Result<Conjunct, String> {
     let [location, amount] = &args[..] else {
         return Err(not_atom());
     };
-    if has_perm(location) || has_perm(amount) {
+    if location.holds_permission() || amount.holds_permission() {
         return Err(not_atom());
     }
     let (resource, address) = match &location.kind {

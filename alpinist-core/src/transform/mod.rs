@@ -20,8 +20,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::syntax::{
-    BinaryOp, Block, Builtin, Expr, ExprKind, Item, MatrixOrder, MemberKind, MethodBody, Program,
-    Span, Stmt, StmtKind, TileLayout,
+    BinaryOp, Block, Expr, ExprKind, Item, MatrixOrder, MemberKind, MethodBody, Program, Span,
+    Stmt, StmtKind, TileLayout,
 };
 use crate::verify::Limits;
 
@@ -945,7 +945,7 @@ impl Refusal {
 /// The top-level `&&`/`**` conjuncts of `e` that hold permissions (a pure `e` is one conjunct: one
 /// quantifier, or one conjunction of facts).
 pub(crate) fn conjuncts(e: &Expr) -> Vec<&Expr> {
-    if !has_perm(e) {
+    if !e.holds_permission() {
         return vec![e];
     }
     match &e.kind {
@@ -960,23 +960,6 @@ pub(crate) fn conjuncts(e: &Expr) -> Vec<&Expr> {
         }
         _ => vec![e],
     }
-}
-
-/// Whether `e` holds a permission (`Perm`, `PointsTo`, `Value`) anywhere.
-pub(crate) fn has_perm(e: &Expr) -> bool {
-    let mut found = false;
-    e.visit(&mut |x| {
-        if matches!(
-            &x.kind,
-            ExprKind::Builtin {
-                op: Builtin::Perm | Builtin::PointsTo | Builtin::Value,
-                ..
-            }
-        ) {
-            found = true;
-        }
-    });
-    found
 }
 
 /// Parses one expression (inside a throw-away method); `None` when it does not parse.

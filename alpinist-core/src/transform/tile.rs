@@ -19,7 +19,7 @@
 use std::time::Instant;
 
 use super::unroll::{prove_in_probe, MARK_BASE};
-use super::{conjuncts, has_perm, parse_expr, parse_stmts, respan, FreshNames, Refusal, Timings};
+use super::{conjuncts, parse_expr, parse_stmts, respan, FreshNames, Refusal, Timings};
 use crate::syntax::{
     print_expr, BinaryOp, Builtin, ClauseKind, Expr, ExprKind, ParBlock, Program, Span, Stmt,
     StmtKind, TileLayout,
@@ -151,7 +151,7 @@ fn check_conjunct(c: &Expr, tid: &str) -> Result<(), String> {
     if rebinds {
         return Err(format!("`{}` rebinds the thread id `{tid}`", print_expr(c)));
     }
-    if !has_perm(c) {
+    if !c.holds_permission() {
         return Ok(());
     }
     if !c.mentions(tid) {
@@ -175,12 +175,12 @@ fn perm_location(c: &Expr) -> Option<(Option<&Expr>, &Expr)> {
         ExprKind::Builtin {
             op: Builtin::Perm,
             args,
-        } if args.len() == 2 && !has_perm(&args[0]) => Some((None, &args[0])),
+        } if args.len() == 2 && !args[0].holds_permission() => Some((None, &args[0])),
         ExprKind::Binary {
             op: BinaryOp::Implies,
             lhs,
             rhs,
-        } if !has_perm(lhs) => match perm_location(rhs)? {
+        } if !lhs.holds_permission() => match perm_location(rhs)? {
             (None, l) => Some((Some(lhs), l)),
             _ => None,
         },
@@ -356,7 +356,11 @@ fn rewrite(program: &Program, plan: &Plan) -> Option<Stmt> {
     };
     let cell_i = parse_expr(&i)?;
     let quant = |c: &Expr, binder: &str, range: &str, by: &Expr| {
-        let star = if has_perm(c) { "\\forall*" } else { "\\forall" };
+        let star = if c.holds_permission() {
+            "\\forall*"
+        } else {
+            "\\forall"
+        };
         format!(
             "({star} int {binder}; {range}; {})",
             print_expr(&c.substitute(&tid, by))
@@ -369,12 +373,12 @@ fn rewrite(program: &Program, plan: &Plan) -> Option<Stmt> {
     let done = format!("{member_i} && {i} < {tid}");
     let pre_perms: Vec<String> = clause_conjuncts(block, true)
         .into_iter()
-        .filter(|c| has_perm(c))
+        .filter(|c| c.holds_permission())
         .map(print_expr)
         .collect();
     let post_perms: Vec<String> = clause_conjuncts(block, false)
         .into_iter()
-        .filter(|c| has_perm(c))
+        .filter(|c| c.holds_permission())
         .map(print_expr)
         .collect();
     for clause in &block.contract.clauses {
@@ -391,7 +395,7 @@ fn rewrite(program: &Program, plan: &Plan) -> Option<Stmt> {
         for c in conjuncts(e) {
             if !c.mentions(&tid) {
                 contract.push(format!("{keyword} {};", print_expr(c)));
-                if pre && !has_perm(c) {
+                if pre && !c.holds_permission() {
                     invariants.push(print_expr(c));
                 }
                 continue;
@@ -400,7 +404,7 @@ fn rewrite(program: &Program, plan: &Plan) -> Option<Stmt> {
             // thread from the cell, and Z3 instantiates the facts at the caller's cells.
             let requantified = quant(c, &i, &member_i, &cell_i);
             contract.push(format!("{keyword} {requantified};"));
-            if has_perm(c) {
+            if c.holds_permission() {
                 let text = print_expr(c);
                 let (in_pre, in_post) = (pre_perms.contains(&text), post_perms.contains(&text));
                 let range = match (in_pre, in_post) {

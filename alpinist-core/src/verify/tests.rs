@@ -315,3 +315,51 @@ fn inline_predicates_expand_without_capture_and_with_swapped_arguments() {
     let (_, asserts) = specs(&program("assert x < y;"));
     assert!(inline::expand(&asserts[0], &info).is_none());
 }
+
+/// `Int32::unsigned` (kernels written in Rust): an operation named there must not go below zero
+/// (E0641). The broken program — `n - 1` of a `usize` where `n` may be 0 — verified before the
+/// obligation existed (PVL integers are unbounded), and still does outside the mode; its twin,
+/// with `n >= 1`, verifies in it.
+#[test]
+fn an_unsigned_operation_must_not_go_below_zero() {
+    let outcome = |lower: &str, unsigned: bool| {
+        let src = format!(
+            "requires {lower} <= n && n <= 100;\nint m(int n) {{\n  int k = n - 1;\n  return k;\n}}\n"
+        );
+        let parsed = syntax::parse(&src).unwrap_or_else(|e| panic!("syntax: {e:?}"));
+        crate::check::check(&parsed.program).unwrap_or_else(|e| panic!("check: {e:?}"));
+        let mut subtraction = None;
+        parsed.program.items.iter().for_each(|item| {
+            let Item::Member(m) = item else { return };
+            let MemberKind::Method(method) = &m.kind else {
+                return;
+            };
+            let MethodBody::Block(block) = &method.body else {
+                return;
+            };
+            for s in &block.stmts {
+                if let StmtKind::LocalDecl { vars, .. } = &s.kind {
+                    subtraction = vars[0].init.as_ref().map(|e| e.span);
+                }
+            }
+        });
+        let mode = Int32 {
+            unsigned: subtraction.into_iter().filter(|_| unsigned).collect(),
+            ..Int32::all()
+        };
+        let reports = verify_program_with(&parsed.program, &Limits::default(), Some(&mode), 1);
+        let failed: Vec<&str> = reports
+            .iter()
+            .flat_map(|r| &r.obligations)
+            .filter(|o| matches!(o.status, Status::Failed { .. }))
+            .map(|o| o.kind.code())
+            .collect();
+        (
+            reports.iter().map(MethodReport::outcome).max().unwrap(),
+            failed,
+        )
+    };
+    assert_eq!(outcome("0", true), (Outcome::Failed, vec!["E0641"]));
+    assert_eq!(outcome("0", false), (Outcome::Verified, vec![]));
+    assert_eq!(outcome("1", true), (Outcome::Verified, vec![]));
+}
