@@ -13,8 +13,9 @@
 //!   atom worth a whole permission) may be touched by *another* thread in the other (Z3, over
 //!   two threads t ≠ u); a kernel that depends on a kernel of the current *segment* starts
 //!   the next one, after a barrier. With B work-groups a dependence must stay inside a group
-//!   (`(t - lo) / (N/B) == (u - lo) / (N/B)`), else E0969; a barrier with B > 1 must be
-//!   verified as a work-group barrier (groups of local threads), not done yet: E0970;
+//!   (`(t - lo) / (N/B) == (u - lo) / (N/B)`), else E0969; with B > 1 a fused kernel with a
+//!   barrier becomes a par block of work-groups around the group's threads
+//!   ([`in_work_groups`]), so its barrier is verified as one work-group's;
 //! - per thread, two keys of one resource held at once (in one segment) beyond a whole
 //!   permission together must be different locations (Z3), else E0968.
 //!
@@ -74,10 +75,14 @@ pub fn fuse(
     let mut spent = Timings::default();
     loop {
         let start = std::time::Instant::now();
+        let mut shape = String::new();
         let result = super::timed(
             || plan(program, first, count, groups),
             |plan| check_applicable(program, plan, limits),
-            |plan, layout| apply(program, &plan, &layout),
+            |plan, layout| {
+                shape = launch_shape(&plan, &layout);
+                apply(program, &plan, &layout, limits)
+            },
         );
         match result {
             Ok((program, timings)) => {
@@ -87,7 +92,10 @@ pub fn fuse(
                         rewrite: spent.rewrite + timings.rewrite,
                         applicability: spent.applicability + timings.applicability,
                     },
-                    note,
+                    note: Some(match note {
+                        Some(partial) => format!("{partial}; {shape}"),
+                        None => shape,
+                    }),
                 })
             }
             Err(Refusal::FuseAcrossGroups {
@@ -109,6 +117,41 @@ pub fn fuse(
             Err(refusal) => return Err(refusal),
         }
     }
+}
+
+/// How the fused kernel runs, for the report: the threads of a work-group, and where a barrier
+/// on several work-groups went.
+fn launch_shape(plan: &Plan, layout: &Layout) -> String {
+    let threads = thread_count(plan);
+    match plan.groups {
+        1 => format!("`{threads}` threads in the work-group"),
+        g => {
+            let threads = match threads.contains(' ') {
+                true => format!("({threads})"),
+                false => threads,
+            };
+            let each = format!("`{threads} / {g}` threads in each work-group");
+            match needs_barrier(plan, layout) {
+                true => format!("{each}, the barrier in a par block of each work-group's threads"),
+                false => each,
+            }
+        }
+    }
+}
+
+/// The number of threads, as printed: `hi`, or `hi - (lo)`.
+fn thread_count(plan: &Plan) -> String {
+    let (lo, hi) = (print_expr(&plan.iter.lo), print_expr(&plan.iter.hi));
+    match &plan.iter.lo.kind {
+        ExprKind::IntLit(n) if *n == 0u8.into() => hi,
+        _ => format!("{hi} - ({lo})"),
+    }
+}
+
+/// Whether the fused kernel has a barrier: fusion inserts one between segments, or a kernel
+/// has its own.
+fn needs_barrier(plan: &Plan, layout: &Layout) -> bool {
+    layout.segments.len() > 1 || plan.kernels.iter().any(|k| k.has_barrier)
 }
 
 /// What the syntactic check found out.
@@ -573,6 +616,8 @@ enum Query {
     Covering(String),
     /// One share at least another (a comparison the accounting needs).
     AtLeast,
+    /// A guard of a share a thread keeps at a barrier, false (or true) for every thread.
+    Settle,
     Independent {
         k: usize,
         l: usize,
@@ -729,16 +774,17 @@ pub fn check_applicable(
             Query::GroupsDivide => {
                 return Err(Refusal::FuseGroupsDivide {
                     groups: plan.groups,
-                    threads: match &plan.iter.lo.kind {
-                        ExprKind::IntLit(n) if *n == 0u8.into() => hi.clone(),
-                        _ => format!("{hi} - ({lo})"),
-                    },
+                    threads: thread_count(plan),
                     why: why(status),
                     span: plan.first,
                 })
             }
-            // Asked in the second round.
-            Query::Distinct(..) | Query::Injective(_) | Query::Covering(_) | Query::AtLeast => {}
+            // Asked in the second round, or by the rewrite.
+            Query::Distinct(..)
+            | Query::Injective(_)
+            | Query::Covering(_)
+            | Query::AtLeast
+            | Query::Settle => {}
             Query::Independent { k, l } => {
                 depends.insert((*k, *l));
             }
@@ -886,16 +932,6 @@ pub fn check_applicable(
             _ => {}
         }
     }
-    let barrier = segments.len() > 1 || plan.kernels.iter().any(|k| k.has_barrier);
-    if barrier && plan.groups > 1 {
-        return Err(Refusal::FuseUnsupported {
-            what: format!(
-                "a fused kernel with a barrier launched on {} work-groups (a barrier synchronises one work-group: the kernel must be verified as groups of local threads, not done yet); fuse with one work-group",
-                plan.groups
-            ),
-            span: plan.first,
-        });
-    }
     Ok(Layout {
         segments,
         injective,
@@ -1017,12 +1053,17 @@ impl Uncertain {
 type Holdings = BTreeMap<(usize, String), (Atom, Amount)>;
 
 /// The rewrite (the checks have passed).
-pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program, Refusal> {
+pub fn apply(
+    program: &Program,
+    plan: &Plan,
+    layout: &Layout,
+    limits: &Limits,
+) -> Result<Program, Refusal> {
     let span = plan.first;
     let kernels = &plan.kernels;
     let unsupported = |what: String| Refusal::FuseUnsupported { what, span };
     let mut names = FreshNames::new(program);
-    let needs_label = layout.segments.len() > 1 || kernels.iter().any(|k| k.has_barrier);
+    let needs_label = needs_barrier(plan, layout);
     let label = match &kernels[0].block.label {
         Some(l) => Some(l.clone()),
         None if needs_label => Some(Ident {
@@ -1156,6 +1197,7 @@ pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program,
                         &plan.iter,
                         &layout.covering,
                         key_order.len(),
+                        &mut |guard| settle(program, plan, limits, guard),
                     ),
                     _ => Holdings::new(),
                 };
@@ -1293,6 +1335,10 @@ pub fn apply(program: &Program, plan: &Plan, layout: &Layout) -> Result<Program,
         },
         span: whole,
     };
+    let fused = match plan.groups {
+        groups if groups > 1 && needs_label => in_work_groups(fused, groups, &mut names)?,
+        _ => fused,
+    };
     let replacement = Stmt {
         kind: StmtKind::Par(ParGroup {
             blocks: vec![fused],
@@ -1376,8 +1422,13 @@ fn push_fact(list: &mut Vec<Fact>, f: &Fact) {
 /// thread id itself) that no new holding takes: the new keys (at most 3, their addresses
 /// inverted syntactically: `tid + c`, `c - tid`, ..) are taken by the thread `u` whose address
 /// is this thread's location, if `u` is a thread and its guard holds; per combination of
-/// those conditions, what remains of `had` is kept, under that combination. Empty where the
-/// keys cannot be inverted (the share is then lost, and the output may not verify).
+/// those conditions, what remains of `had` is kept, under that combination. Combinations
+/// that leave the same share are one disjunction, which `decide` may settle for every thread
+/// (`Some(false)`: never, the share is not kept; `Some(true)`: always, kept unguarded): a
+/// guard Z3 would have to split by cases at every use (partners `tid + 1` of even threads and
+/// `tid - 1` of odd ones) made the fused proof run out of memory, the settled one verifies in
+/// a tenth of a second. Empty where the keys cannot be inverted (the share is then lost, and
+/// the output may not verify).
 fn leftover(
     was: &Atom,
     had: Amount,
@@ -1385,6 +1436,7 @@ fn leftover(
     iter: &ParIter,
     covering: &BTreeSet<String>,
     base: usize,
+    decide: &mut dyn FnMut(&str) -> Option<bool>,
 ) -> Holdings {
     let tid = &iter.name.name;
     let mut out = Holdings::new();
@@ -1405,6 +1457,9 @@ fn leftover(
     if takers.is_empty() || takers.len() > 3 {
         return out;
     }
+    // Per share left (in the order the combinations first leave it), the combinations that
+    // leave it, each the conjunction of its conditions (empty: always).
+    let mut left: Vec<(Amount, Vec<Vec<String>>)> = Vec::new();
     for mask in 0..(1u32 << takers.len()) {
         let mut amount = had.clone();
         let mut conds = Vec::new();
@@ -1425,11 +1480,33 @@ fn leftover(
         if !possible || !amount.is_positive() || amount.text().is_none() {
             continue;
         }
-        let guard = match conds.is_empty() {
+        match left
+            .iter_mut()
+            .find(|(a, _)| a.to_string() == amount.to_string())
+        {
+            Some((_, combos)) => combos.push(conds),
+            None => left.push((amount, vec![conds])),
+        }
+    }
+    for (amount, combos) in left {
+        let always = combos.iter().any(|c| c.is_empty());
+        let text = match combos.as_slice() {
+            [one] => one.join(" && "),
+            _ => combos
+                .iter()
+                .map(|c| format!("({})", c.join(" && ")))
+                .collect::<Vec<_>>()
+                .join(" || "),
+        };
+        let guard = match always {
             true => None,
-            false => match parse_expr(&conds.join(" && ")) {
-                Some(g) => Some(respan(g, was.span)),
-                None => continue,
+            false => match decide(&text) {
+                Some(false) => continue,
+                Some(true) => None,
+                None => match parse_expr(&text) {
+                    Some(g) => Some(respan(g, was.span)),
+                    None => continue,
+                },
             },
         };
         let atom = Atom {
@@ -1445,6 +1522,47 @@ fn leftover(
         out.insert((base + out.len(), atom.key.clone()), (atom, amount));
     }
     out
+}
+
+/// Whether `guard` (of the thread id, in the fused contract) is false for every thread
+/// (`Some(false)`), true for every thread (`Some(true)`), or neither or undecided (`None`),
+/// asked in the state before the first par block. Only a guard that reads no heap (names,
+/// literals, arithmetic, `length`) is asked: its value is the same at every barrier.
+fn settle(program: &Program, plan: &Plan, limits: &Limits, guard: &str) -> Option<bool> {
+    let parsed = parse_expr(guard)?;
+    let mut heap_free = true;
+    parsed.visit(&mut |x| {
+        heap_free &= matches!(
+            x.kind,
+            ExprKind::IntLit(_)
+                | ExprKind::BoolLit(_)
+                | ExprKind::Name(_)
+                | ExprKind::Unary { .. }
+                | ExprKind::Binary { .. }
+                | ExprKind::Cond { .. }
+                | ExprKind::Length(_)
+        );
+    });
+    if !heap_free {
+        return None;
+    }
+    let (tid, lo, hi) = (
+        &plan.iter.name.name,
+        print_expr(&plan.iter.lo),
+        print_expr(&plan.iter.hi),
+    );
+    let every = |body: String| {
+        (
+            Query::Settle,
+            format!("(\\forall int {tid}; {lo} <= {tid} && {tid} < {hi}; {body})"),
+        )
+    };
+    let queries = [every(format!("!({guard})")), every(format!("({guard})"))];
+    match ask(program, plan, &queries, limits).ok()?.as_slice() {
+        [Status::Verified, ..] => Some(false),
+        [_, Status::Verified, ..] => Some(true),
+        _ => None,
+    }
 }
 
 /// The condition under which the thread whose address under `atom` is this thread's
@@ -1507,6 +1625,120 @@ fn perm_texts(h: &Holdings) -> Result<Vec<String>, Refusal> {
         });
     }
     Ok(out)
+}
+
+/// The fused kernel with a barrier as the GPU runs it on `groups` work-groups: a par block of
+/// work-groups `grp` whose body is the fused block over the group's `N / groups` threads
+/// (`lo + grp * S .. lo + (grp + 1) * S`), so its barrier (which names the inner block) is
+/// verified as what it is on the hardware, a barrier of one work-group: a handover across
+/// groups fails reverification instead of being assumed. The group's contract is each
+/// thread conjunct quantified over the group's threads, membership written `(tid - lo) / S ==
+/// grp` (Z3 finds a thread's group by division; with the product `grp * S` as the range of a
+/// quantifier the caller's split of the array by groups came back unknown).
+fn in_work_groups(
+    inner: ParBlock,
+    groups: u32,
+    names: &mut FreshNames,
+) -> Result<ParBlock, Refusal> {
+    let span = inner.span;
+    let unsupported = |what: String| Refusal::FuseUnsupported { what, span };
+    let [it] = inner.iters.as_slice() else {
+        return Err(unsupported(
+            "internal: a fused block with several iterators".into(),
+        ));
+    };
+    let (tid, lo, hi) = (&it.name.name, print_expr(&it.lo), print_expr(&it.hi));
+    let grp = names.fresh("grp");
+    // From 0 (the common case) without the `- 0`s: Z3 took 12 s on the pairs example with
+    // them, 0.5 s without.
+    let from_zero = matches!(&it.lo.kind, ExprKind::IntLit(n) if *n == 0u8.into());
+    let atom = |e: &Expr| match e.kind {
+        ExprKind::Name(_) | ExprKind::IntLit(_) => print_expr(e),
+        _ => format!("({})", print_expr(e)),
+    };
+    let size = match from_zero {
+        true => format!("({} / {groups})", atom(&it.hi)),
+        false => format!("(({hi} - {}) / {groups})", atom(&it.lo)),
+    };
+    let offset = |e: String| match from_zero {
+        true => e,
+        false => format!("{} + {e}", atom(&it.lo)),
+    };
+    let index = match from_zero {
+        true => tid.clone(),
+        false => format!("({tid} - {})", atom(&it.lo)),
+    };
+    let member = format!("{lo} <= {tid} && {tid} < {hi} && {index} / {size} == {grp}");
+    let parse = |text: &str| {
+        parse_expr(text)
+            .map(|e| respan(e, span))
+            .ok_or_else(|| unsupported(format!("internal: `{text}` does not parse")))
+    };
+    let mut clauses = Vec::new();
+    for c in &inner.contract.clauses {
+        let (kind, e): (fn(Expr) -> ClauseKind, &Expr) = match &c.kind {
+            ClauseKind::Requires(e) => (ClauseKind::Requires, e),
+            ClauseKind::Ensures(e) => (ClauseKind::Ensures, e),
+            ClauseKind::Context(e) | ClauseKind::ContextEverywhere(e) => (ClauseKind::Context, e),
+            _ => {
+                return Err(unsupported(
+                    "internal: a fused clause of another kind".into(),
+                ))
+            }
+        };
+        for conjunct in conjuncts(e) {
+            let body = print_expr(conjunct);
+            let text = if conjunct.holds_permission() {
+                format!("(\\forall* int {tid}; {member}; ({body}))")
+            } else if conjunct.mentions(tid) {
+                format!("(\\forall int {tid}; {member}; ({body}))")
+            } else {
+                body
+            };
+            clauses.push(Clause {
+                kind: kind(parse(&text)?),
+                span: c.span,
+            });
+        }
+    }
+    let local = ParIter {
+        lo: parse(&offset(format!("{grp} * {size}")))?,
+        hi: parse(&offset(format!("({grp} + 1) * {size}")))?,
+        ..it.clone()
+    };
+    let label = inner.label.as_ref().map(|l| Ident {
+        name: names.fresh(&format!("{}_groups", l.name)),
+        span: l.span,
+    });
+    let work_groups = ParIter {
+        name: Ident {
+            name: grp,
+            span: it.name.span,
+        },
+        lo: parse("0")?,
+        hi: parse(&groups.to_string())?,
+        ..it.clone()
+    };
+    let threads = Stmt {
+        kind: StmtKind::Par(ParGroup {
+            blocks: vec![ParBlock {
+                iters: vec![local],
+                ..inner
+            }],
+            style: ParGroupStyle::And,
+        }),
+        span,
+    };
+    Ok(ParBlock {
+        label,
+        iters: vec![work_groups],
+        contract: Contract { clauses },
+        body: Block {
+            stmts: vec![threads],
+            span,
+        },
+        span,
+    })
 }
 
 fn barrier(
