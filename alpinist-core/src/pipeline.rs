@@ -371,7 +371,13 @@ pub fn run(
             .as_ref()
             .is_none_or(|v| v.outcome() == Outcome::Verified);
         steps.push(Step {
-            request: request.clone(),
+            // What was done, which a partial fusion makes less than what was asked.
+            request: Request {
+                optimisation: applied
+                    .applied_as
+                    .unwrap_or_else(|| request.optimisation.clone()),
+                ..request.clone()
+            },
             timings: applied.timings,
             note: applied.note,
             verification,

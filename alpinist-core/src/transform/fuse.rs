@@ -92,6 +92,9 @@ pub fn fuse(
                         rewrite: spent.rewrite + timings.rewrite,
                         applicability: spent.applicability + timings.applicability,
                     },
+                    applied_as: note
+                        .is_some()
+                        .then_some(super::Optimisation::Fuse { count, groups }),
                     note: Some(match note {
                         Some(partial) => format!("{partial}; {shape}"),
                         None => shape,

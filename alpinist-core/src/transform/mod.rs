@@ -161,6 +161,9 @@ pub struct Applied {
     pub program: Program,
     pub timings: Timings,
     pub note: Option<String>,
+    /// The optimisation as applied, where it is less than the request: a fusion that stopped
+    /// before a kernel fused fewer par blocks than asked.
+    pub applied_as: Option<Optimisation>,
 }
 
 /// Applies `optimisation` to the statement at `target`, after checking that it applies. A
@@ -202,6 +205,7 @@ pub fn apply(
         program,
         timings,
         note: None,
+        applied_as: None,
     };
     match optimisation {
         Optimisation::Unroll { var, factor } => {
