@@ -125,15 +125,13 @@ pub fn fuse(
 /// How the fused kernel runs, for the report: the threads of a work-group, and where a barrier
 /// on several work-groups went.
 fn launch_shape(plan: &Plan, layout: &Layout) -> String {
-    let threads = thread_count(plan);
     match plan.groups {
-        1 => format!("`{threads}` threads in the work-group"),
+        1 => format!("`{}` threads in the work-group", thread_count(&plan.iter)),
         g => {
-            let threads = match threads.contains(' ') {
-                true => format!("({threads})"),
-                false => threads,
-            };
-            let each = format!("`{threads} / {g}` threads in each work-group");
+            let each = format!(
+                "`{} / {g}` threads in each work-group",
+                thread_count_operand(&plan.iter)
+            );
             match needs_barrier(plan, layout) {
                 true => format!("{each}, the barrier in a par block of each work-group's threads"),
                 false => each,
@@ -142,13 +140,26 @@ fn launch_shape(plan: &Plan, layout: &Layout) -> String {
     }
 }
 
-/// The number of threads, as printed: `hi`, or `hi - (lo)`.
-fn thread_count(plan: &Plan) -> String {
-    let (lo, hi) = (print_expr(&plan.iter.lo), print_expr(&plan.iter.hi));
-    match &plan.iter.lo.kind {
-        ExprKind::IntLit(n) if *n == 0u8.into() => hi,
-        _ => format!("{hi} - ({lo})"),
+/// The number of threads of `iter`, as printed: `hi`, or `hi - (lo)`.
+fn thread_count(iter: &ParIter) -> String {
+    let (lo, hi) = (print_expr(&iter.lo), print_expr(&iter.hi));
+    match starts_at_zero(iter) {
+        true => hi,
+        false => format!("{hi} - ({lo})"),
     }
+}
+
+/// [`thread_count`] as an operand: parenthesised unless it is one name or literal.
+fn thread_count_operand(iter: &ParIter) -> String {
+    let count = thread_count(iter);
+    match starts_at_zero(iter) && matches!(iter.hi.kind, ExprKind::Name(_) | ExprKind::IntLit(_)) {
+        true => count,
+        false => format!("({count})"),
+    }
+}
+
+fn starts_at_zero(iter: &ParIter) -> bool {
+    matches!(&iter.lo.kind, ExprKind::IntLit(n) if *n == 0u8.into())
 }
 
 /// Whether the fused kernel has a barrier: fusion inserts one between segments, or a kernel
@@ -777,7 +788,7 @@ pub fn check_applicable(
             Query::GroupsDivide => {
                 return Err(Refusal::FuseGroupsDivide {
                     groups: plan.groups,
-                    threads: thread_count(plan),
+                    threads: thread_count(&plan.iter),
                     why: why(status),
                     span: plan.first,
                 })
@@ -1483,10 +1494,7 @@ fn leftover(
         if !possible || !amount.is_positive() || amount.text().is_none() {
             continue;
         }
-        match left
-            .iter_mut()
-            .find(|(a, _)| a.to_string() == amount.to_string())
-        {
+        match left.iter_mut().find(|(a, _)| *a == amount) {
             Some((_, combos)) => combos.push(conds),
             None => left.push((amount, vec![conds])),
         }
@@ -1654,22 +1662,15 @@ fn in_work_groups(
     let grp = names.fresh("grp");
     // From 0 (the common case) without the `- 0`s: Z3 took 12 s on the pairs example with
     // them, 0.5 s without.
-    let from_zero = matches!(&it.lo.kind, ExprKind::IntLit(n) if *n == 0u8.into());
-    let atom = |e: &Expr| match e.kind {
-        ExprKind::Name(_) | ExprKind::IntLit(_) => print_expr(e),
-        _ => format!("({})", print_expr(e)),
-    };
-    let size = match from_zero {
-        true => format!("({} / {groups})", atom(&it.hi)),
-        false => format!("(({hi} - {}) / {groups})", atom(&it.lo)),
-    };
+    let from_zero = starts_at_zero(it);
+    let size = format!("({} / {groups})", thread_count_operand(it));
     let offset = |e: String| match from_zero {
         true => e,
-        false => format!("{} + {e}", atom(&it.lo)),
+        false => format!("({lo}) + {e}"),
     };
     let index = match from_zero {
         true => tid.clone(),
-        false => format!("({tid} - {})", atom(&it.lo)),
+        false => format!("({tid} - ({lo}))"),
     };
     let member = format!("{lo} <= {tid} && {tid} < {hi} && {index} / {size} == {grp}");
     let parse = |text: &str| {
