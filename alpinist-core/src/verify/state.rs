@@ -419,6 +419,17 @@ pub struct World {
     matrices: std::cell::RefCell<Vec<(Dynamic, Array, std::rc::Rc<FuncDecl>)>>,
     /// Predicates whose instances were located, by id (see [`World::predicate_location`]).
     predicates: std::cell::RefCell<Vec<String>>,
+    /// Per sequence sort indexed so far (by name): its indexing function and axioms
+    /// ([`World::seq_at`]).
+    sequence_indexing: std::cell::RefCell<Vec<SequenceIndexing>>,
+}
+
+/// The indexing function of one sequence sort and its axioms ([`World::seq_at`]).
+struct SequenceIndexing {
+    /// The sort, printed.
+    sort: String,
+    at: std::rc::Rc<FuncDecl>,
+    axioms: Vec<Bool>,
 }
 
 /// The location index of predicate 0's instances; predicate k's is this minus k.
@@ -472,6 +483,7 @@ impl World {
             mod_other: FuncDecl::new("mod_unspecified", &[&int, &int], &int),
             product: std::cell::OnceCell::new(),
             product_axiom: std::cell::OnceCell::new(),
+            sequence_indexing: std::cell::RefCell::new(Vec::new()),
             ref_sort,
             heap_kinds,
             sum: sum_decl("sum"),
@@ -748,6 +760,110 @@ impl World {
                 )
             })
             .clone()
+    }
+
+    /// `s[i]`: `seq_at(s, i)`, an uninterpreted function equal to Z3's `seq.nth` (axiom),
+    /// declared per sequence sort on first use. Quantified facts about a sequence's cells
+    /// (`\forall k; 0 <= k < m; p[k] == k`) are then instantiated at `seq_at` terms, and the
+    /// axioms of [`World::sequence_axioms`] carry an index into a concatenation, a slice or a
+    /// one-element sequence to its parts, creating the terms those facts need. With `seq.nth`
+    /// alone, libz3 4.8's sequence solver never created them: a loop building `0 .. n` by
+    /// `p = p ++ seq<int>{m}` came back unknown after 30 s (7 ms with the axioms).
+    pub fn seq_at(&self, s: &Seq, i: &Int) -> Dynamic {
+        let at = self.indexing(s).0;
+        at.apply(&[s as &dyn Ast, i as &dyn Ast])
+    }
+
+    /// The axioms of the indexing function of `s`'s sort (built with it).
+    pub fn sequence_axioms(&self, s: &Seq) -> Vec<Bool> {
+        self.indexing(s).1
+    }
+
+    /// The indexing function of `s`'s sort and its axioms, built once per sort and world: with
+    /// `at` it, `at(s, i) = nth(s, i)`; in range, `at(a ++ b, i)` is `at(a, i)` below `|a|`
+    /// and `at(b, i - |a|)` from there, `at(extract(s, o, l), i) = at(s, o + i)`, and
+    /// `at(unit(x), 0) = x`. All valid in the sequence theory, so they can only add proofs of
+    /// true facts.
+    fn indexing(&self, s: &Seq) -> (std::rc::Rc<FuncDecl>, Vec<Bool>) {
+        let sort = s.get_sort();
+        let key = sort.to_string();
+        if let Some(known) = self
+            .sequence_indexing
+            .borrow()
+            .iter()
+            .find(|known| known.sort == key)
+        {
+            return (known.at.clone(), known.axioms.clone());
+        }
+        let zero = Int::from_i64(0);
+        let elem_sort = s.nth(&zero).get_sort();
+        let n = self.sequence_indexing.borrow().len();
+        let at = std::rc::Rc::new(FuncDecl::new(
+            format!("seq_at_{n}"),
+            &[&sort, &Z3Sort::int()],
+            &elem_sort,
+        ));
+        let apply = |s: &Seq, i: &Int| at.apply(&[s as &dyn Ast, i as &dyn Ast]);
+        let fresh_seq = |name: &str| {
+            Dynamic::fresh_const(name, &sort)
+                .as_seq()
+                .expect("a constant of a sequence sort is a sequence")
+        };
+        let forall = |vars: &[&dyn Ast], trigger: &Dynamic, body: &Bool| {
+            ast::forall_const(vars, &[&z3::Pattern::new(&[trigger as &dyn Ast])], body)
+        };
+        let (a, b) = (fresh_seq("a"), fresh_seq("b"));
+        let (i, o, l) = (
+            Int::fresh_const("i"),
+            Int::fresh_const("o"),
+            Int::fresh_const("l"),
+        );
+        let cell = apply(&a, &i);
+        let nth = a.nth(&i);
+        let definition = ast::forall_const(
+            &[&a as &dyn Ast, &i as &dyn Ast],
+            &[&z3::Pattern::new(&[&cell as &dyn Ast])],
+            &cell.eq(&nth),
+        );
+        let joined = Seq::concat(&[&a, &b]);
+        let cell = apply(&joined, &i);
+        let in_range = Bool::and(&[i.ge(&zero), i.lt(Int::add(&[a.length(), b.length()]))]);
+        let parts = i.lt(a.length()).ite(
+            &apply(&a, &i),
+            &apply(&b, &Int::sub(&[i.clone(), a.length()])),
+        );
+        let concat = forall(&[&a, &b, &i], &cell, &in_range.implies(cell.eq(&parts)));
+        let cell = apply(&seq_extract(&a, &o, &l), &i);
+        let in_range = Bool::and(&[
+            o.ge(&zero),
+            l.ge(&zero),
+            Int::add(&[&o, &l]).le(a.length()),
+            i.ge(&zero),
+            i.lt(&l),
+        ]);
+        let slice = forall(
+            &[&a, &o, &l, &i],
+            &cell,
+            &in_range.implies(cell.eq(apply(&a, &Int::add(&[&o, &i])))),
+        );
+        let x = Dynamic::fresh_const("x", &elem_sort);
+        let unit = Seq::unit(&x);
+        let single = forall(
+            &[&x],
+            &Dynamic::from_ast(&unit),
+            &apply(&unit, &zero).eq(&x),
+        );
+        // The definition ties `at` to the theory (cells of sequences built from literals,
+        // updates, lengths), so that a refuted goal has a model: without it, the broken
+        // insertion sort (`tests/data/verify/insertion_sort_claims_strict_order.pvl`) came back
+        // unknown (resource limit) instead of failed.
+        let axioms = vec![definition, concat, slice, single];
+        self.sequence_indexing.borrow_mut().push(SequenceIndexing {
+            sort: key,
+            at: at.clone(),
+            axioms: axioms.clone(),
+        });
+        (at, axioms)
     }
 
     /// Facts true in every state: lengths are non-negative.
