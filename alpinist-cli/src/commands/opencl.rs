@@ -157,6 +157,10 @@ pub struct ScanTestArgs {
     /// One JSON document on standard output.
     #[arg(long)]
     pub json: bool,
+    /// The checker's half without model-based quantifier instantiation: set by the supervising
+    /// process on its second try, after libz3 crashed in the first (see [`scan_test`]).
+    #[arg(long, hide = true)]
+    pub no_mbqi: bool,
 }
 
 #[cfg(not(feature = "opencl"))]
@@ -181,13 +185,63 @@ pub fn scan_test(args: &ScanTestArgs) -> Exit {
             args.max_block,
             args.baseline,
             args.json,
+            args.no_mbqi,
         );
         without_feature("scan-test")
     }
     #[cfg(feature = "opencl")]
     {
+        if crate::worker::is_worker() {
+            crate::worker::watch_parent();
+        } else if let Ok(exe) = std::env::current_exe() {
+            return supervise(&exe);
+        }
         enabled::scan_test(args)
     }
+}
+
+/// Runs `scan-test` in a worker process (as `verify` does), so that a crash of libz3 4.8.12
+/// while it builds a model for the checker's half cannot end the run without a report: after
+/// a crash the worker runs again with `--no-mbqi` (a failing quantified obligation is then
+/// unknown, leaving the kernel unproved, never passed); a second crash is an internal error.
+#[cfg(feature = "opencl")]
+fn supervise(exe: &std::path::Path) -> Exit {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let memory = alpinist_core::verify::DEFAULT_MEMORY_MB;
+    for fallback in [false, true] {
+        let mut args = args.clone();
+        if fallback {
+            args.push("--no-mbqi".into());
+        }
+        match crate::worker::run_and_relay(exe, &args, &[], memory, jobs) {
+            Err(e) => {
+                crate::diagnostics::emit_plain(format_args!(
+                    "cannot start the scan-test worker: {e}"
+                ));
+                return Exit::Environment;
+            }
+            Ok(crate::worker::Ended::Exited(code)) => {
+                if fallback {
+                    eprintln!(
+                        "note: libz3 crashed; the checker's half ran again without model-based \
+                         quantifier instantiation (failing quantified obligations show as unknown)"
+                    );
+                }
+                return Exit::from_code(code);
+            }
+            Ok(crate::worker::Ended::OutOfMemory) => {
+                crate::diagnostics::emit_plain(super::verify::out_of_memory(memory));
+                return Exit::Inconclusive;
+            }
+            Ok(crate::worker::Ended::Crashed { .. }) => {}
+        }
+    }
+    crate::diagnostics::emit_plain(
+        "internal error: the Z3 library crashed twice in the checker's half of scan-test \
+         (libz3 4.8.12); please report this input",
+    );
+    Exit::Environment
 }
 
 pub fn devices() -> Exit {
@@ -342,7 +396,7 @@ mod enabled {
             }
         }
 
-        let race = race_freedom(&source, &parsed.program, &kernel);
+        let race = race_freedom(&source, &parsed.program, &kernel, args.no_mbqi);
         let tested: Vec<&ScanReport> = rows
             .iter()
             .filter_map(|r| match &r.outcome {
@@ -438,7 +492,12 @@ mod enabled {
     /// `race_freedom`'s wall-clock limit per obligation, in milliseconds.
     const SCAN_TEST_OBLIGATION_MS: u32 = 30_000;
 
-    fn race_freedom(source: &Source, program: &Program, kernel: &Kernel) -> RaceFreedom {
+    fn race_freedom(
+        source: &Source,
+        program: &Program,
+        kernel: &Kernel,
+        no_mbqi: bool,
+    ) -> RaceFreedom {
         use alpinist_core::verify::{
             verify_program_with, Int32, Limits, Outcome as Checked, Status,
         };
@@ -454,6 +513,7 @@ mod enabled {
         // the proofs of the example scans take well under a second per obligation.
         let limits = Limits {
             timeout_ms: Some(SCAN_TEST_OBLIGATION_MS),
+            mbqi: !no_mbqi,
             ..Limits::default()
         };
         let reports = verify_program_with(program, &limits, Some(&int32), jobs);
