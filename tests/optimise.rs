@@ -169,18 +169,37 @@ fn an_input_that_does_not_verify_is_refused() {
     );
 }
 
-/// An input Z3 cannot decide but a concrete run refutes (a Kogge-Stone scan whose stride grows
-/// as `offset * 2 + 1`) is a failed input, exit 1, as under `verify` — not inconclusive.
+/// A broken input on which libz3 4.8.12 crashes building a model (with two unfoldings of
+/// `seg` per application, its checker run segfaults under model-based quantifier
+/// instantiation) is still a refused input, exit 1: the optimisation runs again without it,
+/// never reports an internal error (exit 4) for the user's mistake.
+#[test]
+fn an_input_libz3_crashes_on_is_refused_not_an_internal_error() {
+    let file = "tests/data/scan/inclusive_exclusive_mixup_kogge_stone_16.pvl";
+    let out = run(&["optimise", "--no-cache", "--unroll", "2", file]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("does not verify"), "{}", stderr(&out));
+}
+
+/// An input Z3 cannot decide but a concrete run refutes (a Blelloch scan without the barrier
+/// between its sweeps: `tests/data/verify/blelloch_removed_barrier.pvl`, marked `concrete`)
+/// is a failed input, exit 1, as under `verify` — not inconclusive.
 #[test]
 fn an_input_a_concrete_run_refutes_is_not_optimised() {
-    let out = run(&[
-        "optimise",
-        "--unroll",
-        "2",
-        "--loop",
-        "offset",
-        "tests/data/verify/kogge_stone_offset_doubles_plus_one.pvl",
-    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("removed_barrier.pvl");
+    let text = std::fs::read_to_string(
+        crate::common::repo_root().join("tests/data/verify/blelloch_removed_barrier.pvl"),
+    )
+    .unwrap()
+    .replacen(
+        "      int offset = 1;\n",
+        "      int offset = 1;\n      gpuopt loop_unroll offset 2;\n",
+        1,
+    );
+    assert!(text.contains("gpuopt"), "the test file changed shape");
+    std::fs::write(&path, text).unwrap();
+    let out = run(&["optimise", "--no-cache", &path.to_string_lossy()]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("the input does not verify (failed)"),

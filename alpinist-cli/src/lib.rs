@@ -119,6 +119,9 @@ enum Command {
         /// One JSON document on standard output.
         #[arg(long)]
         json: bool,
+        /// Without model-based quantifier instantiation: the retry after libz3 crashed.
+        #[arg(long, hide = true)]
+        no_mbqi: bool,
     },
     /// Summarise `alpinist optimise --json` documents: verification time before and after.
     Report {
@@ -191,6 +194,7 @@ pub fn main() -> ExitCode {
             memory,
             no_cache,
             json,
+            no_mbqi,
         } => commands::optimise::run(
             &file,
             &commands::optimise::Options {
@@ -206,6 +210,7 @@ pub fn main() -> ExitCode {
                 memory,
                 cache: !no_cache,
                 json,
+                mbqi: !no_mbqi,
             },
         ),
         Command::Report { dirs, format } => commands::report::run(&dirs, format),

@@ -194,54 +194,16 @@ pub fn scan_test(args: &ScanTestArgs) -> Exit {
         if crate::worker::is_worker() {
             crate::worker::watch_parent();
         } else if let Ok(exe) = std::env::current_exe() {
-            return supervise(&exe);
+            // In a worker, so that a libz3 crash in the checker's half (4.8.12 segfaults
+            // building some models) cannot end the run without a report.
+            return crate::worker::supervise_with_mbqi_fallback(
+                &exe,
+                "scan-test",
+                alpinist_core::verify::DEFAULT_MEMORY_MB,
+            );
         }
         enabled::scan_test(args)
     }
-}
-
-/// Runs `scan-test` in a worker process (as `verify` does), so that a crash of libz3 4.8.12
-/// while it builds a model for the checker's half cannot end the run without a report: after
-/// a crash the worker runs again with `--no-mbqi` (a failing quantified obligation is then
-/// unknown, leaving the kernel unproved, never passed); a second crash is an internal error.
-#[cfg(feature = "opencl")]
-fn supervise(exe: &std::path::Path) -> Exit {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let memory = alpinist_core::verify::DEFAULT_MEMORY_MB;
-    for fallback in [false, true] {
-        let mut args = args.clone();
-        if fallback {
-            args.push("--no-mbqi".into());
-        }
-        match crate::worker::run_and_relay(exe, &args, &[], memory, jobs) {
-            Err(e) => {
-                crate::diagnostics::emit_plain(format_args!(
-                    "cannot start the scan-test worker: {e}"
-                ));
-                return Exit::Environment;
-            }
-            Ok(crate::worker::Ended::Exited(code)) => {
-                if fallback {
-                    eprintln!(
-                        "note: libz3 crashed; the checker's half ran again without model-based \
-                         quantifier instantiation (failing quantified obligations show as unknown)"
-                    );
-                }
-                return Exit::from_code(code);
-            }
-            Ok(crate::worker::Ended::OutOfMemory) => {
-                crate::diagnostics::emit_plain(super::verify::out_of_memory(memory));
-                return Exit::Inconclusive;
-            }
-            Ok(crate::worker::Ended::Crashed { .. }) => {}
-        }
-    }
-    crate::diagnostics::emit_plain(
-        "internal error: the Z3 library crashed twice in the checker's half of scan-test \
-         (libz3 4.8.12); please report this input",
-    );
-    Exit::Environment
 }
 
 pub fn devices() -> Exit {

@@ -31,6 +31,9 @@ pub struct Options {
     pub no_verify: bool,
     /// `--memory`: Z3's memory limit in MB for the whole run (it verifies in-process).
     pub memory: u32,
+    /// Model-based quantifier instantiation (off: the hidden `--no-mbqi`, the retry after a
+    /// libz3 crash).
+    pub mbqi: bool,
     /// Use the verified-method cache (`--no-cache`: false).
     pub cache: bool,
     pub json: bool,
@@ -52,33 +55,14 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
         crate::worker::watch_parent();
     } else if file.as_os_str() != "-" {
         if let Ok(exe) = std::env::current_exe() {
-            return supervise(&exe, options);
+            return crate::worker::supervise_with_mbqi_fallback(
+                &exe,
+                "the optimisation",
+                options.memory,
+            );
         }
     }
     run_here(file, options)
-}
-
-fn supervise(exe: &std::path::Path, options: &Options) -> Exit {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    match crate::worker::run_and_relay(exe, &args, &[], options.memory, jobs) {
-        Err(e) => {
-            emit_plain(format_args!("cannot start the optimisation worker: {e}"));
-            Exit::Environment
-        }
-        Ok(crate::worker::Ended::Exited(code)) => Exit::from_code(code),
-        Ok(crate::worker::Ended::OutOfMemory) => {
-            emit_plain(super::verify::out_of_memory(options.memory));
-            Exit::Inconclusive
-        }
-        Ok(crate::worker::Ended::Crashed { .. }) => {
-            emit_plain(
-                "internal error: the Z3 library crashed while optimising (libz3 4.8.12); \
-                 please report this input",
-            );
-            Exit::Environment
-        }
-    }
 }
 
 fn run_here(file: &std::path::Path, options: &Options) -> Exit {
@@ -124,7 +108,10 @@ fn run_here(file: &std::path::Path, options: &Options) -> Exit {
     };
     let settings = pipeline::Settings {
         verify: !options.no_verify,
-        limits: Limits::default(),
+        limits: Limits {
+            mbqi: options.mbqi,
+            ..Limits::default()
+        },
         jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
         cache: options
             .cache
