@@ -283,44 +283,62 @@ pub fn watch_parent() {
 /// Runs this same command (`alpinist` and its arguments) in a worker and relays it; if libz3
 /// crashes, runs it once more with `--no-mbqi` (the command's hidden flag that turns off
 /// model-based quantifier instantiation, under which libz3 4.8.12 has not crashed: a failing
-/// quantified obligation is then unknown), with a note on stderr. `what` names the command
-/// in the messages. A second crash is an internal error (exit 4); a worker out of memory is
-/// unknown (exit 3). (`verify` has its own supervision, which also isolates crashing
-/// routines.)
-pub fn supervise_with_mbqi_fallback(exe: &Path, what: &str, memory_mb: u32) -> crate::exit::Exit {
+/// quantified obligation is then unknown), with a note on stderr. `what` names the work in
+/// the messages ("verification", "scan-test"). A worker that could not start is exit 4, one
+/// out of memory unknown (exit 3). `Err(TwiceCrashed)`: it crashed both times (`verify` then
+/// isolates the routines it crashes on; the other commands call that an internal error,
+/// [`supervise_with_mbqi_fallback`]).
+pub fn run_with_mbqi_fallback(
+    exe: &Path,
+    args: &[OsString],
+    what: &str,
+    memory_mb: u32,
+    jobs: usize,
+) -> Result<crate::exit::Exit, TwiceCrashed> {
     use crate::diagnostics::emit_plain;
     use crate::exit::Exit;
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     for fallback in [false, true] {
-        let mut args = args.clone();
+        let mut args = args.to_vec();
         if fallback {
             args.push("--no-mbqi".into());
         }
         match run_and_relay(exe, &args, &[], memory_mb, jobs) {
             Err(e) => {
                 emit_plain(format_args!("cannot start the {what} worker: {e}"));
-                return Exit::Environment;
+                return Ok(Exit::Environment);
             }
             Ok(Ended::Exited(code)) => {
                 if fallback {
                     eprintln!(
-                        "note: libz3 crashed; {what} ran again without model-based quantifier \
-                         instantiation (failing quantified obligations show as unknown)"
+                        "note: libz3 crashed; the {what} ran again without model-based \
+                         quantifier instantiation (failing quantified obligations show as unknown)"
                     );
                 }
-                return Exit::from_code(code);
+                return Ok(Exit::from_code(code));
             }
             Ok(Ended::OutOfMemory) => {
                 emit_plain(crate::commands::verify::out_of_memory(memory_mb));
-                return Exit::Inconclusive;
+                return Ok(Exit::Inconclusive);
             }
             Ok(Ended::Crashed { .. }) => {}
         }
     }
-    emit_plain(format_args!(
-        "internal error: the Z3 library crashed twice in {what} (libz3 4.8.12); please report \
-         this input"
-    ));
-    Exit::Environment
+    Err(TwiceCrashed)
+}
+
+/// libz3 crashed in both runs of [`run_with_mbqi_fallback`].
+pub struct TwiceCrashed;
+
+/// [`run_with_mbqi_fallback`] with this process's arguments and threads; crashing twice is an
+/// internal error (exit 4).
+pub fn supervise_with_mbqi_fallback(exe: &Path, what: &str, memory_mb: u32) -> crate::exit::Exit {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    run_with_mbqi_fallback(exe, &args, what, memory_mb, jobs).unwrap_or_else(|TwiceCrashed| {
+        crate::diagnostics::emit_plain(format_args!(
+            "internal error: the Z3 library crashed twice in the {what} (libz3 4.8.12); please \
+             report this input"
+        ));
+        crate::exit::Exit::Environment
+    })
 }

@@ -57,7 +57,7 @@ pub fn run(file: &std::path::Path, options: &Options) -> Exit {
         if let Ok(exe) = std::env::current_exe() {
             return crate::worker::supervise_with_mbqi_fallback(
                 &exe,
-                "the optimisation",
+                "optimisation",
                 options.memory,
             );
         }

@@ -50,26 +50,11 @@ pub fn run(files: &[PathBuf], options: &Options) -> Exit {
 
 fn supervise(exe: &std::path::Path, options: &Options) -> Exit {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    for fallback in [false, true] {
-        let mut args = args.clone();
-        if fallback {
-            args.push("--no-mbqi".into());
-        }
-        match relay(exe, &args, &[], options, jobs(options)) {
-            Err(exit) => return exit,
-            Ok(worker::Ended::Exited(code)) => {
-                if fallback {
-                    eprintln!(
-                        "note: libz3 crashed; verified again without model-based quantifier \
-                         instantiation (failing quantified obligations show as unknown)"
-                    );
-                }
-                return Exit::from_code(code);
-            }
-            Ok(_) => {}
-        }
+    match worker::run_with_mbqi_fallback(exe, &args, "verification", options.memory, jobs(options))
+    {
+        Ok(exit) => exit,
+        Err(worker::TwiceCrashed) => isolate_crashes(exe, &args, options),
     }
-    isolate_crashes(exe, &args, options)
 }
 
 /// [`worker::run_and_relay`]; a worker that could not start or could not allocate is the

@@ -819,12 +819,7 @@ impl World {
             Int::fresh_const("l"),
         );
         let cell = apply(&a, &i);
-        let nth = a.nth(&i);
-        let definition = ast::forall_const(
-            &[&a as &dyn Ast, &i as &dyn Ast],
-            &[&z3::Pattern::new(&[&cell as &dyn Ast])],
-            &cell.eq(&nth),
-        );
+        let definition = forall(&[&a, &i], &cell, &cell.eq(a.nth(&i)));
         let joined = Seq::concat(&[&a, &b]);
         let cell = apply(&joined, &i);
         let in_range = Bool::and(&[i.ge(&zero), i.lt(Int::add(&[a.length(), b.length()]))]);
