@@ -321,6 +321,7 @@ fn binary(op: BinaryOp, lhs: Expr, rhs: Expr) -> Expr {
 fn call_with(
     receiver: Option<Expr>,
     name: Ident,
+    type_args: Vec<Type>,
     args: Vec<Expr>,
     given: Vec<GhostArg>,
     yields: Vec<GhostArg>,
@@ -328,6 +329,7 @@ fn call_with(
     ex(ExprKind::Call {
         receiver: receiver.map(Box::new),
         name,
+        type_args,
         args,
         given,
         yields,
@@ -342,7 +344,8 @@ fn ghost_arg(name: Ident, value: Expr) -> GhostArg {
     }
 }
 
-/// A call `f(args)`, `r.f(args)`, optionally with `with { x = e; }` and `then { y = z; }`.
+/// A call `f(args)`, `r.f(args)`, optionally with type arguments `f<T>(args)`, `with { x = e; }`
+/// and `then { y = z; }`.
 fn call(inner: BoxedStrategy<Expr>) -> BoxedStrategy<Expr> {
     let receiver = prop_oneof![
         3 => Just(None),
@@ -365,25 +368,40 @@ fn call(inner: BoxedStrategy<Expr>) -> BoxedStrategy<Expr> {
             1..=2
         ),
     ];
+    let type_args = prop_oneof![
+        4 => Just(vec![]),
+        1 => proptest::collection::vec(value_type(), 1..=2),
+    ];
     (
         receiver,
-        pick(FUNCS),
+        (pick(FUNCS), type_args),
         proptest::collection::vec(inner, 0..=3),
         given,
         yields,
     )
-        .prop_map(|(r, n, args, g, y)| call_with(r, n, args, g, y))
+        .prop_map(|(r, (n, ts), args, g, y)| call_with(r, n, ts, args, g, y))
         .boxed()
 }
 
-/// A predicate application as written after `fold`, `unfold`, `unfolding`.
+/// A predicate application as written after `fold`, `unfold`, `unfolding`, possibly scaled
+/// (`[p]P(args)`, `[p][q]P(args)`).
 fn pred_call(inner: BoxedStrategy<Expr>) -> BoxedStrategy<Expr> {
     (
         prop_oneof![3 => Just(None), 1 => Just(Some(ex(ExprKind::This)))],
         pick(FUNCS),
-        proptest::collection::vec(inner, 0..=2),
+        proptest::collection::vec(inner.clone(), 0..=2),
+        prop_oneof![3 => Just(vec![]), 1 => proptest::collection::vec(inner, 1..=2)],
     )
-        .prop_map(|(r, n, args)| call_with(r, n, args, vec![], vec![]))
+        .prop_map(|(r, n, args, scales)| {
+            let mut e = call_with(r, n, vec![], args, vec![], vec![]);
+            for amount in scales {
+                e = ex(ExprKind::Scaled {
+                    amount: Box::new(amount),
+                    pred: Box::new(e),
+                });
+            }
+            e
+        })
         .boxed()
 }
 
@@ -1065,6 +1083,7 @@ fn method(
     modifiers: Vec<Modifier>,
     return_type: Option<Type>,
     name: Ident,
+    type_params: Vec<Ident>,
     params: Vec<Param>,
     body: MethodBody,
 ) -> MemberKind {
@@ -1072,6 +1091,7 @@ fn method(
         modifiers,
         return_type,
         name,
+        type_params,
         params,
         body,
         span: sp(),
@@ -1136,11 +1156,21 @@ fn method_member() -> BoxedStrategy<Member> {
         member_gpuopts(),
         method_contract(),
         prop_oneof![2 => ordinary, 1 => pure, 1 => predicate],
-        pick(FUNCS),
+        (
+            pick(FUNCS),
+            prop_oneof![
+                4 => Just(vec![]),
+                1 => proptest::collection::vec(pick(CLASSES), 1..=2),
+            ],
+        ),
         params(),
     )
-        .prop_map(|(gpuopts, contract, (ms, rt, body), name, params)| {
-            member(gpuopts, contract, method(ms, Some(rt), name, params, body))
+        .prop_map(|(gpuopts, contract, (ms, rt, body), (name, tps), params)| {
+            member(
+                gpuopts,
+                contract,
+                method(ms, Some(rt), name, tps, params, body),
+            )
         })
         .boxed()
 }
@@ -1177,7 +1207,7 @@ fn class_member(class: Ident) -> BoxedStrategy<Member> {
             member(
                 gpuopts,
                 contract,
-                method(vec![], None, class.clone(), params, body),
+                method(vec![], None, class.clone(), vec![], params, body),
             )
         });
     prop_oneof![2 => field, 3 => method_member(), 1 => constructor].boxed()

@@ -31,6 +31,9 @@ pub enum Ty {
     Map(Box<Ty>, Box<Ty>),
     Array(Box<Ty>),
     Class(ClassId),
+    /// A type parameter `T` of the generic method being checked: a type about which nothing
+    /// is known but equality.
+    Param(String),
     /// The type of `null`.
     Null,
     /// The type of an expression that already produced an error (or whose type the checker
@@ -49,6 +52,23 @@ impl Ty {
 
     pub fn is_reference(&self) -> bool {
         matches!(self, Ty::Array(_) | Ty::Class(_) | Ty::Null | Ty::Option(_))
+    }
+
+    /// This type with the type parameters in `map` replaced.
+    pub fn substitute(&self, map: &HashMap<&str, &Ty>) -> Ty {
+        let sub = |t: &Ty| Box::new(t.substitute(map));
+        match self {
+            Ty::Param(name) => map
+                .get(name.as_str())
+                .map_or_else(|| self.clone(), |t| (*t).clone()),
+            Ty::Seq(e) => Ty::Seq(sub(e)),
+            Ty::Set(e) => Ty::Set(sub(e)),
+            Ty::Bag(e) => Ty::Bag(sub(e)),
+            Ty::Option(e) => Ty::Option(sub(e)),
+            Ty::Array(e) => Ty::Array(sub(e)),
+            Ty::Map(k, v) => Ty::Map(sub(k), sub(v)),
+            _ => self.clone(),
+        }
     }
 
     /// The element type of a sequence, set or bag.
@@ -110,6 +130,37 @@ pub struct MethodSig {
     pub return_type: Ty,
     /// The span of the name, for "declared here" labels.
     pub span: Span,
+    /// `f<T, U>`: the type parameters of a generic method (their types are [`Ty::Param`]).
+    pub type_params: Vec<String>,
+}
+
+impl MethodSig {
+    /// This signature with its type parameters replaced by `args` (as many as there are
+    /// parameters), as a call `f<int>(..)` sees it.
+    pub fn instantiate(&self, args: &[Ty]) -> MethodSig {
+        let map: HashMap<&str, &Ty> = self
+            .type_params
+            .iter()
+            .map(String::as_str)
+            .zip(args)
+            .collect();
+        let sub = |ps: &[ParamInfo]| {
+            ps.iter()
+                .map(|p| ParamInfo {
+                    ty: p.ty.substitute(&map),
+                    ..p.clone()
+                })
+                .collect()
+        };
+        MethodSig {
+            params: sub(&self.params),
+            given: sub(&self.given),
+            yields: sub(&self.yields),
+            return_type: self.return_type.substitute(&map),
+            type_params: Vec::new(),
+            ..self.clone()
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -176,6 +227,7 @@ impl Tables {
             Ty::Resource => "resource",
             Ty::Null => "null",
             Ty::Unknown => "?",
+            Ty::Param(name) => name,
             Ty::Class(id) => {
                 s.push_str(
                     self.classes
@@ -216,8 +268,19 @@ impl Tables {
     /// Resolves a written type. Array sizes (`int[N]`) are informative and checked by the
     /// caller, which knows their scope.
     pub(crate) fn resolve_type(&self, kind: &TypeKind, errors: &mut Vec<CheckError>) -> Ty {
+        self.resolve_type_in(kind, &[], errors)
+    }
+
+    /// Resolves a written type where the type parameters `type_params` are in scope (they
+    /// shadow classes of the same name).
+    pub(crate) fn resolve_type_in(
+        &self,
+        kind: &TypeKind,
+        type_params: &[String],
+        errors: &mut Vec<CheckError>,
+    ) -> Ty {
         let sub = |t: &crate::syntax::Type, errors: &mut Vec<CheckError>| {
-            Box::new(self.resolve_type(&t.kind, errors))
+            Box::new(self.resolve_type_in(&t.kind, type_params, errors))
         };
         match kind {
             TypeKind::Int => Ty::Int,
@@ -233,6 +296,9 @@ impl Tables {
             TypeKind::Option(t) => Ty::Option(sub(t, errors)),
             TypeKind::Map(k, v) => Ty::Map(sub(k, errors), sub(v, errors)),
             TypeKind::Array { elem, .. } => Ty::Array(sub(elem, errors)),
+            TypeKind::Class(name) if type_params.contains(&name.name) => {
+                Ty::Param(name.name.clone())
+            }
             TypeKind::Class(name) => match self.class_by_name(&name.name) {
                 Some(id) => Ty::Class(id),
                 None => {

@@ -290,6 +290,21 @@ pub enum CheckError {
         decl: Span,
     },
 
+    #[error("`{name}` takes {expected} type argument(s) but {found} were given")]
+    #[diagnostic(
+        code(E0310),
+        help("a generic method is called with its type arguments written out: `f<int>(..)`")
+    )]
+    TypeArgCount {
+        name: String,
+        expected: usize,
+        found: usize,
+        #[label(primary, "wrong number of type arguments")]
+        span: Span,
+        #[label("declared here")]
+        decl: Span,
+    },
+
     #[error("sequence elements cannot be assigned: sequences are immutable values")]
     #[diagnostic(code(E0304), help("write `s = s[i -> v];` instead"))]
     SeqElementAssign {
@@ -506,6 +521,7 @@ impl CheckError {
             | Mismatch { span, .. }
             | BadOperands { span, .. }
             | ArgCount { span, .. }
+            | TypeArgCount { span, .. }
             | SeqElementAssign { span, .. }
             | NotHeapLocation { span, .. }
             | NoSuchMember { span, .. }

@@ -252,9 +252,10 @@ fn add_method(
 
 fn signature(tables: &Tables, member: &Member, method: &Method) -> MethodSig {
     let mut ignored = Vec::new();
+    let type_params: Vec<String> = method.type_params.iter().map(|t| t.name.clone()).collect();
     let mut param = |p: &crate::syntax::Param| ParamInfo {
         name: p.name.name.clone(),
-        ty: tables.resolve_type(&p.ty.kind, &mut ignored),
+        ty: tables.resolve_type_in(&p.ty.kind, &type_params, &mut ignored),
         span: p.name.span,
     };
     let params = method.params.iter().map(&mut param).collect();
@@ -267,10 +268,9 @@ fn signature(tables: &Tables, member: &Member, method: &Method) -> MethodSig {
             _ => {}
         }
     }
-    let return_type = method
-        .return_type
-        .as_ref()
-        .map_or(Ty::Void, |t| tables.resolve_type(&t.kind, &mut ignored));
+    let return_type = method.return_type.as_ref().map_or(Ty::Void, |t| {
+        tables.resolve_type_in(&t.kind, &type_params, &mut ignored)
+    });
     MethodSig {
         name: method.name.name.clone(),
         kind: method_kind(method),
@@ -280,5 +280,6 @@ fn signature(tables: &Tables, member: &Member, method: &Method) -> MethodSig {
         yields,
         return_type,
         span: method.name.span,
+        type_params,
     }
 }

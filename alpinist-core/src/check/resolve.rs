@@ -43,6 +43,8 @@ pub(crate) struct Checker<'a> {
     scope_starts: Vec<usize>,
     class: Option<ClassId>,
     method: Option<&'a MethodSig>,
+    /// The type parameters of the generic method being checked (usually none).
+    type_params: Vec<String>,
     /// Labels of the enclosing par blocks, innermost last (`None` for an unlabelled one).
     pars: Vec<Option<&'a Ident>>,
     invariants: Vec<&'a str>,
@@ -76,6 +78,7 @@ impl<'a> Checker<'a> {
             scope_starts: Vec::new(),
             class: None,
             method: None,
+            type_params: Vec::new(),
             pars: Vec::new(),
             invariants: Vec::new(),
             pure_context: None,
@@ -146,7 +149,9 @@ impl<'a> Checker<'a> {
     }
 
     pub(crate) fn resolve_type(&mut self, t: &'a Type) -> Ty {
-        let ty = self.tables.resolve_type(&t.kind, &mut self.errors);
+        let ty = self
+            .tables
+            .resolve_type_in(&t.kind, &self.type_params, &mut self.errors);
         self.check_type_sizes(t);
         ty
     }
@@ -231,14 +236,29 @@ impl<'a> Checker<'a> {
     fn check_method(&mut self, member: &'a Member, method: &'a Method, sig: Option<&'a MethodSig>) {
         self.method = sig;
         self.ghost = false;
+        self.type_params.clear();
+        for (i, t) in method.type_params.iter().enumerate() {
+            if let Some(first) = method.type_params[..i].iter().find(|u| u.name == t.name) {
+                self.err(CheckError::Duplicate {
+                    name: t.name.clone(),
+                    span: t.span,
+                    first: first.span,
+                });
+            }
+            self.type_params.push(t.name.clone());
+        }
         self.push_scope();
         for p in &method.params {
-            let ty = self.tables.resolve_type(&p.ty.kind, &mut Vec::new());
+            let ty = self
+                .tables
+                .resolve_type_in(&p.ty.kind, &self.type_params, &mut Vec::new());
             self.declare(&p.name, ty, VarKind::Param);
         }
         for clause in &member.contract.clauses {
             if let ClauseKind::Given(p) | ClauseKind::Yields(p) = &clause.kind {
-                let ty = self.tables.resolve_type(&p.ty.kind, &mut Vec::new());
+                let ty =
+                    self.tables
+                        .resolve_type_in(&p.ty.kind, &self.type_params, &mut Vec::new());
                 self.declare(&p.name, ty, VarKind::Ghost);
             }
         }
@@ -292,6 +312,7 @@ impl<'a> Checker<'a> {
         self.pure_context = None;
         self.pop_scope();
         self.method = None;
+        self.type_params.clear();
     }
 
     /// Every `goto` names exactly one `label` of its method (where the label stands is the
@@ -1090,10 +1111,11 @@ impl<'a> Checker<'a> {
             ExprKind::Call {
                 receiver,
                 name,
+                type_args,
                 args,
                 given,
                 yields,
-            } => self.call(receiver.as_deref(), name, args, given, yields),
+            } => self.call(receiver.as_deref(), name, type_args, args, given, yields),
             ExprKind::New { class, args } => self.new_object(class, args),
             ExprKind::NewArray { elem, dims } => {
                 let mut ty = self.resolve_type(elem);
@@ -1170,10 +1192,18 @@ impl<'a> Checker<'a> {
                 self.predicate_application(pred, "unfolding");
                 self.expr(body)
             }
+            ExprKind::Scaled { .. } => {
+                self.predicate_application(e, "`[p]`");
+                Ty::Resource
+            }
         }
     }
 
     fn predicate_application(&mut self, e: &'a Expr, what: &'static str) {
+        if let ExprKind::Scaled { amount, pred } = &e.kind {
+            self.expect(amount, &Ty::Frac, "scale of a predicate");
+            return self.predicate_application(pred, what);
+        }
         let t = self.expr(e);
         let is_call = matches!(e.kind, ExprKind::Call { .. });
         if !(is_call && matches!(t, Ty::Resource | Ty::Unknown)) {
@@ -1536,7 +1566,7 @@ impl<'a> Checker<'a> {
         Ty::Class(id)
     }
 
-    fn check_args(&mut self, sig: &'a MethodSig, span: Span, args: &'a [Expr]) {
+    fn check_args(&mut self, sig: &MethodSig, span: Span, args: &'a [Expr]) {
         if sig.params.len() != args.len() {
             self.err(CheckError::ArgCount {
                 name: sig.name.clone(),
@@ -1567,17 +1597,22 @@ impl<'a> Checker<'a> {
         &mut self,
         receiver: Option<&'a Expr>,
         name: &'a Ident,
+        type_args: &'a [Type],
         args: &'a [Expr],
         given: &'a [GhostArg],
         yields: &'a [GhostArg],
     ) -> Ty {
         let n = name.name.as_str();
+        let type_arg_tys: Vec<Ty> = type_args.iter().map(|t| self.resolve_type(t)).collect();
         let tables = self.tables;
         // Find the callee: a user method, or a built-in function on a value.
         let sig: Option<&'a MethodSig> = match receiver {
             None => match self.find_method(n) {
                 Some(s) => Some(s),
-                None => return self.builtin_call(None, name, args, given, yields),
+                None => {
+                    self.no_type_args(name, type_args, None);
+                    return self.builtin_call(None, name, args, given, yields);
+                }
             },
             Some(r) if matches!(r.kind, ExprKind::This) => {
                 self.expr(r);
@@ -1593,7 +1628,10 @@ impl<'a> Checker<'a> {
                     let rt = self.expr(r);
                     match rt {
                         Ty::Class(c) => tables.class(c).method(n),
-                        _ => return self.builtin_call(Some(rt), name, args, given, yields),
+                        _ => {
+                            self.no_type_args(name, type_args, None);
+                            return self.builtin_call(Some(rt), name, args, given, yields);
+                        }
                     }
                 }
             }
@@ -1621,6 +1659,17 @@ impl<'a> Checker<'a> {
         }
         self.effects
             .call(self.method_key(), sig.span, n, name.span, self.ghost);
+        let instance;
+        let sig = if sig.type_params.len() == type_arg_tys.len() {
+            instance = sig.instantiate(&type_arg_tys);
+            &instance
+        } else {
+            self.no_type_args(name, type_args, Some(sig));
+            // Checked against the generic signature: its parameters' types stay unknown.
+            let unknown = vec![Ty::Unknown; sig.type_params.len()];
+            instance = sig.instantiate(&unknown);
+            &instance
+        };
         self.check_args(sig, name.span, args);
         // `with` values and `then` assignments are ghost code, whatever the call is.
         let outer_ghost = std::mem::replace(&mut self.ghost, true);
@@ -1679,6 +1728,25 @@ impl<'a> Checker<'a> {
         sig.return_type.clone()
     }
 
+    /// A call whose type arguments do not match its callee's type parameters (`sig`; `None`
+    /// for a built-in function, which has none).
+    fn no_type_args(&mut self, name: &Ident, type_args: &[Type], sig: Option<&MethodSig>) {
+        let expected = sig.map_or(0, |s| s.type_params.len());
+        if type_args.len() != expected {
+            let span = match (type_args.first(), type_args.last()) {
+                (Some(a), Some(b)) => a.span.to(b.span),
+                _ => name.span,
+            };
+            self.err(CheckError::TypeArgCount {
+                name: name.name.clone(),
+                expected,
+                found: type_args.len(),
+                span,
+                decl: sig.map_or(name.span, |s| s.span),
+            });
+        }
+    }
+
     fn receiver_class(&self, r: &Expr) -> Option<ClassId> {
         if matches!(r.kind, ExprKind::This) {
             return self.class;
@@ -1734,6 +1802,11 @@ impl<'a> Checker<'a> {
                     return Ty::Option(Box::new(t));
                 }
                 "None" if args.is_empty() => return Ty::Option(Box::new(Ty::Unknown)),
+                // `perm(x.f)`: the permission held to a location where it is evaluated.
+                "perm" if args.len() == 1 && given.is_empty() && yields.is_empty() => {
+                    self.heap_location(&args[0]);
+                    return Ty::ZFrac;
+                }
                 _ => return self.unknown_call(name, args, given, yields, ""),
             },
         };

@@ -120,6 +120,7 @@ impl B {
                 body,
                 span,
                 is_run: false,
+                type_params: Vec::new(),
             }),
             span,
         }

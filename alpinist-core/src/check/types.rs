@@ -17,6 +17,7 @@ pub fn assignable(expected: &Ty, found: &Ty) -> bool {
         (Resource, Bool) => true,
         (Array(_) | Class(_) | Option(_), Null) => true,
         (Class(a), Class(b)) => a == b,
+        (Param(a), Param(b)) => a == b,
         (Seq(a), Seq(b)) | (Set(a), Set(b)) | (Bag(a), Bag(b)) | (Option(a), Option(b)) => {
             assignable(a, b)
         }

@@ -132,6 +132,9 @@ impl<'p> Machine<'p, '_> {
             },
             ExprKind::NewArray { elem, dims } => self.new_array(env, &elem.kind, dims, span),
             ExprKind::Builtin { op, args } => self.builtin(env, *op, args, span),
+            // A predicate at a fraction of its permissions: as the predicate itself (the
+            // interpreter tracks no permissions).
+            ExprKind::Scaled { pred, .. } => self.eval(env, pred),
             ExprKind::Quantifier(q) => self.quantifier(env, q, span),
             ExprKind::Let {
                 name, value, body, ..
@@ -906,7 +909,11 @@ fn children<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
         | ExprKind::Name(_) => {}
         ExprKind::NewArray { dims, .. } => out.extend(dims),
         ExprKind::Unary { operand, .. } => out.push(operand),
-        ExprKind::Binary { lhs, rhs, .. } => out.extend([&**lhs, &**rhs]),
+        ExprKind::Binary { lhs, rhs, .. }
+        | ExprKind::Scaled {
+            amount: lhs,
+            pred: rhs,
+        } => out.extend([&**lhs, &**rhs]),
         ExprKind::Cond {
             cond,
             then_expr,

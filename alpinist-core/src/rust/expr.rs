@@ -613,6 +613,7 @@ impl Cx {
                             name: word.clone(),
                             span: start,
                         },
+                        type_args: Vec::new(),
                         args,
                         given: Vec::new(),
                         yields: Vec::new(),

@@ -491,6 +491,7 @@ impl Cx {
                     name: sig.ident.to_string(),
                     span: name_span,
                 },
+                type_params: Vec::new(),
                 params: pvl_params,
                 body,
                 span,

@@ -64,6 +64,8 @@ pub struct Member {
     pub span: Span,
 }
 
+// As for `Item`: a handful per class, boxing methods would only add noise.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum MemberKind {
     /// `int x;` — one member per declared name (`int x, y;` becomes two).
@@ -95,6 +97,10 @@ pub struct Method {
     /// block.
     pub return_type: Option<Type>,
     pub name: Ident,
+    /// `T f<T, U>(..)`: the type parameters of a generic method, function or predicate
+    /// (usually none). Inside it, a type written `T` names the parameter, not a class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub type_params: Vec<Ident>,
     pub params: Vec<Param>,
     pub body: MethodBody,
     pub span: Span,
@@ -504,6 +510,10 @@ pub enum ExprKind {
     Call {
         receiver: Option<Box<Expr>>,
         name: Ident,
+        /// `f<int>(..)`: explicit type arguments of a generic callee (usually none; `check`
+        /// infers omitted ones).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        type_args: Vec<Type>,
         args: Vec<Expr>,
         given: Vec<GhostArg>,
         yields: Vec<GhostArg>,
@@ -547,6 +557,12 @@ pub enum ExprKind {
         key: Type,
         value: Type,
         entries: Vec<(Expr, Expr)>,
+    },
+    /// `[p]P(args)`: the predicate application `pred` at the fraction `amount` of its
+    /// permissions.
+    Scaled {
+        amount: Box<Expr>,
+        pred: Box<Expr>,
     },
     /// A trigger `{: e :}` inside a quantifier body; means `e`.
     Trigger(Box<Expr>),
@@ -631,7 +647,11 @@ macro_rules! for_each_child {
             | ExprKind::Length(x)
             | ExprKind::Trigger(x)
             | ExprKind::Field { base: x, .. } => $f(x),
-            ExprKind::Binary { lhs, rhs, .. } => {
+            ExprKind::Binary { lhs, rhs, .. }
+            | ExprKind::Scaled {
+                amount: lhs,
+                pred: rhs,
+            } => {
                 $f(lhs);
                 $f(rhs);
             }

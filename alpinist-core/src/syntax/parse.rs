@@ -597,6 +597,29 @@ fn unexpected_at(source: &str, offset: usize, expected: String) -> SyntaxError {
 
 type Res<T> = Result<T, SyntaxError>;
 
+/// What follows a callee's name: `<types>(args) with { .. } then { .. }`, and the depth of
+/// its deepest expression. Shared by both parsers.
+struct CallTail {
+    type_args: Vec<Type>,
+    args: Vec<Expr>,
+    given: Vec<GhostArg>,
+    yields: Vec<GhostArg>,
+    depth: u32,
+}
+
+impl CallTail {
+    fn into_call(self, receiver: Option<Box<Expr>>, name: Ident) -> ExprKind {
+        ExprKind::Call {
+            receiver,
+            name,
+            type_args: self.type_args,
+            args: self.args,
+            given: self.given,
+            yields: self.yields,
+        }
+    }
+}
+
 /// An expression under construction, with what the checks on its parents need to know.
 struct Built {
     expr: Expr,
@@ -939,6 +962,7 @@ impl Builder {
         let mut modifiers = Vec::new();
         let mut return_type = None;
         let mut name = None;
+        let mut type_params = Vec::new();
         let mut params = Vec::new();
         let mut body = MethodBody::Abstract;
         for p in children(&pair) {
@@ -962,6 +986,7 @@ impl Builder {
                     });
                     name = Some(ident_of(&p));
                 }
+                Rule::type_params => type_params = p.into_inner().map(|t| ident_of(&t)).collect(),
                 Rule::params => {
                     for param in p.into_inner() {
                         params.push(self.param(param)?);
@@ -980,6 +1005,7 @@ impl Builder {
             modifiers,
             return_type,
             name: name.ok_or_else(|| internal(span, "a method name"))?,
+            type_params,
             params,
             body,
             span,
@@ -1591,20 +1617,15 @@ impl Builder {
                 )?,
                 Some(tail) => {
                     let span = name.span.to(span_of(&tail));
-                    let (args, given, yields, d) = self.call_tail(tail)?;
+                    let tail = self.call_tail(tail)?;
+                    let depth = tail.depth + 1;
                     checked(
                         Expr {
-                            kind: ExprKind::Call {
-                                receiver: None,
-                                name,
-                                args,
-                                given,
-                                yields,
-                            },
+                            kind: tail.into_call(None, name),
                             span,
                         },
                         None,
-                        d + 1,
+                        depth,
                     )?
                 }
             }
@@ -1677,15 +1698,9 @@ impl Builder {
                         name,
                     },
                     Some(tail) => {
-                        let (args, given, yields, d) = self.call_tail(tail)?;
-                        depth = depth.max(d + 1);
-                        ExprKind::Call {
-                            receiver: Some(base_box),
-                            name,
-                            args,
-                            given,
-                            yields,
-                        }
+                        let tail = self.call_tail(tail)?;
+                        depth = depth.max(tail.depth + 1);
+                        tail.into_call(Some(base_box), name)
                     }
                 }
             }
@@ -1694,18 +1709,20 @@ impl Builder {
         checked(Expr { kind, span }, None, depth)
     }
 
-    /// `(args) with { .. } then { .. }`, and the depth of its deepest expression.
-    #[allow(clippy::type_complexity)]
-    fn call_tail(
-        &self,
-        pair: Pair<'_, Rule>,
-    ) -> Res<(Vec<Expr>, Vec<GhostArg>, Vec<GhostArg>, u32)> {
+    /// `<types>(args) with { .. } then { .. }`.
+    fn call_tail(&self, pair: Pair<'_, Rule>) -> Res<CallTail> {
+        let mut type_args = Vec::new();
         let mut args = Vec::new();
         let mut given = Vec::new();
         let mut yields = Vec::new();
         let mut depth = 0;
         for part in children(&pair) {
             match part.as_rule() {
+                Rule::type_args => {
+                    for t in part.into_inner() {
+                        type_args.push(self.ty(t)?);
+                    }
+                }
                 Rule::call_args => {
                     for a in part.into_inner() {
                         let b = self.expr_built(a)?;
@@ -1735,7 +1752,13 @@ impl Builder {
                 _ => {}
             }
         }
-        Ok((args, given, yields, depth))
+        Ok(CallTail {
+            type_args,
+            args,
+            given,
+            yields,
+            depth,
+        })
     }
 
     fn args(&self, pair: Pair<'_, Rule>) -> Res<(Vec<Expr>, u32)> {
@@ -1831,6 +1854,14 @@ impl Builder {
                     name,
                     value: Box::new(value),
                     body: Box::new(body),
+                }
+            }
+            Rule::scaled => {
+                let amount = sub_expr(self.expr_built(kids.next("a scale")?)?);
+                let pred = sub_expr(self.unary(&mut kids.rest().peekable())?);
+                ExprKind::Scaled {
+                    amount: Box::new(amount),
+                    pred: Box::new(pred),
                 }
             }
             Rule::old_length | Rule::length => ExprKind::Length(Box::new(sub_expr(

@@ -82,7 +82,11 @@ fn level(expr: &Expr) -> u8 {
         // `new C().f` and `new int[N][i]` would read differently, so `new` only stands as an
         // operand where a unary expression may; the same for a call with ghost arguments, whose
         // `with { .. }` tail is not a postfix.
-        ExprKind::Unary { .. } | ExprKind::New { .. } | ExprKind::NewArray { .. } => LEVEL_UNARY,
+        // `[p]P().f` would scale `P().f`.
+        ExprKind::Unary { .. }
+        | ExprKind::New { .. }
+        | ExprKind::NewArray { .. }
+        | ExprKind::Scaled { .. } => LEVEL_UNARY,
         ExprKind::Call { given, yields, .. } if !given.is_empty() || !yields.is_empty() => {
             LEVEL_UNARY
         }
@@ -186,6 +190,21 @@ fn write_list(out: &mut String, exprs: &[Expr]) {
         }
         write_expr(out, expr, LOOSEST);
     }
+}
+
+/// `<T, int>` (nothing for none): a generic call's type arguments.
+fn write_type_list(out: &mut String, types: &[Type]) {
+    if types.is_empty() {
+        return;
+    }
+    out.push('<');
+    for (i, ty) in types.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_type(out, ty);
+    }
+    out.push('>');
 }
 
 fn write_ghost_args(out: &mut String, keyword: &str, args: &[GhostArg]) {
@@ -333,6 +352,7 @@ fn write_expr_bare(out: &mut String, expr: &Expr) {
         ExprKind::Call {
             receiver,
             name,
+            type_args,
             args,
             given,
             yields,
@@ -342,6 +362,7 @@ fn write_expr_bare(out: &mut String, expr: &Expr) {
                 out.push('.');
             }
             out.push_str(&name.name);
+            write_type_list(out, type_args);
             out.push('(');
             write_list(out, args);
             out.push(')');
@@ -447,6 +468,13 @@ fn write_expr_bare(out: &mut String, expr: &Expr) {
                 write_expr(out, v, LOOSEST);
             }
             out.push('}');
+        }
+        ExprKind::Scaled { amount, pred } => {
+            out.push('[');
+            write_expr(out, amount, LOOSEST);
+            out.push(']');
+            // A call, or another scale: `[p][q]P()`.
+            write_expr(out, pred, LEVEL_UNARY);
         }
         ExprKind::Trigger(inner) => {
             out.push_str("{: ");
@@ -1001,6 +1029,12 @@ impl<'t> Printer<'t> {
                 header.push(' ');
             }
             header.push_str(&method.name.name);
+            if !method.type_params.is_empty() {
+                let names: Vec<&str> = method.type_params.iter().map(|t| t.name.as_str()).collect();
+                header.push('<');
+                header.push_str(&names.join(", "));
+                header.push('>');
+            }
             header.push('(');
             for (i, param) in method.params.iter().enumerate() {
                 if i > 0 {
@@ -1365,6 +1399,7 @@ mod tests {
         ex(ExprKind::Call {
             receiver: None,
             name: ident(name),
+            type_args: vec![],
             args,
             given: vec![],
             yields: vec![],
@@ -1492,6 +1527,7 @@ mod tests {
             modifiers: vec![],
             return_type,
             name: ident(name),
+            type_params: vec![],
             params,
             body,
             span: Span::default(),
@@ -1928,6 +1964,7 @@ mod tests {
         let method_call = ex(ExprKind::Call {
             receiver: Some(Box::new(ex(ExprKind::This))),
             name: ident("swap"),
+            type_args: vec![],
             args: vec![var("a"), var("i"), var("j")],
             given: vec![],
             yields: vec![],
@@ -1936,6 +1973,7 @@ mod tests {
         let ghost_call = ex(ExprKind::Call {
             receiver: None,
             name: ident("f"),
+            type_args: vec![],
             args: vec![var("x")],
             given: vec![GhostArg {
                 name: ident("a"),

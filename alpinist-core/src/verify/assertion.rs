@@ -414,6 +414,11 @@ impl<'w, 'a> Walker<'w, 'a> {
                 let at = self.token_location(*op, &args[0])?;
                 self.acc(e, e, None, Some(at))
             }
+            ExprKind::Scaled { .. } => Err(unsupported(
+                "a scaled predicate `[p]P(..)` of a predicate that is not inline (or of a thread \
+                 or lock token)",
+                e.span,
+            )),
             _ => match inline::predicate_call(e) {
                 Some((receiver, name, args)) => {
                     let at = self.predicate_instance(receiver, name, args, e.span)?;

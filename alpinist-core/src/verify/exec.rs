@@ -1357,6 +1357,18 @@ impl<'c, 'p> Verifier<'c, 'p> {
     /// permission (as after every exhale), so values are not carried through a fold.
     fn fold(&mut self, st: State, e: &'p Expr, fold: bool) -> Result<State, EncodeError> {
         let what = if fold { "fold" } else { "unfold" };
+        // An inline predicate is a macro: folding or unfolding it (at any scale) checks that
+        // its expansion is held, exhaling it and inhaling it again.
+        if let Some(expanded) = super::inline::inline_application(e, self.ctx.program) {
+            let kind = if fold {
+                ObligationKind::FoldFailed
+            } else {
+                ObligationKind::UnfoldFailed
+            };
+            let parts = [(vec![&expanded], Vec::new())];
+            let st = self.exhale_state(st, &parts, kind, None)?;
+            return self.inhale_state(st, &[&expanded], &[], true);
+        }
         let body = super::inline::applied_body(e, self.ctx.program, what)?;
         if fold {
             let parts = [(vec![&body], Vec::new())];

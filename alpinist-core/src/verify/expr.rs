@@ -693,6 +693,13 @@ impl<'a> Eval<'a> {
                 Value::bool(r?)
             }
             ExprKind::Trigger(inner) => self.value(inner)?,
+            ExprKind::Scaled { .. } => {
+                return Err(unsupported(
+                    "a scaled predicate `[p]P(..)` of a predicate that is not inline (or of a \
+                     thread or lock token)",
+                    span,
+                ))
+            }
             ExprKind::Index { base, index } => {
                 let b = self.value(base)?;
                 match b.term {
@@ -708,6 +715,7 @@ impl<'a> Eval<'a> {
                 args,
                 given,
                 yields,
+                ..
             } => {
                 if !given.is_empty() || !yields.is_empty() {
                     return Err(unsupported(
@@ -909,6 +917,21 @@ impl<'a> Eval<'a> {
         }
         let kind = self.decls.world.heap_kind(&ty, span)?;
         Ok(value_of(&ty, heap.read(kind, &r, &i)))
+    }
+
+    /// `perm(loc)`: the amount of permission to `loc` held where it is evaluated (VerCors'
+    /// `perm`; zero where none is held). Read from the mask, so only where there is one: in
+    /// a method's code and contracts, not in a pure function's definition.
+    fn current_permission(&mut self, loc: &Expr, span: Span) -> Result<Value, EncodeError> {
+        let Some(mask) = self.mask.clone() else {
+            return Err(unsupported(
+                "`perm(..)` where no permissions are tracked (a pure function's body or \
+                 contract)",
+                span,
+            ));
+        };
+        let (r, i, _) = self.permission_location(loc)?;
+        Ok(perm(mask.amount(&r, &i)))
     }
 
     fn binary(
@@ -1128,7 +1151,8 @@ impl<'a> Eval<'a> {
         let ExprKind::Quantifier(q) = &e.kind else {
             return Ok(None);
         };
-        if q.kind != QuantifierKind::Forall {
+        if q.kind != QuantifierKind::Forall || !q.binders.iter().all(|b| b.ty.kind == TypeKind::Int)
+        {
             return Ok(None);
         }
         self.open_quantifier(q)?;
@@ -1178,15 +1202,53 @@ impl<'a> Eval<'a> {
         q: &crate::syntax::Quantifier,
         is_forall: bool,
     ) -> Result<Bool, EncodeError> {
+        if !q.binders.iter().all(|b| b.ty.kind == TypeKind::Int) {
+            return self.quantifier_over_values(q, is_forall);
+        }
         let (xs, range) = self.open_quantifier(q)?;
         let body = self.bool(&q.body)?;
         let guard = Bool::and(&range);
-        let bounds: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
-        Ok(if is_forall {
-            ast::forall_const(&bounds, &[], &guard.implies(&body))
-        } else {
-            ast::exists_const(&bounds, &[], &Bool::and(&[guard, body]))
-        })
+        let xs: Vec<Dynamic> = xs.iter().map(|x| Dynamic::from_ast(x)).collect();
+        Ok(quantified(is_forall, &xs, guard, body))
+    }
+
+    /// A `\forall`/`\exists` with a binder of another type than `int` (`\forall T e;` over a
+    /// type parameter, `\forall seq<int> s;`, `\forall boolean b;`): every binder is a fresh
+    /// constant of its sort, quantified here. They stay out of [`Eval::bound`], the binders
+    /// that checks inside the body are closed over: there they are free constants no fact
+    /// mentions, which a validity check treats as universally quantified all the same.
+    /// Binder types whose sort holds values outside the type (options, fractions) and ranges
+    /// (`T x = a .. b` is for integers) are refused.
+    fn quantifier_over_values(
+        &mut self,
+        q: &crate::syntax::Quantifier,
+        is_forall: bool,
+    ) -> Result<Bool, EncodeError> {
+        let mut xs: Vec<Dynamic> = Vec::new();
+        for b in &q.binders {
+            let ty = ty_of(&b.ty)?;
+            if b.range.is_some() || matches!(ty, Ty::Perm | Ty::Option(_)) {
+                return Err(unsupported(
+                    "a quantifier over a binder of this type (binders may be integers, \
+                     booleans, references, sequences and sets; ranges `a .. b` only for \
+                     integers)",
+                    b.ty.span,
+                ));
+            }
+            let v = self.decls.world.fresh(&b.name.name, &ty);
+            xs.push(v.term.as_dynamic());
+            self.scopes.push((b.name.name.clone(), v));
+        }
+        let cond = match &q.cond {
+            Some(c) => {
+                let c = self.bool(c)?;
+                self.guards.push(c.clone());
+                c
+            }
+            None => Bool::from_bool(true),
+        };
+        let body = self.bool(&q.body)?;
+        Ok(quantified(is_forall, &xs, cond, body))
     }
 
     /// `(\sum int k; cond; body)`: the sum of `body` over the integers k in [lo, hi) that
@@ -1648,6 +1710,10 @@ impl<'a> Eval<'a> {
         {
             let (seq, ty) = self.seq(&args[0])?;
             return self.seq_member(&seq, &ty, name, span);
+        }
+        if !functions.contains_key(name) && name == "perm" && args.len() == 1 && receiver.is_none()
+        {
+            return self.current_permission(&args[0], span);
         }
         let Some(f) = functions.get(name) else {
             let predicate = self
@@ -2202,6 +2268,16 @@ impl Eval<'_> {
             )
         }));
         Ok(())
+    }
+}
+
+/// `∀xs. guard ⇒ body` or `∃xs. guard ∧ body`.
+fn quantified(is_forall: bool, xs: &[Dynamic], guard: Bool, body: Bool) -> Bool {
+    let bounds: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
+    if is_forall {
+        ast::forall_const(&bounds, &[], &guard.implies(&body))
+    } else {
+        ast::exists_const(&bounds, &[], &Bool::and(&[guard, body]))
     }
 }
 

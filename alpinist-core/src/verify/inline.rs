@@ -11,7 +11,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::syntax::{Expr, ExprKind, MethodBody, Modifier, Param, Span, TypeKind};
+use crate::syntax::{
+    BinaryOp, Builtin, Expr, ExprKind, MethodBody, Modifier, Param, QuantifierKind, Span, TypeKind,
+};
 
 use super::program::ProgramInfo;
 
@@ -105,6 +107,7 @@ pub fn predicate_call(e: &Expr) -> Option<(Option<&Expr>, &str, &[Expr])> {
             args,
             given,
             yields,
+            ..
         } if given.is_empty() && yields.is_empty() => Some((receiver.as_deref(), &name.name, args)),
         _ => None,
     }
@@ -152,7 +155,30 @@ pub fn plain_call(e: &Expr) -> Option<(&str, &[Expr])> {
     }
 }
 
+/// The expansion of `e` when it applies an inline predicate, scaled or not (`r()`,
+/// `[1\2]r()`): what `fold`/`unfold` of it exhale and inhale again.
+pub fn inline_application(e: &Expr, program: &ProgramInfo<'_>) -> Option<Expr> {
+    let mut applied = e;
+    while let ExprKind::Scaled { pred, .. } = &applied.kind {
+        applied = pred;
+    }
+    let (name, _) = plain_call(applied)?;
+    inline_predicate(program, name)?;
+    expand(e, program)
+}
+
 fn expand_in(e: &mut Expr, program: &ProgramInfo<'_>, depth: usize) {
+    if let ExprKind::Scaled { amount, pred } = &mut e.kind {
+        let inline = matches!(pred.kind, ExprKind::Scaled { .. })
+            || plain_call(pred).is_some_and(|(n, _)| inline_predicate(program, n).is_some());
+        if inline && depth < DEPTH {
+            expand_in(amount, program, depth);
+            expand_in(pred, program, depth);
+            let body = std::mem::replace(&mut **pred, Expr::name("", e.span));
+            *e = scale(body, amount, program);
+            return;
+        }
+    }
     e.for_each_child_mut(&mut |c| expand_in(c, program, depth));
     let Some((name, args)) = plain_call(e) else {
         return;
@@ -169,6 +195,98 @@ fn expand_in(e: &mut Expr, program: &ProgramInfo<'_>, depth: usize) {
     let mut b = instantiate(params, body, args, e.span);
     expand_in(&mut b, program, depth + 1);
     *e = b;
+}
+
+/// `e`, an expanded predicate body, at the fraction `p` of its permissions (`[p]r()`): every
+/// permission amount multiplied by `p` (`Perm(l, q)` becomes `Perm(l, p * q)`) through `**`
+/// and `&&`, the resource side of `==>`, both branches of `?:`, the bodies of `\let` and
+/// `\forall*`; a nested scale multiplies. Pure facts stay as they are (a fraction of a
+/// predicate states the same facts) and so does `Value(l)` (some positive amount either way).
+/// What cannot be scaled here — an abstract predicate's instance, a thread or lock token —
+/// stays wrapped in the scale, which the checker refuses as unsupported.
+fn scale(e: Expr, p: &Expr, program: &ProgramInfo<'_>) -> Expr {
+    let span = e.span;
+    let times = |q: Expr| super::syn::bin(BinaryOp::Mul, p.clone(), q, span);
+    let kind = match e.kind {
+        ExprKind::Builtin {
+            op: op @ (Builtin::Perm | Builtin::PointsTo),
+            mut args,
+        } if args.len() >= 2 => {
+            let q = args.remove(1);
+            args.insert(1, times(q));
+            ExprKind::Builtin { op, args }
+        }
+        ExprKind::Binary {
+            op: op @ (BinaryOp::Star | BinaryOp::And),
+            lhs,
+            rhs,
+        } => ExprKind::Binary {
+            op,
+            lhs: Box::new(scale(*lhs, p, program)),
+            rhs: Box::new(scale(*rhs, p, program)),
+        },
+        ExprKind::Binary {
+            op: BinaryOp::Implies,
+            lhs,
+            rhs,
+        } => ExprKind::Binary {
+            op: BinaryOp::Implies,
+            lhs,
+            rhs: Box::new(scale(*rhs, p, program)),
+        },
+        ExprKind::Cond {
+            cond,
+            then_expr,
+            else_expr,
+        } => ExprKind::Cond {
+            cond,
+            then_expr: Box::new(scale(*then_expr, p, program)),
+            else_expr: Box::new(scale(*else_expr, p, program)),
+        },
+        ExprKind::Let {
+            ty,
+            name,
+            value,
+            body,
+        } => ExprKind::Let {
+            ty,
+            name,
+            value,
+            body: Box::new(scale(*body, p, program)),
+        },
+        ExprKind::Quantifier(mut q) if q.kind == QuantifierKind::ForallStar => {
+            q.body = scale(q.body, p, program);
+            ExprKind::Quantifier(q)
+        }
+        ExprKind::Scaled { amount, pred } => ExprKind::Scaled {
+            amount: Box::new(times(*amount)),
+            pred,
+        },
+        kind @ ExprKind::Builtin {
+            op: Builtin::Idle | Builtin::Running | Builtin::Held | Builtin::Committed,
+            ..
+        } => wrapped(kind, p, span),
+        kind @ ExprKind::Call { .. } => {
+            let e = Expr { kind, span };
+            let predicate =
+                predicate_call(&e).is_some_and(|(_, n, _)| predicate(program, n).is_some());
+            if predicate {
+                wrapped(e.kind, p, span)
+            } else {
+                e.kind
+            }
+        }
+        kind => kind,
+    };
+    Expr { kind, span }
+}
+
+/// `[p]e`, left for the checker to refuse.
+fn wrapped(kind: ExprKind, p: &Expr, span: Span) -> ExprKind {
+    ExprKind::Scaled {
+        amount: Box::new(p.clone()),
+        pred: Box::new(Expr { kind, span }),
+    }
 }
 
 /// `body` with `args` for `params`, capture-avoiding (see the module docs); the body's nodes

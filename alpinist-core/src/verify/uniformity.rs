@@ -198,6 +198,7 @@ fn reads_no_heap(
             args,
             given,
             yields,
+            ..
         } => {
             receiver.is_none()
                 && given.is_empty()

@@ -526,6 +526,117 @@ impl Program {
     }
 }
 
+/// The types written in a statement itself (not in nested statements or expressions).
+fn own_types_mut(s: &mut Stmt) -> Vec<&mut Type> {
+    match &mut s.kind {
+        StmtKind::LocalDecl { ty, .. } => vec![ty],
+        StmtKind::Par(group) => group
+            .blocks
+            .iter_mut()
+            .flat_map(|b| b.iters.iter_mut().map(|it| &mut it.ty))
+            .collect(),
+        StmtKind::Assign { .. }
+        | StmtKind::Increment(_)
+        | StmtKind::Decrement(_)
+        | StmtKind::Expr(_)
+        | StmtKind::If { .. }
+        | StmtKind::While { .. }
+        | StmtKind::For { .. }
+        | StmtKind::Block(_)
+        | StmtKind::Return(_)
+        | StmtKind::Assert(_)
+        | StmtKind::Assume(_)
+        | StmtKind::Ghost(_)
+        | StmtKind::Barrier(_)
+        | StmtKind::Invariant { .. }
+        | StmtKind::Atomic { .. }
+        | StmtKind::Lock(_)
+        | StmtKind::Unlock(_)
+        | StmtKind::Fork(_)
+        | StmtKind::Join(_)
+        | StmtKind::Commit(_)
+        | StmtKind::Wait(_)
+        | StmtKind::Notify(_)
+        | StmtKind::Fold(_)
+        | StmtKind::Unfold(_)
+        | StmtKind::GpuOpt(_)
+        | StmtKind::Goto(_)
+        | StmtKind::Label(_) => Vec::new(),
+    }
+}
+
+impl Expr {
+    /// Calls `f` on every type written in `self` and its subexpressions: type arguments,
+    /// `new T[n]`, `\let` and binder types, collection and map literal types. Nested types
+    /// (`seq<T>`'s `T`) are `f`'s business.
+    pub fn for_each_type_mut(&mut self, f: &mut dyn FnMut(&mut Type)) {
+        match &mut self.kind {
+            ExprKind::Call { type_args, .. } => type_args.iter_mut().for_each(&mut *f),
+            ExprKind::NewArray { elem, .. } => f(elem),
+            ExprKind::Let { ty, .. } => f(ty),
+            ExprKind::Collection { elem: Some(t), .. } => f(t),
+            ExprKind::MapLit { key, value, .. } => {
+                f(key);
+                f(value);
+            }
+            ExprKind::Quantifier(q) => q.binders.iter_mut().for_each(|b| f(&mut b.ty)),
+            _ => {}
+        }
+        self.for_each_child_mut(&mut |c| c.for_each_type_mut(f));
+    }
+}
+
+impl Contract {
+    /// Calls `f` on every type written in the contract: `given`/`yields` parameters and the
+    /// types inside its expressions.
+    pub fn for_each_type_mut(&mut self, f: &mut dyn FnMut(&mut Type)) {
+        for c in &mut self.clauses {
+            if let ClauseKind::Given(p) | ClauseKind::Yields(p) = &mut c.kind {
+                f(&mut p.ty);
+            }
+        }
+        self.for_each_expr_mut(&mut |e| e.for_each_type_mut(f));
+    }
+}
+
+impl Stmt {
+    /// Calls `f` on every type written in `self` and the statements nested in it, contracts
+    /// and expressions included: the one answer to "which types does this code write" (a
+    /// generic method's instance substitutes its type parameters through it).
+    pub fn for_each_type_mut(&mut self, f: &mut dyn FnMut(&mut Type)) {
+        own_types_mut(self).into_iter().for_each(&mut *f);
+        self.for_each_expr_mut(&mut |e| e.for_each_type_mut(f));
+        for c in self.own_contracts_mut() {
+            c.for_each_type_mut(f);
+        }
+        for child in self.children_mut() {
+            child.for_each_type_mut(f);
+        }
+    }
+}
+
+impl Member {
+    /// Calls `f` on every type written in the member: a field's type; a method's return and
+    /// parameter types, its contract's and its body's.
+    pub fn for_each_type_mut(&mut self, f: &mut dyn FnMut(&mut Type)) {
+        self.contract.for_each_type_mut(f);
+        match &mut self.kind {
+            MemberKind::Field(field) => f(&mut field.ty),
+            MemberKind::Method(method) => {
+                if let Some(t) = &mut method.return_type {
+                    f(t);
+                }
+                method.params.iter_mut().for_each(|p| f(&mut p.ty));
+                match &mut method.body {
+                    MethodBody::Block(b) => b.stmts.iter_mut().for_each(|s| s.for_each_type_mut(f)),
+                    MethodBody::Expr(e) => e.for_each_type_mut(f),
+                    MethodBody::Abstract => {}
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::syntax::{parse, MemberKind, MethodBody, Program};

@@ -24,7 +24,7 @@
 
 use num_bigint::BigUint;
 
-use super::{apply_prefixes, binary_node, nest_conditionals, Built, Res, MAX_EXPR_DEPTH};
+use super::{apply_prefixes, binary_node, nest_conditionals, Built, CallTail, Res, MAX_EXPR_DEPTH};
 use crate::syntax::ir::*;
 use crate::syntax::SyntaxWarning;
 
@@ -332,6 +332,7 @@ impl<'s> Fast<'s> {
                     name: "run".to_string(),
                     span: at,
                 },
+                type_params: Vec::new(),
                 params: Vec::new(),
                 body,
                 span: self.span_from(decl_start),
@@ -353,6 +354,10 @@ impl<'s> Fast<'s> {
         let (return_type, name) = if is_ident_start(self.peek()) {
             let name = self.ident()?;
             self.skip();
+            if self.peek() == b'<' {
+                // type_params: generic methods are rare, pest reads them.
+                return bail();
+            }
             if self.peek() != b'(' {
                 if !modifiers.is_empty() {
                     return bail();
@@ -423,6 +428,7 @@ impl<'s> Fast<'s> {
             modifiers,
             return_type,
             name,
+            type_params: Vec::new(),
             params,
             body,
             span: self.span_from(decl_start),
@@ -1449,16 +1455,11 @@ impl<'s> Fast<'s> {
         self.skip();
         let mut depth = base.depth + 1;
         let base_span = base.expr.span;
+        self.bail_on_type_args()?;
         let kind = if self.peek() == b'(' {
-            let (args, given, yields, d) = self.call_tail()?;
-            depth = depth.max(d + 1);
-            ExprKind::Call {
-                receiver: Some(Box::new(base.expr)),
-                name,
-                args,
-                given,
-                yields,
-            }
+            let tail = self.call_tail()?;
+            depth = depth.max(tail.depth + 1);
+            tail.into_call(Some(Box::new(base.expr)), name)
         } else {
             ExprKind::Field {
                 base: Box::new(base.expr),
@@ -1469,9 +1470,36 @@ impl<'s> Fast<'s> {
         self.checked(Expr { kind, span }, None, depth)
     }
 
-    /// call_tail = call_args ~ with_block? ~ then_block?
-    #[allow(clippy::type_complexity)]
-    fn call_tail(&mut self) -> R<(Vec<Expr>, Vec<GhostArg>, Vec<GhostArg>, u32)> {
+    /// Gives up where pest reads type arguments `f<T>(..)` (the `type_args` of a
+    /// `call_tail`): after a name, a `<` that opens types closed by `>` before a `(`. Anything
+    /// else after the `<` is a comparison, read on as one.
+    fn bail_on_type_args(&mut self) -> R<()> {
+        if self.peek() != b'<' || !is_ident_start(self.at(self.skip_from(self.pos + 1))) {
+            return Ok(());
+        }
+        let resume = self.pos;
+        self.pos += 1;
+        let reads_types = loop {
+            self.skip();
+            // A type this path cannot read may still be one for pest: give up.
+            self.ty()?;
+            self.skip();
+            match self.peek() {
+                b',' => self.pos += 1,
+                b'>' => break self.at(self.skip_from(self.pos + 1)) == b'(',
+                _ => break false,
+            }
+        };
+        if reads_types {
+            return bail();
+        }
+        self.pos = resume;
+        Ok(())
+    }
+
+    /// call_tail = type_args? ~ call_args ~ with_block? ~ then_block? (without type arguments:
+    /// [`Self::bail_on_type_args`] gave up on those)
+    fn call_tail(&mut self) -> R<CallTail> {
         let (args, mut depth) = self.call_args()?;
         let mut given = Vec::new();
         let mut yields = Vec::new();
@@ -1485,7 +1513,13 @@ impl<'s> Fast<'s> {
             self.pos += self.word().len();
             depth = depth.max(self.ghost_block(&mut yields)?);
         }
-        Ok((args, given, yields, depth))
+        Ok(CallTail {
+            type_args: Vec::new(),
+            args,
+            given,
+            yields,
+            depth,
+        })
     }
 
     fn ghost_block(&mut self, into: &mut Vec<GhostArg>) -> R<u32> {
@@ -1618,6 +1652,7 @@ impl<'s> Fast<'s> {
         // call_or_name = ident ~ call_tail?
         let name = self.ident()?;
         self.skip();
+        self.bail_on_type_args()?;
         if self.peek() != b'(' {
             let span = name.span;
             return self.checked(
@@ -1629,21 +1664,16 @@ impl<'s> Fast<'s> {
                 1,
             );
         }
-        let (args, given, yields, d) = self.call_tail()?;
+        let tail = self.call_tail()?;
+        let depth = tail.depth + 1;
         let span = name.span.to(self.span_from(start));
         self.checked(
             Expr {
-                kind: ExprKind::Call {
-                    receiver: None,
-                    name,
-                    args,
-                    given,
-                    yields,
-                },
+                kind: tail.into_call(None, name),
                 span,
             },
             None,
-            d + 1,
+            depth,
         )
     }
 

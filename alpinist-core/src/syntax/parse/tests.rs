@@ -76,6 +76,7 @@ fn sexp(e: &Expr) -> String {
         ExprKind::Call {
             receiver,
             name,
+            type_args,
             args,
             given,
             yields,
@@ -85,6 +86,10 @@ fn sexp(e: &Expr) -> String {
                 s += &format!("{}.", sexp(r));
             }
             s += &name.name;
+            if !type_args.is_empty() {
+                let tys: Vec<String> = type_args.iter().map(crate::syntax::print_type).collect();
+                s += &format!("<{}>", tys.join(", "));
+            }
             for a in args {
                 s += &format!(" {}", sexp(a));
             }
@@ -151,6 +156,7 @@ fn sexp(e: &Expr) -> String {
                 .collect::<String>()
         ),
         ExprKind::Trigger(e) => format!("(trigger {})", sexp(e)),
+        ExprKind::Scaled { amount, pred } => format!("(scale {} {})", sexp(amount), sexp(pred)),
         ExprKind::Unfolding { pred, body } => {
             format!("(unfolding {} {})", sexp(pred), sexp(body))
         }
@@ -397,6 +403,41 @@ fn classes_fields_and_top_level_members() {
         })
         .collect();
     assert_eq!(names, ["x", "y", "a"]);
+}
+
+#[test]
+fn type_arguments_only_before_a_call() {
+    assert_eq!(shape("count<T>(xs, e)"), "(call count<T> xs e)");
+    assert_eq!(shape("o.f<seq<int>, C>(x)"), "(call o.f<seq<int>, C> x)");
+    // Without a `(` after the `>` these are comparisons.
+    assert_eq!(shape("a < b"), "(< a b)");
+    assert_eq!(shape("a < b && c > d"), "(&& (< a b) (> c d))");
+    assert_eq!(shape("a < b > c"), "(> (< a b) c)");
+    // As in Java, a `(` after the `>` makes it a generic call.
+    assert_eq!(shape("f(a < b, c > (d))"), "(call f (call a<b, c> d))");
+}
+
+#[test]
+fn scaled_predicates_only_before_a_name_and_a_call() {
+    assert_eq!(shape("[1\\2]r()"), "(scale (\\ 1 2) (call r))");
+    assert_eq!(shape("[p][q]x.r(a)"), "(scale p (scale q (call x.r a)))");
+    // Sequence literals, indexed or not, stay literals.
+    assert_eq!(shape("[x][0]"), "(idx (Seq x) 0)");
+    assert_eq!(shape("[a] in s"), "(in (Seq a) s)");
+}
+
+#[test]
+fn generic_methods_name_their_type_parameters() {
+    let ms = members("T f<T, U>(T t, U u) = t;\nvoid g() { }");
+    let MemberKind::Method(f) = &ms[0].kind else {
+        panic!()
+    };
+    let names: Vec<&str> = f.type_params.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["T", "U"]);
+    let MemberKind::Method(g) = &ms[1].kind else {
+        panic!()
+    };
+    assert!(g.type_params.is_empty());
 }
 
 #[test]

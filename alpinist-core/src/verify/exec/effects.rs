@@ -207,6 +207,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 args,
                 given,
                 yields,
+                ..
             } => {
                 let ghosts = Ghosts { given, yields };
                 self.call(st, receiver.as_deref(), &name.name, args, ghosts, e.span)
