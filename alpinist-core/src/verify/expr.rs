@@ -1208,8 +1208,12 @@ impl<'a> Eval<'a> {
         let (xs, range) = self.open_quantifier(q)?;
         let body = self.bool(&q.body)?;
         let guard = Bool::and(&range);
-        let xs: Vec<Dynamic> = xs.iter().map(|x| Dynamic::from_ast(x)).collect();
-        Ok(quantified(is_forall, &xs, guard, body))
+        let bounds: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
+        Ok(if is_forall {
+            ast::forall_const(&bounds, &[], &guard.implies(&body))
+        } else {
+            ast::exists_const(&bounds, &[], &Bool::and(&[guard, body]))
+        })
     }
 
     /// A `\forall`/`\exists` with a binder of another type than `int` (`\forall T e;` over a
