@@ -1610,7 +1610,7 @@ impl<'a> Checker<'a> {
             None => match self.find_method(n) {
                 Some(s) => Some(s),
                 None => {
-                    self.no_type_args(name, type_args, None);
+                    self.check_type_arg_count(name, type_args, None);
                     return self.builtin_call(None, name, args, given, yields);
                 }
             },
@@ -1629,7 +1629,7 @@ impl<'a> Checker<'a> {
                     match rt {
                         Ty::Class(c) => tables.class(c).method(n),
                         _ => {
-                            self.no_type_args(name, type_args, None);
+                            self.check_type_arg_count(name, type_args, None);
                             return self.builtin_call(Some(rt), name, args, given, yields);
                         }
                     }
@@ -1664,7 +1664,7 @@ impl<'a> Checker<'a> {
             instance = sig.instantiate(&type_arg_tys);
             &instance
         } else {
-            self.no_type_args(name, type_args, Some(sig));
+            self.check_type_arg_count(name, type_args, Some(sig));
             // Checked against the generic signature: its parameters' types stay unknown.
             let unknown = vec![Ty::Unknown; sig.type_params.len()];
             instance = sig.instantiate(&unknown);
@@ -1730,7 +1730,7 @@ impl<'a> Checker<'a> {
 
     /// A call whose type arguments do not match its callee's type parameters (`sig`; `None`
     /// for a built-in function, which has none).
-    fn no_type_args(&mut self, name: &Ident, type_args: &[Type], sig: Option<&MethodSig>) {
+    fn check_type_arg_count(&mut self, name: &Ident, type_args: &[Type], sig: Option<&MethodSig>) {
         let expected = sig.map_or(0, |s| s.type_params.len());
         if type_args.len() != expected {
             let span = match (type_args.first(), type_args.last()) {

@@ -1208,6 +1208,9 @@ impl<'a> Eval<'a> {
         let (xs, range) = self.open_quantifier(q)?;
         let body = self.bool(&q.body)?;
         let guard = Bool::and(&range);
+        // Not through `quantified`: handing it the binders as `Dynamic` copies (the same
+        // terms) changed Z3's search, and two optimised examples (`allocate_and_fill`
+        // linearised, `pairs_in_groups` fused) came back unknown.
         let bounds: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
         Ok(if is_forall {
             ast::forall_const(&bounds, &[], &guard.implies(&body))
