@@ -1793,6 +1793,13 @@ impl<'a> Checker<'a> {
                     (Some(self.expr(&args[0])), &args[1..])
                 }
                 "removeAt" if args.len() == 2 => (Some(self.expr(&args[0])), &args[1..]),
+                // 1.x map functions: `getFromMap(m, k)`, `buildMap(m, k, v)`, ...
+                "getFromMap" | "buildMap" | "removeFromMap" | "keysMap" | "valuesMap"
+                | "disjointMap" | "equalsMap" | "cardMap" | "itemsMap"
+                    if !args.is_empty() =>
+                {
+                    (Some(self.expr(&args[0])), &args[1..])
+                }
                 // 1.x: `getOption(o)`, `getOrElseOption(o, d)`.
                 "getOption" | "getOrElseOption" if !args.is_empty() => {
                     (Some(self.expr(&args[0])), &args[1..])
@@ -1826,6 +1833,26 @@ impl<'a> Checker<'a> {
                 Some(subject.clone())
             }
             (Ty::Seq(_) | Ty::Set(_) | Ty::Bag(_) | Ty::Map(..), "isEmpty", 0) => Some(Ty::Bool),
+            (Ty::Map(k, v), "add" | "buildMap", 2) => {
+                self.expect(&rest[0], k, "map key");
+                self.expect(&rest[1], v, "map value");
+                Some(subject.clone())
+            }
+            (Ty::Map(k, _), "remove" | "removeFromMap", 1) => {
+                self.expect(&rest[0], k, "map key");
+                Some(subject.clone())
+            }
+            (Ty::Map(k, v), "get" | "getFromMap", 1) => {
+                self.expect(&rest[0], k, "map key");
+                Some((**v).clone())
+            }
+            (Ty::Map(..), "disjoint" | "disjointMap" | "equals" | "equalsMap", 1) => {
+                self.expect(&rest[0], &subject, "map");
+                Some(Ty::Bool)
+            }
+            (Ty::Map(k, _), "keys" | "keysMap", 0) => Some(Ty::Set(k.clone())),
+            (Ty::Map(_, v), "values" | "valuesMap", 0) => Some(Ty::Set(v.clone())),
+            (Ty::Map(..), "size" | "cardMap", 0) => Some(Ty::Int),
             (Ty::Option(el), "get" | "getOption", 0) => Some((**el).clone()),
             (Ty::Option(el), "getOrElse" | "getOrElseOption", 1) => {
                 let el = (**el).clone();

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use z3::ast::{self, Ast, Bool, Dynamic, Int, Real, Seq, Set};
+use z3::ast::{self, Array, Ast, Bool, Dynamic, Int, Real, Seq, Set};
 use z3::FuncDecl;
 
 use crate::syntax::{
@@ -37,7 +37,7 @@ use super::obligation::{Check, ObligationKind};
 use super::one_point;
 use super::program::{ty_of, ProgramInfo, Routine};
 use super::state::{
-    real, seq_extract, value_of, Heap, Mask, Snapshot, Store, Term, Ty, Value, World,
+    real, seq_extract, value_of, Heap, MapTerm, Mask, Snapshot, Store, Term, Ty, Value, World,
 };
 
 /// The sorts of [`Env`] (the pure-expression entry point, [`super::check_pure`]).
@@ -282,6 +282,9 @@ pub struct Eval<'a> {
     /// Valid facts about terms built so far (a sequence update's cells), assumed with the
     /// next checks.
     definitions: Vec<Bool>,
+    /// The facts about set sizes (`Eval::set_size`), kept apart: inside a quantifier they
+    /// become the body's hypotheses, where the binders are.
+    size_facts: Vec<Bool>,
     /// Names bound inside the expression (quantifiers, `\let`), innermost last.
     scopes: Vec<(String, Value)>,
     /// Quantifier-bound constants in scope: checks are closed over them.
@@ -330,6 +333,7 @@ impl<'a> Eval<'a> {
             uses_product: false,
             indexed: Vec::new(),
             definitions: Vec::new(),
+            size_facts: Vec::new(),
             scopes: Vec::new(),
             bound: Vec::new(),
             guards: Vec::new(),
@@ -373,6 +377,7 @@ impl<'a> Eval<'a> {
             axioms.extend(self.decls.world.sequence_axioms(&s));
         }
         axioms.append(&mut self.definitions);
+        axioms.append(&mut self.size_facts);
         axioms.append(&mut self.facts);
         axioms
     }
@@ -704,6 +709,7 @@ impl<'a> Eval<'a> {
                 let b = self.value(base)?;
                 match b.term {
                     Term::Seq(seq) => self.seq_index(&seq, &b.ty, index)?,
+                    Term::Map(map) => self.map_lookup(&map, &b.ty, index)?,
                     _ => self.read_at(e, Some(b), span)?,
                 }
             }
@@ -752,8 +758,19 @@ impl<'a> Eval<'a> {
                 ))
             }
             ExprKind::Length(inner) => {
-                let (s, _) = self.seq(inner)?;
-                Value::int(s.length())
+                let v = self.value(inner)?;
+                match &v.term {
+                    Term::Set(s) => Value::int(self.set_size(s)),
+                    Term::Map(m) => Value::int(self.set_size(&m.keys)),
+                    Term::Seq(s) if !matches!(v.ty, Ty::Option(_)) => Value::int(s.length()),
+                    _ => {
+                        return Err(unsupported(
+                            "the size of something other than a sequence, a set or a map (bags \
+                             are not encoded yet)",
+                            inner.span,
+                        ))
+                    }
+                }
             }
             ExprKind::Slice { base, from, to } => {
                 let (s, ty) = self.seq(base)?;
@@ -860,8 +877,29 @@ impl<'a> Eval<'a> {
                     }
                 }
             }
-            ExprKind::Collection { .. } | ExprKind::MapLit { .. } => {
-                return Err(unsupported("bag and map values (not encoded yet)", span))
+            ExprKind::MapLit {
+                key,
+                value,
+                entries,
+            } => {
+                let ty = map_ty(ty_of(key)?, ty_of(value)?, span)?;
+                let mut map = self.empty_map(&ty);
+                // Entries in order: a later entry for the same key replaces an earlier one.
+                for (k, v) in entries {
+                    let k = self.value(k)?.term.as_dynamic();
+                    let v = self.value(v)?.term.as_dynamic();
+                    map = MapTerm {
+                        entries: map.entries.store(&k, &Seq::unit(&v)),
+                        keys: map.keys.add(&k),
+                    };
+                }
+                Value {
+                    term: Term::Map(map),
+                    ty,
+                }
+            }
+            ExprKind::Collection { .. } => {
+                return Err(unsupported("bag values (not encoded yet)", span))
             }
             ExprKind::New { .. } | ExprKind::NewArray { .. } => {
                 return Err(unsupported("allocation inside an expression", span))
@@ -1085,6 +1123,7 @@ impl<'a> Eval<'a> {
                     (Term::Ref(x), Term::Ref(y)) => x.eq(y),
                     (Term::Seq(x), Term::Seq(y)) => x.eq(y),
                     (Term::Set(x), Term::Set(y)) => x.eq(y),
+                    (Term::Map(x), Term::Map(y)) => x.entries.eq(&y.entries),
                     _ => return Err(ill_sorted("equal sorts", &b.ty, span)),
                 };
                 Value::bool(if op == Eq { eq } else { eq.not() })
@@ -1115,8 +1154,8 @@ impl<'a> Eval<'a> {
                     Term::Seq(s) => Value::bool(s.contains(Seq::unit(&x))),
                     _ => {
                         return Err(unsupported(
-                            "`in` on something other than a sequence or a set (bags and maps \
-                             are not encoded yet)",
+                            "`in` on something other than a sequence or a set (for a map, \
+                             write `k in m.keys`; bags are not encoded yet)",
                             rhs.span,
                         ))
                     }
@@ -1206,7 +1245,9 @@ impl<'a> Eval<'a> {
             return self.quantifier_over_values(q, is_forall);
         }
         let (xs, range) = self.open_quantifier(q)?;
+        let facts = self.size_facts.len();
         let body = self.bool(&q.body)?;
+        let body = self.with_size_facts(facts, body, is_forall);
         let guard = Bool::and(&range);
         // Not through `quantified`: handing it the binders as `Dynamic` copies (the same
         // terms) changed Z3's search, and two optimised examples (`allocate_and_fill`
@@ -1232,9 +1273,11 @@ impl<'a> Eval<'a> {
         is_forall: bool,
     ) -> Result<Bool, EncodeError> {
         let mut xs: Vec<Dynamic> = Vec::new();
+        let mut finite: Vec<Bool> = Vec::new();
         for b in &q.binders {
             let ty = ty_of(&b.ty)?;
-            if b.range.is_some() || matches!(ty, Ty::Perm | Ty::Option(_)) {
+            // Options and maps are normalised terms over fresh constants, not one constant.
+            if b.range.is_some() || matches!(ty, Ty::Perm | Ty::Option(_) | Ty::Map(..)) {
                 return Err(unsupported(
                     "a quantifier over a binder of this type (binders may be integers, \
                      booleans, references, sequences and sets; ranges `a .. b` only for \
@@ -1244,6 +1287,10 @@ impl<'a> Eval<'a> {
             }
             let v = self.decls.world.fresh(&b.name.name, &ty);
             xs.push(v.term.as_dynamic());
+            // PVL's sets are finite: so are the ones a quantifier ranges over.
+            if let Term::Set(s) = &v.term {
+                finite.push(finite_set(s));
+            }
             self.scopes.push((b.name.name.clone(), v));
         }
         let cond = match &q.cond {
@@ -1254,8 +1301,31 @@ impl<'a> Eval<'a> {
             }
             None => Bool::from_bool(true),
         };
+        let cond = if finite.is_empty() {
+            cond
+        } else {
+            finite.push(cond);
+            Bool::and(&finite)
+        };
+        let facts = self.size_facts.len();
         let body = self.bool(&q.body)?;
+        let body = self.with_size_facts(facts, body, is_forall);
         Ok(quantified(is_forall, &xs, cond, body))
+    }
+
+    /// A quantifier's `body` with the size facts gathered while it was encoded (from
+    /// `facts` on) as its hypotheses (`\forall`) or conjuncts (`\exists`): they may be
+    /// about its binders. The body itself where there are none.
+    fn with_size_facts(&mut self, facts: usize, body: Bool, is_forall: bool) -> Bool {
+        if self.size_facts.len() == facts {
+            return body;
+        }
+        let known = Bool::and(&self.size_facts.split_off(facts));
+        if is_forall {
+            known.implies(&body)
+        } else {
+            Bool::and(&[known, body])
+        }
     }
 
     /// `(\sum int k; cond; body)`: the sum of `body` over the integers k in [lo, hi) that
@@ -1476,10 +1546,9 @@ impl<'a> Eval<'a> {
                 let empty = Set::empty(&self.decls.world.sort_of(elem));
                 Ok(Value::bool(s.eq(&empty)))
             }
-            Term::Set(_) => Err(unsupported(
-                format!("the set member `{name}` (the size of a set is not encoded yet)"),
-                span,
-            )),
+            Term::Set(s) if name == "size" => Ok(Value::int(self.set_size(s))),
+            Term::Set(_) => Err(unsupported(format!("the set member `{name}`"), span)),
+            Term::Map(m) => self.map_member(m, &b.ty, name, &[], span),
             Term::Ref(r) if name == "length" && matches!(b.ty, Ty::Array(_)) => {
                 let w = self.decls.world;
                 self.require(
@@ -1611,6 +1680,246 @@ impl<'a> Eval<'a> {
         })())
     }
 
+    /// A map function written as a call: `m.add(k, v)`, `m.remove(k)`, `m.get(k)`,
+    /// `m.disjoint(n)`, `m.equals(n)`, and the 1.x `buildMap(m, k, v)`, `getFromMap(m, k)`,
+    /// `keysMap(m)`, ..., `isEmpty(m)`; `None` when the subject is not a map or `name` is none
+    /// of them.
+    fn map_call(
+        &mut self,
+        receiver: Option<&Expr>,
+        name: &str,
+        args: &[Expr],
+        span: Span,
+    ) -> Option<Result<Value, EncodeError>> {
+        let (subject, rest) = match (receiver, args) {
+            (Some(m), rest) => (m, rest),
+            (None, [m, rest @ ..]) if name.ends_with("Map") || name == "isEmpty" => (m, rest),
+            _ => return None,
+        };
+        let member = match name {
+            "buildMap" => "add",
+            "removeFromMap" => "remove",
+            "getFromMap" => "get",
+            "keysMap" => "keys",
+            "valuesMap" => "values",
+            "disjointMap" => "disjoint",
+            "equalsMap" => "equals",
+            "cardMap" => "size",
+            "itemsMap" => "items",
+            "add" | "remove" | "get" | "keys" | "values" | "disjoint" | "equals" | "isEmpty"
+            | "size" | "items" => name,
+            _ => return None,
+        };
+        // Only a map subject is taken; anything else goes on to the other built-ins.
+        let ty_is_map = |v: &Value| matches!(v.term, Term::Map(_));
+        let checks = self.checks.len();
+        let v = match self.value(subject) {
+            Ok(v) if ty_is_map(&v) => v,
+            Ok(_) => {
+                self.checks.truncate(checks);
+                return None;
+            }
+            Err(e) => return Some(Err(e)),
+        };
+        let Term::Map(m) = &v.term else {
+            unreachable!("checked above")
+        };
+        Some(self.map_member(m, &v.ty, member, rest, span))
+    }
+
+    /// A member of a map: `keys`, `values`, `isEmpty`, `size`, and with arguments `add`,
+    /// `remove`, `get`, `disjoint`, `equals`. Its items (tuples) are refused.
+    fn map_member(
+        &mut self,
+        m: &MapTerm,
+        ty: &Ty,
+        name: &str,
+        args: &[Expr],
+        span: Span,
+    ) -> Result<Value, EncodeError> {
+        let Ty::Map(key_ty, value_ty) = ty else {
+            return Err(ill_sorted("a map", ty, span));
+        };
+        let w = self.decls.world;
+        let key_sort = w.sort_of(key_ty);
+        let value_sort = w.sort_of(value_ty);
+        let map = |entries: Array, keys: Set| Value {
+            term: Term::Map(MapTerm { entries, keys }),
+            ty: ty.clone(),
+        };
+        match (name, args) {
+            ("keys", []) => Ok(Value {
+                term: Term::Set(m.keys.clone()),
+                ty: Ty::Set(key_ty.clone()),
+            }),
+            ("values", []) => {
+                // `v` is a value iff some key is present with `v` as its entry.
+                let v = Dynamic::fresh_const("value", &value_sort);
+                let k = Dynamic::fresh_const("key", &key_sort);
+                let entry = m.entries.select(&k).as_seq().expect("a map entry");
+                let holds = Bool::and(&[m.keys.member(&k), entry.eq(Seq::unit(&v))]);
+                let some_key = ast::exists_const(&[&k as &dyn Ast], &[], &holds);
+                let values = ast::lambda_const(&[&v as &dyn Ast], &Dynamic::from_ast(&some_key));
+                Ok(Value {
+                    term: Term::Set(Dynamic::from_ast(&values).as_set().expect("a set")),
+                    ty: Ty::Set(value_ty.clone()),
+                })
+            }
+            ("isEmpty", []) => Ok(Value::bool(m.keys.eq(Set::empty(&key_sort)))),
+            ("size", []) => Ok(Value::int(self.set_size(&m.keys))),
+            ("add", [k, v]) => {
+                let k = self.value(k)?.term.as_dynamic();
+                let v = self.value(v)?.term.as_dynamic();
+                Ok(map(m.entries.store(&k, &Seq::unit(&v)), m.keys.add(&k)))
+            }
+            ("remove", [k]) => {
+                let k = self.value(k)?.term.as_dynamic();
+                let none = Seq::empty(&value_sort);
+                Ok(map(m.entries.store(&k, &none), m.keys.del(&k)))
+            }
+            ("get", [k]) => self.map_lookup(m, ty, k),
+            ("disjoint" | "equals", [other]) => {
+                let o = self.value(other)?;
+                let Term::Map(o) = &o.term else {
+                    return Err(ill_sorted("a map", &o.ty, other.span));
+                };
+                Ok(Value::bool(if name == "equals" {
+                    m.entries.eq(&o.entries)
+                } else {
+                    Set::intersect(&[&m.keys, &o.keys]).eq(Set::empty(&key_sort))
+                }))
+            }
+            ("items", []) => Err(unsupported(
+                "the items of a map (tuples are not encoded yet)",
+                span,
+            )),
+            _ => Err(unsupported(format!("the map member `{name}`"), span)),
+        }
+    }
+
+    /// `m[k]`, with `k` checked to be a key of `m`.
+    fn map_lookup(&mut self, m: &MapTerm, ty: &Ty, key: &Expr) -> Result<Value, EncodeError> {
+        let Ty::Map(_, value_ty) = ty else {
+            return Err(ill_sorted("a map", ty, key.span));
+        };
+        let k = self.value(key)?.term.as_dynamic();
+        self.require(m.keys.member(&k), ObligationKind::MapKeyAbsent, key.span);
+        let entry = m.entries.select(&k).as_seq().expect("a map entry");
+        Ok(value_of(value_ty, entry.nth(Int::from_i64(0))))
+    }
+
+    /// The map with no keys, of map type `ty`.
+    fn empty_map(&self, ty: &Ty) -> MapTerm {
+        let Ty::Map(key_ty, value_ty) = ty else {
+            unreachable!("a map type")
+        };
+        let w = self.decls.world;
+        let key_sort = w.sort_of(key_ty);
+        MapTerm {
+            entries: Array::const_array(&key_sort, &Seq::empty(&w.sort_of(value_ty))),
+            keys: Set::empty(&key_sort),
+        }
+    }
+
+    /// `|s|`, the number of elements of the set `s`, an uninterpreted `card(s)` with the facts
+    /// that give it where `s` is built of literals, additions, removals, unions,
+    /// intersections, differences and conditionals (walked on its Z3 term). Each fact is
+    /// valid for every set under a finiteness guard `fin(..)` (`fin(∅)`, `fin(s) ⇒ fin(s ∪
+    /// {x})`, `fin(s) ⇒ |s ∪ {x}| = |s| + (x ∈ s ? 0 : 1)`, ...): an array of Z3 may be an
+    /// infinite set, where such laws fail. What is assumed of the set values the program
+    /// holds (parameters, results, map keys: the leaves of the walk) is that they are finite,
+    /// as every PVL set is; quantifiers over sets range over finite ones.
+    fn set_size(&mut self, s: &Set) -> Int {
+        let (card, fin) = set_size_functions(&s.get_sort());
+        let card_of = |u: &Set| card.apply(&[u as &dyn Ast]).as_int().expect("an int");
+        let fin_of = |u: &Set| fin.apply(&[u as &dyn Ast]).as_bool().expect("a boolean");
+        let elem_sort = s.get_sort().array_domain().expect("a set sort");
+        let empty = Set::empty(&elem_sort);
+        let zero = Int::from_i64(0);
+        let one = Int::from_i64(1);
+        let mut seen: Vec<Dynamic> = Vec::new();
+        let mut todo = vec![s.clone()];
+        while let Some(u) = todo.pop() {
+            let d = Dynamic::from_ast(&u);
+            if seen.contains(&d) {
+                continue;
+            }
+            seen.push(d.clone());
+            let (n, f) = (card_of(&u), fin_of(&u));
+            self.size_facts
+                .push(f.implies(Bool::and(&[n.ge(&zero), n.eq(&zero).iff(u.eq(&empty))])));
+            let kind = d.safe_decl().ok().map(|decl| decl.kind());
+            let kids: Vec<Dynamic> = if kind.is_some() {
+                d.children()
+            } else {
+                Vec::new()
+            };
+            let set = |k: &Dynamic| k.as_set().expect("a set");
+            use z3::DeclKind;
+            match (kind, kids.as_slice()) {
+                (Some(DeclKind::ConstArray), [v])
+                    if v.as_bool().and_then(|b| b.as_bool()) == Some(false) =>
+                {
+                    self.size_facts.push(Bool::and(&[f, n.eq(&zero)]));
+                }
+                (Some(DeclKind::Store), [a, x, v]) => {
+                    let a = set(a);
+                    let step = match v.as_bool().and_then(|b| b.as_bool()) {
+                        Some(true) => Int::add(&[card_of(&a), a.member(x).ite(&zero, &one)]),
+                        Some(false) => Int::sub(&[card_of(&a), a.member(x).ite(&one, &zero)]),
+                        None => {
+                            self.size_facts.push(f);
+                            continue;
+                        }
+                    };
+                    self.size_facts
+                        .push(fin_of(&a).implies(Bool::and(&[f, n.eq(&step)])));
+                    todo.push(a);
+                }
+                (Some(DeclKind::SetUnion), [a, b]) => {
+                    let (a, b) = (set(a), set(b));
+                    let both = Set::intersect(&[&a, &b]);
+                    let sum = Int::add(&[n.clone(), card_of(&both)]);
+                    let parts = Int::add(&[card_of(&a), card_of(&b)]);
+                    self.size_facts.push(
+                        Bool::and(&[fin_of(&a), fin_of(&b)])
+                            .implies(Bool::and(&[f, sum.eq(&parts)])),
+                    );
+                    todo.extend([a, b, both]);
+                }
+                (Some(DeclKind::SetIntersect), [a, b]) => {
+                    let (a, b) = (set(a), set(b));
+                    for part in [&a, &b] {
+                        self.size_facts.push(
+                            fin_of(part).implies(Bool::and(&[f.clone(), n.le(card_of(part))])),
+                        );
+                    }
+                    todo.extend([a, b]);
+                }
+                (Some(DeclKind::SetDifference), [a, b]) => {
+                    let (a, b) = (set(a), set(b));
+                    let both = Set::intersect(&[&a, &b]);
+                    let sum = Int::add(&[n.clone(), card_of(&both)]);
+                    self.size_facts
+                        .push(fin_of(&a).implies(Bool::and(&[f, sum.eq(card_of(&a))])));
+                    todo.extend([a, b, both]);
+                }
+                (Some(DeclKind::Ite), [c, a, b]) => {
+                    let (a, b) = (set(a), set(b));
+                    let c = c.as_bool().expect("a condition");
+                    self.size_facts.push(Bool::and(&[
+                        n.eq(c.ite(&card_of(&a), &card_of(&b))),
+                        Bool::and(&[fin_of(&a), fin_of(&b)]).implies(&f),
+                    ]));
+                    todo.extend([a, b]);
+                }
+                // A set the program holds: finite.
+                _ => self.size_facts.push(f),
+            }
+        }
+        card_of(s)
+    }
+
     /// Cell `i` of `s` ([`World::seq_at`]), its sort's axioms due with the next checks.
     fn seq_at(&mut self, s: &Seq, i: &Int) -> Dynamic {
         let sort = s.get_sort();
@@ -1681,6 +1990,9 @@ impl<'a> Eval<'a> {
             if let Some(v) = self.option_call(receiver, name, args, span) {
                 return v;
             }
+            if let Some(v) = self.map_call(receiver, name, args, span) {
+                return v;
+            }
         }
         if !functions.contains_key(name) && name == "removeAt" {
             // `s.removeAt(i)`, 1.x `removeAt(s, i)`: `s` without its element at `i`.
@@ -1745,6 +2057,15 @@ impl<'a> Eval<'a> {
                          inside an expression (a function over a folded predicate would need \
                          the predicate's snapshot)"
                     )
+                } else if self
+                    .decls
+                    .program
+                    .is_some_and(|p| p.functions().any(|f| f.method.name.name == name))
+                {
+                    format!(
+                        "a call of the pure function `{name}`, whose parameter or result types \
+                         are not encoded for functions (maps, bags, resources)"
+                    )
                 } else {
                     format!("a call of `{name}` inside an expression (only pure functions can be)")
                 },
@@ -1808,6 +2129,11 @@ impl<'a> Eval<'a> {
                 }
                 None => v,
             };
+            // The function's axioms hold for finite sets (`function_hypothesis`): a set the
+            // program passes is one, as the size facts give.
+            if let Term::Set(s) = &v.term {
+                self.set_size(s);
+            }
             vals.push(v);
         }
         let own = self.defining.as_deref() == Some(name);
@@ -2208,6 +2534,12 @@ pub fn function_hypothesis(ev: &mut Eval<'_>, routine: &Routine<'_>) -> Result<B
     if let Some(Term::Ref(this)) = ev.store.get("this").map(|v| v.term.clone()) {
         pre.push(this.eq(&ev.decls.world.null).not());
     }
+    // Its set parameters are finite (see `Eval::set_size`).
+    for p in &routine.method.params {
+        if let Some(Term::Set(s)) = ev.store.get(&p.name.name).map(|v| &v.term) {
+            pre.push(finite_set(s));
+        }
+    }
     // The ranges of its fraction parameters: its own check assumes them.
     for p in &routine.method.params {
         if let Some(range) = ev
@@ -2339,7 +2671,8 @@ pub fn unify(world: &World, a: Value, b: Value, span: Span) -> Result<(Value, Va
         | (Term::Real(_), Term::Real(_))
         | (Term::Ref(_), Term::Ref(_))
         | (Term::Seq(_), Term::Seq(_))
-        | (Term::Set(_), Term::Set(_)) => Ok((a, b)),
+        | (Term::Set(_), Term::Set(_))
+        | (Term::Map(_), Term::Map(_)) => Ok((a, b)),
         _ => Err(ill_sorted("equal sorts", &b.ty, span)),
     }
 }
@@ -2360,4 +2693,34 @@ fn compare_real(op: BinaryOp, x: &Real, y: &Real) -> Bool {
         BinaryOp::Gt => x.gt(y),
         _ => x.ge(y),
     }
+}
+
+/// `map<key, value>` with keys and values as set elements may be (int, boolean, references).
+pub(super) fn map_ty(key: Ty, value: Ty, span: Span) -> Result<Ty, EncodeError> {
+    let element = |t: &Ty| matches!(t, Ty::Int | Ty::Bool | Ty::Array(_) | Ty::Object(_));
+    if element(&key) && element(&value) {
+        Ok(Ty::Map(Box::new(key), Box::new(value)))
+    } else {
+        Err(unsupported(
+            "maps of these key or value types (keys and values may be int, boolean or \
+             references)",
+            span,
+        ))
+    }
+}
+
+/// The uninterpreted `card` and `fin` of sets of sort `sort` (one pair per sort: Z3 names a
+/// function by its name and signature).
+fn set_size_functions(sort: &z3::Sort) -> (FuncDecl, FuncDecl) {
+    let name = sort.to_string().replace(' ', "_");
+    (
+        FuncDecl::new(format!("card_{name}"), &[sort], &z3::Sort::int()),
+        FuncDecl::new(format!("fin_{name}"), &[sort], &z3::Sort::bool()),
+    )
+}
+
+/// `fin(s)`: the set `s` is finite (see `Eval::set_size`).
+pub(super) fn finite_set(s: &Set) -> Bool {
+    let (_, fin) = set_size_functions(&s.get_sort());
+    fin.apply(&[s as &dyn Ast]).as_bool().expect("a boolean")
 }

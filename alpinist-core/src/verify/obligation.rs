@@ -76,6 +76,8 @@ pub enum ObligationKind {
     /// An operation of an unsigned Rust type (`usize`, `u32`) in a kernel written in Rust may
     /// go below zero (Rust panics, or wraps in a release build).
     UnsignedUnderflow,
+    /// `m[k]`, `getFromMap(m, k)`: the key may not be in the map.
+    MapKeyAbsent,
 }
 
 impl ObligationKind {
@@ -123,6 +125,7 @@ impl ObligationKind {
             LockInvariantFailed => "E0639",
             OptionMayBeNone => "E0640",
             UnsignedUnderflow => "E0641",
+            MapKeyAbsent => "E0642",
         }
     }
 
@@ -198,6 +201,7 @@ impl ObligationKind {
             LockNotHeld => "the lock may not be held here (`held(o)` is needed)",
             LockInvariantFailed => "the lock invariant may not hold where it is handed to the lock",
             OptionMayBeNone => "the option may be `None` (`get` needs `Some`)",
+            MapKeyAbsent => "the key may not be in the map",
             UnsignedUnderflow => {
                 "the unsigned integer operation may go below zero (Rust `usize`/`u32` underflow)"
             }

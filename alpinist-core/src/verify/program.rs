@@ -158,7 +158,9 @@ impl<'p> ProgramInfo<'p> {
             |info: &mut ProgramInfo<'p>, class: Option<&'p str>, m: &'p Member| match &m.kind {
                 MemberKind::Field(f) => {
                     // A set-typed field is not registered: its uses are refused (`Ty::Set`).
-                    let ty = ty_of(&f.ty).ok().filter(|t| !matches!(t, Ty::Set(_)));
+                    let ty = ty_of(&f.ty)
+                        .ok()
+                        .filter(|t| !matches!(t, Ty::Set(_) | Ty::Map(..)));
                     if let (Some(class), Some(ty)) = (class, ty) {
                         info.fields.insert(
                             (class.to_string(), f.name.name.clone()),
@@ -507,6 +509,7 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
                 })
             }
         },
+        TypeKind::Map(key, value) => super::expr::map_ty(ty_of(key)?, ty_of(value)?, ty.span)?,
         TypeKind::Option(elem) => match ty_of(&Type {
             kind: TypeKind::Seq(elem.clone()),
             span: ty.span,
@@ -531,9 +534,9 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
             }
             Ty::Seq(Box::new(elem_ty))
         }
-        TypeKind::Void | TypeKind::Resource | TypeKind::Bag(_) | TypeKind::Map(..) => {
+        TypeKind::Void | TypeKind::Resource | TypeKind::Bag(_) => {
             return Err(EncodeError::Unsupported {
-                what: "values of this type (bags, maps and resources are not encoded yet)".into(),
+                what: "values of this type (bags and resources are not encoded yet)".into(),
                 span: ty.span,
             })
         }

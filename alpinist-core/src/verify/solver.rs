@@ -312,7 +312,7 @@ pub fn model_value(model: &z3::Model, term: &Term) -> Option<String> {
             Some(v) => unparen_negative(&v.to_string()),
             None => "?".to_string(),
         },
-        Term::Ref(_) | Term::Seq(_) | Term::Set(_) => return None,
+        Term::Ref(_) | Term::Seq(_) | Term::Set(_) | Term::Map(_) => return None,
     })
 }
 

@@ -40,6 +40,11 @@ pub enum Ty {
     /// are equal terms). Only as a value of locals, parameters, results and ghost code: never
     /// in the heap (`program::ty_of` refuses set-typed fields, cells and elements).
     Set(Box<Ty>),
+    /// `map<K, V>`, K and V as for set elements: a Z3 array from keys to options of values
+    /// (`None`, the empty sequence, where the key is absent; `Some(v)` the unit `[v]`). Every
+    /// map term is built with options of length ≤ 1 (literals, updates and fresh values through
+    /// [`World::fresh`]), so equal maps are equal terms. Never in the heap, as sets.
+    Map(Box<Ty>, Box<Ty>),
 }
 
 impl Ty {
@@ -55,8 +60,8 @@ impl Ty {
             Ty::Perm => HeapKind::Perm,
             Ty::Array(_) | Ty::Object(_) | Ty::Null => HeapKind::Ref,
             Ty::Option(e) => Ty::Seq(e.clone()).heap_kind(),
-            // Never stored (see `Ty::Set`); `World::kind_of` refuses the kind of a set.
-            Ty::Set(_) => HeapKind::SeqSeqRef,
+            // Never stored (see `Ty::Set`); `World::heap_kind` refuses sets and maps.
+            Ty::Set(_) | Ty::Map(..) => HeapKind::SeqSeqRef,
             Ty::Seq(e) => match &**e {
                 Ty::Bool => HeapKind::SeqBool,
                 e if e.is_ref() => HeapKind::SeqRef,
@@ -81,6 +86,31 @@ pub enum Term {
     Ref(Dynamic),
     Seq(Seq),
     Set(Set),
+    Map(MapTerm),
+}
+
+/// A map's term: its entries (key to option of value) and, built alongside, the set of its keys
+/// (the keys where the entry is `Some`: the literal's keys, plus an added key, minus a removed
+/// one), so that a map's keys and their number are as structured as the map itself.
+#[derive(Clone, Debug)]
+pub struct MapTerm {
+    pub entries: Array,
+    pub keys: Set,
+}
+
+impl MapTerm {
+    /// The map of `entries`, its keys read from them (`k ↦ |entries[k]| > 0`).
+    pub fn of_entries(entries: Array) -> MapTerm {
+        let key_sort = entries.get_sort().array_domain().expect("an array sort");
+        let k = Dynamic::fresh_const("key", &key_sort);
+        let entry = entries.select(&k).as_seq().expect("a map entry");
+        let present = entry.length().gt(Int::from_i64(0));
+        let keys = ast::lambda_const(&[&k as &dyn Ast], &Dynamic::from_ast(&present));
+        MapTerm {
+            entries,
+            keys: Dynamic::from_ast(&keys).as_set().expect("a set"),
+        }
+    }
 }
 
 impl Term {
@@ -92,6 +122,7 @@ impl Term {
             Term::Ref(t) => t.clone(),
             Term::Seq(t) => Dynamic::from_ast(t),
             Term::Set(t) => Dynamic::from_ast(t),
+            Term::Map(t) => Dynamic::from_ast(&t.entries),
         }
     }
 
@@ -103,6 +134,10 @@ impl Term {
             (Term::Real(x), Term::Real(y)) => Term::Real(cond.ite(x, y)),
             (Term::Seq(x), Term::Seq(y)) => Term::Seq(cond.ite(x, y)),
             (Term::Set(x), Term::Set(y)) => Term::Set(cond.ite(x, y)),
+            (Term::Map(x), Term::Map(y)) => Term::Map(MapTerm {
+                entries: cond.ite(&x.entries, &y.entries),
+                keys: cond.ite(&x.keys, &y.keys),
+            }),
             _ => Term::Ref(cond.ite(&a.as_dynamic(), &b.as_dynamic())),
         }
     }
@@ -647,9 +682,10 @@ impl World {
     /// The heap kind of locations holding `ty`, or unsupported where heaps lack it (an array
     /// of sequences of references or of sequences; fields of any kind are always present).
     pub fn heap_kind(&self, ty: &Ty, span: Span) -> Result<HeapKind, EncodeError> {
-        if matches!(ty, Ty::Set(_)) {
+        if matches!(ty, Ty::Set(_) | Ty::Map(..)) {
             return Err(EncodeError::Unsupported {
-                what: "sets in the heap (fields and array cells of a set type)".into(),
+                what: "sets and maps in the heap (fields and array cells of a set or map type)"
+                    .into(),
                 span,
             });
         }
@@ -690,6 +726,7 @@ impl World {
             Ty::Array(_) | Ty::Object(_) | Ty::Null => self.ref_sort.clone(),
             Ty::Seq(elem) | Ty::Option(elem) => Z3Sort::seq(&self.sort_of(elem)),
             Ty::Set(elem) => Z3Sort::set(&self.sort_of(elem)),
+            Ty::Map(k, v) => Z3Sort::array(&self.sort_of(k), &Z3Sort::seq(&self.sort_of(v))),
         }
     }
 
@@ -883,6 +920,14 @@ impl World {
                 term: Term::Seq(Seq::fresh_const(name, &self.sort_of(e))),
                 ty: ty.clone(),
             },
+            Ty::Map(k, v) => Value {
+                term: Term::Map(MapTerm::of_entries(Array::fresh_const(
+                    name,
+                    &self.sort_of(k),
+                    &Z3Sort::seq(&self.sort_of(v)),
+                ))),
+                ty: ty.clone(),
+            },
             _ => self.fresh(name, ty),
         }
     }
@@ -899,6 +944,21 @@ impl World {
             }
             Ty::Seq(e) => Term::Seq(Seq::fresh_const(name, &self.sort_of(e))),
             Ty::Set(e) => Term::Set(Set::fresh_const(name, &self.sort_of(e))),
+            // Normalised as options are: `k ↦ has[k] ? [at[k]] : []` over fresh arrays.
+            Ty::Map(k, v) => {
+                let key_sort = self.sort_of(k);
+                let value_sort = self.sort_of(v);
+                let has = Set::fresh_const(&format!("{name}_has"), &key_sort);
+                let at = Array::fresh_const(&format!("{name}_at"), &key_sort, &value_sort);
+                let key = Dynamic::fresh_const(&format!("{name}_key"), &key_sort);
+                let entry = has
+                    .member(&key)
+                    .ite(&Seq::unit(&at.select(&key)), &Seq::empty(&value_sort));
+                Term::Map(MapTerm {
+                    entries: ast::lambda_const(&[&key as &dyn Ast], &Dynamic::from_ast(&entry)),
+                    keys: has,
+                })
+            }
             Ty::Option(e) => {
                 let some = Bool::fresh_const(&format!("{name}_some"));
                 let elem = self.fresh(name, e).term.as_dynamic();
@@ -927,6 +987,7 @@ pub fn value_of(ty: &Ty, d: Dynamic) -> Value {
         Ty::Array(_) | Ty::Object(_) | Ty::Null => Term::Ref(d),
         Ty::Seq(_) => Term::Seq(d.as_seq().expect("seq cell")),
         Ty::Set(_) => Term::Set(d.as_set().expect("a set")),
+        Ty::Map(..) => Term::Map(MapTerm::of_entries(d.as_array().expect("a map"))),
         // A cell holds any sequence: read as an option, only its first element counts.
         Ty::Option(_) => {
             let s = d.as_seq().expect("option cell");

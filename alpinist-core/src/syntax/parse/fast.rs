@@ -1629,7 +1629,7 @@ impl<'s> Fast<'s> {
             "new" => return self.new_expr(),
             "unfolding" => return self.unfolding(),
             "seq" | "set" | "bag" if next == b'<' => return self.collection(w),
-            "map" if next == b'<' => return bail(),
+            "map" if next == b'<' => return self.map_literal(),
             "Perm" | "PointsTo" | "Value" | "idle" | "running" | "held" | "committed"
                 if next == b'(' =>
             {
@@ -1923,6 +1923,45 @@ impl<'s> Fast<'s> {
             ExprKind::Unfolding {
                 pred: Box::new(pred.expr),
                 body: Box::new(body.expr),
+            },
+            start,
+            sub,
+        )
+    }
+
+    /// map_lit = w_map ~ "<" ~ type_ ~ "," ~ type_ ~ ">" ~ "{" ~ (map_entry ~ ("," ~ map_entry)*)? ~ "}"
+    /// map_entry = expr ~ "->" ~ expr
+    fn map_literal(&mut self) -> R<Built> {
+        let start = self.pos;
+        self.keyword("map");
+        self.skip();
+        self.expect(b"<")?;
+        self.skip();
+        let key = self.ty()?;
+        self.skip();
+        self.expect(b",")?;
+        self.skip();
+        let value = self.ty()?;
+        self.skip();
+        self.expect(b">")?;
+        self.skip();
+        self.expect(b"{")?;
+        self.skip();
+        let mut sub = 0;
+        let entries = self.list(b'}', |p| {
+            let k = p.expr()?;
+            p.skip();
+            p.expect(b"->")?;
+            p.skip();
+            let v = p.expr()?;
+            sub = sub.max(k.depth).max(v.depth);
+            Ok((k.expr, v.expr))
+        })?;
+        self.wrap(
+            ExprKind::MapLit {
+                key,
+                value,
+                entries,
             },
             start,
             sub,
