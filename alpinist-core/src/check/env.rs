@@ -29,6 +29,8 @@ pub enum Ty {
     Bag(Box<Ty>),
     Option(Box<Ty>),
     Map(Box<Ty>, Box<Ty>),
+    /// `tuple<A, B>`: a pair, read with `.fst` and `.snd`.
+    Tuple(Box<Ty>, Box<Ty>),
     Array(Box<Ty>),
     Class(ClassId),
     /// A type parameter `T` of the generic method being checked: a type about which nothing
@@ -67,6 +69,7 @@ impl Ty {
             Ty::Option(e) => Ty::Option(sub(e)),
             Ty::Array(e) => Ty::Array(sub(e)),
             Ty::Map(k, v) => Ty::Map(sub(k), sub(v)),
+            Ty::Tuple(a, b) => Ty::Tuple(sub(a), sub(b)),
             _ => self.clone(),
         }
     }
@@ -241,8 +244,12 @@ impl Tables {
                 s.push_str("[]");
                 return;
             }
-            Ty::Map(k, v) => {
-                s.push_str("map<");
+            Ty::Map(k, v) | Ty::Tuple(k, v) => {
+                s.push_str(if matches!(ty, Ty::Map(..)) {
+                    "map<"
+                } else {
+                    "tuple<"
+                });
                 self.write_ty(s, k);
                 s.push_str(", ");
                 self.write_ty(s, v);
@@ -295,6 +302,7 @@ impl Tables {
             TypeKind::Bag(t) => Ty::Bag(sub(t, errors)),
             TypeKind::Option(t) => Ty::Option(sub(t, errors)),
             TypeKind::Map(k, v) => Ty::Map(sub(k, errors), sub(v, errors)),
+            TypeKind::Tuple(a, b) => Ty::Tuple(sub(a, errors), sub(b, errors)),
             TypeKind::Array { elem, .. } => Ty::Array(sub(elem, errors)),
             TypeKind::Class(name) if type_params.contains(&name.name) => {
                 Ty::Param(name.name.clone())

@@ -357,6 +357,7 @@ fn mentions(e: &Expr, name: &str) -> bool {
         | ExprKind::NewArray { .. }
         | ExprKind::Collection { .. }
         | ExprKind::MapLit { .. } => false,
+        ExprKind::Tuple { first, second, .. } => m(first) || m(second),
         ExprKind::Scaled { amount, pred } => m(amount) || m(pred),
         ExprKind::Unary { operand, .. } => m(operand),
         ExprKind::Binary { lhs, rhs, .. } => m(lhs) || m(rhs),

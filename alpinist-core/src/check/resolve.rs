@@ -168,7 +168,7 @@ impl<'a> Checker<'a> {
             TypeKind::Seq(e) | TypeKind::Set(e) | TypeKind::Bag(e) | TypeKind::Option(e) => {
                 self.check_type_sizes(e)
             }
-            TypeKind::Map(k, v) => {
+            TypeKind::Map(k, v) | TypeKind::Tuple(k, v) => {
                 self.check_type_sizes(k);
                 self.check_type_sizes(v);
             }
@@ -931,7 +931,13 @@ impl<'a> Checker<'a> {
                 "size" => Some(Ty::Int),
                 "keys" => Some(Ty::Set(k.clone())),
                 "values" => Some(Ty::Set(v.clone())),
+                "items" => Some(Ty::Set(Box::new(Ty::Tuple(k.clone(), v.clone())))),
                 "isEmpty" => Some(Ty::Bool),
+                _ => None,
+            },
+            Ty::Tuple(a, b) => match n {
+                "fst" => Some((**a).clone()),
+                "snd" => Some((**b).clone()),
                 _ => None,
             },
             Ty::Option(e) => (n == "get").then(|| (**e).clone()),
@@ -1174,6 +1180,19 @@ impl<'a> Checker<'a> {
                     CollectionKind::Bag => Ty::Bag(t),
                 }
             }
+            ExprKind::Tuple {
+                types,
+                first,
+                second,
+            } => match types.as_deref() {
+                Some((a, b)) => {
+                    let (a, b) = (self.resolve_type(a), self.resolve_type(b));
+                    self.expect(first, &a, "tuple element");
+                    self.expect(second, &b, "tuple element");
+                    Ty::Tuple(Box::new(a), Box::new(b))
+                }
+                None => Ty::Tuple(Box::new(self.expr(first)), Box::new(self.expr(second))),
+            },
             ExprKind::MapLit {
                 key,
                 value,
@@ -1268,6 +1287,10 @@ impl<'a> Checker<'a> {
                 (Ty::Seq(_), Ty::Seq(_)) => join(&a, &b),
                 // `s ++ x` appends one element.
                 (Ty::Seq(el), x) if assignable(el, x) => Some(a.clone()),
+                // `m ++ (k, v)` adds (or replaces) an entry.
+                (Ty::Map(k, v), Ty::Tuple(x, y)) if assignable(k, x) && assignable(v, y) => {
+                    Some(a.clone())
+                }
                 (Ty::Unknown, Ty::Seq(_)) => Some(b.clone()),
                 (Ty::Unknown, _) => Some(Ty::Unknown),
                 _ => None,
@@ -1853,6 +1876,9 @@ impl<'a> Checker<'a> {
             (Ty::Map(k, _), "keys" | "keysMap", 0) => Some(Ty::Set(k.clone())),
             (Ty::Map(_, v), "values" | "valuesMap", 0) => Some(Ty::Set(v.clone())),
             (Ty::Map(..), "size" | "cardMap", 0) => Some(Ty::Int),
+            (Ty::Map(k, v), "items" | "itemsMap", 0) => {
+                Some(Ty::Set(Box::new(Ty::Tuple(k.clone(), v.clone()))))
+            }
             (Ty::Option(el), "get" | "getOption", 0) => Some((**el).clone()),
             (Ty::Option(el), "getOrElse" | "getOrElseOption", 1) => {
                 let el = (**el).clone();

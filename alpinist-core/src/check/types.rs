@@ -23,7 +23,9 @@ pub fn assignable(expected: &Ty, found: &Ty) -> bool {
         }
         // Arrays are mutable and shared: their element types must agree exactly.
         (Array(a), Array(b)) => same_modulo_unknown(a, b),
-        (Map(k1, v1), Map(k2, v2)) => assignable(k1, k2) && assignable(v1, v2),
+        (Map(k1, v1), Map(k2, v2)) | (Tuple(k1, v1), Tuple(k2, v2)) => {
+            assignable(k1, k2) && assignable(v1, v2)
+        }
         _ => false,
     }
 }
@@ -57,6 +59,7 @@ pub fn join(a: &Ty, b: &Ty) -> Option<Ty> {
         (Set(x), Set(y)) => Set(Box::new(join(x, y)?)),
         (Bag(x), Bag(y)) => Bag(Box::new(join(x, y)?)),
         (Option(x), Option(y)) => Option(Box::new(join(x, y)?)),
+        (Tuple(a1, b1), Tuple(a2, b2)) => Tuple(Box::new(join(a1, a2)?), Box::new(join(b1, b2)?)),
         _ if assignable(a, b) => a.clone(),
         _ if assignable(b, a) => b.clone(),
         _ => return None,

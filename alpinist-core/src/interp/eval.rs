@@ -213,9 +213,9 @@ impl<'p> Machine<'p, '_> {
                 }
                 self.new_seq(values, span)
             }
-            ExprKind::Collection { .. } | ExprKind::MapLit { .. } => {
-                Err(InterpError::unsupported("sets, bags and maps", span))
-            }
+            ExprKind::Collection { .. } | ExprKind::MapLit { .. } | ExprKind::Tuple { .. } => Err(
+                InterpError::unsupported("sets, bags, maps and tuples", span),
+            ),
         }
     }
 
@@ -950,6 +950,7 @@ fn children<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
                 out.extend([k, v]);
             }
         }
+        ExprKind::Tuple { first, second, .. } => out.extend([&**first, &**second]),
         ExprKind::Unfolding { pred, body } => out.extend([&**pred, &**body]),
     }
 }

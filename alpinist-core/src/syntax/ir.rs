@@ -165,6 +165,8 @@ pub enum TypeKind {
     Bag(Box<Type>),
     Option(Box<Type>),
     Map(Box<Type>, Box<Type>),
+    /// `tuple<A, B>`: a pair.
+    Tuple(Box<Type>, Box<Type>),
     /// `T[]`, or `T[size]` where the size is informative. `int[M][N]` is
     /// `Array { elem: Array { elem: int, size: N }, size: M }` (M rows of N).
     Array {
@@ -552,6 +554,12 @@ pub enum ExprKind {
         elem: Option<Type>,
         elems: Vec<Expr>,
     },
+    /// `tuple<A,B>{a, b}`, or `(a, b)` (no types written: the elements' own).
+    Tuple {
+        types: Option<Box<(Type, Type)>>,
+        first: Box<Expr>,
+        second: Box<Expr>,
+    },
     /// `map<K,V>{k -> v, ...}`
     MapLit {
         key: Type,
@@ -700,6 +708,10 @@ macro_rules! for_each_child {
                     $f(k);
                     $f(v);
                 }
+            }
+            ExprKind::Tuple { first, second, .. } => {
+                $f(first);
+                $f(second);
             }
             ExprKind::Let { value, body, .. } => {
                 $f(value);

@@ -402,6 +402,8 @@ const EXPRESSION_START_TOKENS: &[&str] = &[
     "\\sum",
     "\\let",
     "{:",
+    "{",
+    "tuple",
     "bag",
     "set",
     "seq",
@@ -513,6 +515,10 @@ fn rule_in_words(rule: Rule) -> Option<String> {
         | Rule::trigger
         | Rule::collection
         | Rule::map_lit
+        | Rule::set_list
+        | Rule::set_empty
+        | Rule::pair
+        | Rule::tuple_lit
         | Rule::op_not
         | Rule::op_neg => Some("an expression".into()),
         Rule::clause => Some("a contract clause".into()),
@@ -826,6 +832,7 @@ fn is_keyword(rule: Rule) -> bool {
             | w_bag
             | w_option
             | w_map
+            | w_tuple
             | w_sequential
     )
 }
@@ -1231,6 +1238,11 @@ impl Builder {
                 let k = boxed("a key type")?;
                 let v = boxed("a value type")?;
                 TypeKind::Map(k, v)
+            }
+            Rule::t_tuple => {
+                let first = boxed("a first type")?;
+                let second = boxed("a second type")?;
+                TypeKind::Tuple(first, second)
             }
             Rule::t_class => {
                 let name = pair
@@ -1811,7 +1823,8 @@ impl Builder {
             sub = sub.max(b.depth);
             b.expr
         };
-        let kind = match pair.as_rule() {
+        let rule = pair.as_rule();
+        let kind = match rule {
             Rule::paren => {
                 // Parentheses are not in the IR, but they do silence the W0101 check.
                 let mut b = self.expr_built(kids.next("an expression")?)?;
@@ -1934,23 +1947,47 @@ impl Builder {
                     .collect::<Res<Vec<_>>>()?;
                 ExprKind::Collection { kind, elem, elems }
             }
-            Rule::seq_list => {
+            Rule::seq_list | Rule::set_list => {
                 let elems = kids
                     .rest()
                     .map(|p| Ok(sub_expr(self.expr_built(p)?)))
                     .collect::<Res<Vec<_>>>()?;
                 ExprKind::Collection {
-                    kind: CollectionKind::Seq,
+                    kind: if rule == Rule::seq_list {
+                        CollectionKind::Seq
+                    } else {
+                        CollectionKind::Set
+                    },
                     elem: None,
                     elems,
                 }
             }
-            Rule::seq_empty => {
+            Rule::seq_empty | Rule::set_empty => {
                 let elem = Some(self.ty(kids.next("an element type")?)?);
                 ExprKind::Collection {
-                    kind: CollectionKind::Seq,
+                    kind: if rule == Rule::seq_empty {
+                        CollectionKind::Seq
+                    } else {
+                        CollectionKind::Set
+                    },
                     elem,
                     elems: Vec::new(),
+                }
+            }
+            Rule::tuple_lit | Rule::pair => {
+                let types = if rule == Rule::tuple_lit {
+                    let first = self.ty(kids.next("a first type")?)?;
+                    let second = self.ty(kids.next("a second type")?)?;
+                    Some(Box::new((first, second)))
+                } else {
+                    None
+                };
+                let first = sub_expr(self.expr_built(kids.next("a first element")?)?);
+                let second = sub_expr(self.expr_built(kids.next("a second element")?)?);
+                ExprKind::Tuple {
+                    types,
+                    first: Box::new(first),
+                    second: Box::new(second),
                 }
             }
             Rule::map_lit => {

@@ -428,11 +428,17 @@ fn write_expr_bare(out: &mut String, expr: &Expr) {
             out.push(')');
         }
         ExprKind::Collection {
-            elem: None, elems, ..
+            kind,
+            elem: None,
+            elems,
         } => {
-            out.push('[');
+            let (open, close) = match kind {
+                CollectionKind::Set => ('{', '}'),
+                _ => ('[', ']'),
+            };
+            out.push(open);
             write_list(out, elems);
-            out.push(']');
+            out.push(close);
         }
         ExprKind::Collection {
             kind,
@@ -448,6 +454,26 @@ fn write_expr_bare(out: &mut String, expr: &Expr) {
             out.push_str(">{");
             write_list(out, elems);
             out.push('}');
+        }
+        ExprKind::Tuple {
+            types,
+            first,
+            second,
+        } => {
+            match types.as_deref() {
+                Some((a, b)) => {
+                    out.push_str("tuple<");
+                    write_type(out, a);
+                    out.push(',');
+                    write_type(out, b);
+                    out.push_str(">{");
+                }
+                None => out.push('('),
+            }
+            write_expr(out, first, LOOSEST);
+            out.push_str(", ");
+            write_expr(out, second, LOOSEST);
+            out.push(if types.is_some() { '}' } else { ')' });
         }
         ExprKind::MapLit {
             key,
@@ -537,8 +563,12 @@ fn write_type(out: &mut String, ty: &Type) {
         TypeKind::Set(elem) => write_generic(out, "set", elem),
         TypeKind::Bag(elem) => write_generic(out, "bag", elem),
         TypeKind::Option(elem) => write_generic(out, "option", elem),
-        TypeKind::Map(key, value) => {
-            out.push_str("map<");
+        TypeKind::Map(key, value) | TypeKind::Tuple(key, value) => {
+            out.push_str(if matches!(ty.kind, TypeKind::Map(..)) {
+                "map<"
+            } else {
+                "tuple<"
+            });
             write_type(out, key);
             out.push(',');
             write_type(out, value);

@@ -2451,6 +2451,8 @@ fn coerce(world: &World, v: Value, ty: &Ty, span: Span) -> Result<Value, EncodeE
         | (Term::Seq(_), Ty::Seq(_) | Ty::Option(_))
         | (Term::Set(_), Ty::Set(_))
         | (Term::Map(_), Ty::Map(..))
+        | (Term::Bag(_), Ty::Bag(_))
+        | (Term::Tuple(_), Ty::Tuple(..))
         | (Term::Ref(_), Ty::Array(_) | Ty::Object(_) | Ty::Null) => Ok(Value {
             term: v.term,
             ty: if v.ty == Ty::Null { ty.clone() } else { v.ty },
@@ -2491,9 +2493,12 @@ fn declare_functions(
             continue;
         };
         // Axioms quantify over a parameter's whole sort, and a map's sort holds non-maps (an
-        // entry of two values): a fact true of every map need not hold there. Its calls are
-        // refused.
-        if params.iter().any(|(_, t)| matches!(t, Ty::Map(..))) {
+        // entry of two values), a bag's negative multiplicities: a fact true of every map or
+        // bag need not hold there. Its calls are refused.
+        if params
+            .iter()
+            .any(|(_, t)| matches!(t, Ty::Map(..) | Ty::Bag(_)))
+        {
             continue;
         }
         // A precondition that holds permissions or a predicate instance: the function reads

@@ -35,7 +35,7 @@ use super::inline;
 use super::int32;
 use super::obligation::{Check, ObligationKind};
 use super::one_point;
-use super::program::{ty_of, ProgramInfo, Routine};
+use super::program::{element, ty_of, ProgramInfo, Routine};
 use super::state::{
     real, seq_extract, value_of, Heap, MapTerm, Mask, Snapshot, Store, Term, Ty, Value, World,
 };
@@ -794,7 +794,28 @@ impl<'a> Eval<'a> {
                 }
             }
             ExprKind::Update { base, index, value } => {
-                let (s, ty) = self.seq(base)?;
+                let b = self.value(base)?;
+                if let Term::Map(m) = &b.term {
+                    // `m[k -> v]`: the entry added (or replaced).
+                    let k = self.value(index)?.term.as_dynamic();
+                    let v = self.value(value)?.term.as_dynamic();
+                    return Ok(Value {
+                        term: Term::Map(MapTerm {
+                            entries: m.entries.store(&k, &Seq::unit(&v)),
+                            keys: m.keys.add(&k),
+                        }),
+                        ty: b.ty,
+                    });
+                }
+                let (s, ty) = match b.term {
+                    Term::Seq(s) => (s, b.ty),
+                    _ => {
+                        return Err(unsupported(
+                            "an update of something other than a sequence or a map",
+                            base.span,
+                        ))
+                    }
+                };
                 let i = self.int(index)?;
                 let v = self.value(value)?;
                 let len = s.length();
@@ -829,21 +850,20 @@ impl<'a> Eval<'a> {
                     ty,
                 }
             }
-            ExprKind::Collection {
-                kind: kind @ (CollectionKind::Seq | CollectionKind::Set),
-                elem,
-                elems,
-            } => {
+            ExprKind::Collection { kind, elem, elems } => {
                 let values = elems
                     .iter()
                     .map(|x| self.value(x))
                     .collect::<Result<Vec<_>, _>>()?;
                 if let Some(v) = values
                     .iter()
-                    .find(|v| matches!(v.ty, Ty::Option(_) | Ty::Set(_)))
+                    .find(|v| matches!(v.ty, Ty::Option(_) | Ty::Set(_) | Ty::Map(..) | Ty::Bag(_)))
                 {
                     return Err(unsupported(
-                        format!("a collection of options or sets ({:?} elements)", v.ty),
+                        format!(
+                            "a collection of options, sets, bags or maps ({:?} elements)",
+                            v.ty
+                        ),
                         span,
                     ));
                 }
@@ -870,11 +890,41 @@ impl<'a> Eval<'a> {
                         term: Term::Seq(term),
                         ty: Ty::Seq(Box::new(elem_ty)),
                     }
-                } else {
+                } else if *kind == CollectionKind::Set {
                     Value {
                         term: Term::Set(elems.fold(Set::empty(&sort), |set, x| set.add(&x))),
                         ty: Ty::Set(Box::new(elem_ty)),
                     }
+                } else {
+                    // Each occurrence adds one to its element's multiplicity.
+                    let empty = Array::const_array(&sort, &Int::from_i64(0));
+                    let bag = elems.fold(empty, |bag, x| {
+                        let n = bag.select(&x).as_int().expect("a multiplicity");
+                        bag.store(&x, &Int::add(&[n, Int::from_i64(1)]))
+                    });
+                    Value {
+                        term: Term::Bag(bag),
+                        ty: Ty::Bag(Box::new(elem_ty)),
+                    }
+                }
+            }
+            ExprKind::Tuple {
+                types,
+                first,
+                second,
+            } => {
+                let (a, b) = (self.value(first)?, self.value(second)?);
+                let (ta, tb) = match types.as_deref() {
+                    Some((x, y)) => (ty_of(x)?, ty_of(y)?),
+                    None => (a.ty.clone(), b.ty.clone()),
+                };
+                let (ta, tb) = (element(ta, "tuples", span)?, element(tb, "tuples", span)?);
+                let sort = self.decls.world.tuple_sort(&ta, &tb);
+                let make = &sort.variants[0].constructor;
+                let (a, b) = (a.term.as_dynamic(), b.term.as_dynamic());
+                Value {
+                    term: Term::Tuple(make.apply(&[&a as &dyn Ast, &b as &dyn Ast])),
+                    ty: Ty::Tuple(Box::new(ta), Box::new(tb)),
                 }
             }
             ExprKind::MapLit {
@@ -882,7 +932,10 @@ impl<'a> Eval<'a> {
                 value,
                 entries,
             } => {
-                let ty = map_ty(ty_of(key)?, ty_of(value)?, span)?;
+                let ty = Ty::Map(
+                    Box::new(element(ty_of(key)?, "maps", span)?),
+                    Box::new(element(ty_of(value)?, "maps", span)?),
+                );
                 let mut map = self.empty_map(&ty);
                 // Entries in order: a later entry for the same key replaces an earlier one.
                 for (k, v) in entries {
@@ -897,9 +950,6 @@ impl<'a> Eval<'a> {
                     term: Term::Map(map),
                     ty,
                 }
-            }
-            ExprKind::Collection { .. } => {
-                return Err(unsupported("bag values (not encoded yet)", span))
             }
             ExprKind::New { .. } | ExprKind::NewArray { .. } => {
                 return Err(unsupported("allocation inside an expression", span))
@@ -998,6 +1048,19 @@ impl<'a> Eval<'a> {
                         }),
                         ty: a.ty,
                     },
+                    // Sum, truncated difference and minimum of the multiplicities.
+                    (Term::Bag(x), Term::Bag(y)) => Value {
+                        term: Term::Bag(pointwise(&x, &y, |m, n| match op {
+                            Add => Int::add(&[m, n]),
+                            Sub => {
+                                let d = Int::sub(&[m, n]);
+                                let zero = Int::from_i64(0);
+                                d.ge(&zero).ite(&d, &zero)
+                            }
+                            _ => m.le(&n).ite(&m, &n),
+                        })),
+                        ty: a.ty,
+                    },
                     (Term::Int(x), Term::Int(y)) => {
                         let r = match op {
                             Add => Int::add(&[x, y]),
@@ -1087,6 +1150,26 @@ impl<'a> Eval<'a> {
                             _ => subset,
                         }
                     }
+                    // Sub-bag: no element more often.
+                    (Term::Bag(x), Term::Bag(y)) => {
+                        let (small, big) = if matches!(op, Lt | Le) {
+                            (x, y)
+                        } else {
+                            (y, x)
+                        };
+                        let sort = small.get_sort().array_domain().expect("a bag sort");
+                        let e = Dynamic::fresh_const("elem", &sort);
+                        let count = |b: &Array| b.select(&e).as_int().expect("a multiplicity");
+                        let within = ast::forall_const(
+                            &[&e as &dyn Ast],
+                            &[],
+                            &count(&small).le(count(&big)),
+                        );
+                        match op {
+                            Lt | Gt => Bool::and(&[within, small.eq(&big).not()]),
+                            _ => within,
+                        }
+                    }
                     (x, y) => {
                         let x = to_real(Value { term: x, ty: a.ty }, lhs.span)?;
                         let y = to_real(Value { term: y, ty: b.ty }, rhs.span)?;
@@ -1124,6 +1207,8 @@ impl<'a> Eval<'a> {
                     (Term::Seq(x), Term::Seq(y)) => x.eq(y),
                     (Term::Set(x), Term::Set(y)) => x.eq(y),
                     (Term::Map(x), Term::Map(y)) => x.entries.eq(&y.entries),
+                    (Term::Bag(x), Term::Bag(y)) => x.eq(y),
+                    (Term::Tuple(x), Term::Tuple(y)) => x.eq(y),
                     _ => return Err(ill_sorted("equal sorts", &b.ty, span)),
                 };
                 Value::bool(if op == Eq { eq } else { eq.not() })
@@ -1152,21 +1237,51 @@ impl<'a> Eval<'a> {
                 match self.value(rhs)?.term {
                     Term::Set(s) => Value::bool(s.member(&x)),
                     Term::Seq(s) => Value::bool(s.contains(Seq::unit(&x))),
+                    // A key of the map; a bag gives the multiplicity.
+                    Term::Map(m) => Value::bool(m.keys.member(&x)),
+                    Term::Bag(b) => Value::int(b.select(&x).as_int().expect("a multiplicity")),
                     _ => {
                         return Err(unsupported(
-                            "`in` on something other than a sequence or a set (for a map, \
-                             write `k in m.keys`; bags are not encoded yet)",
+                            "`in` on something other than a sequence, a set, a bag or a map",
                             rhs.span,
                         ))
                     }
                 }
             }
             Concat => {
-                let (a, ty) = self.seq(lhs)?;
-                let (b, _) = self.seq(rhs)?;
-                Value {
-                    term: Term::Seq(Seq::concat(&[a, b])),
-                    ty,
+                let a = self.value(lhs)?;
+                let b = self.value(rhs)?;
+                match (&a.term, &b.term, &a.ty) {
+                    (Term::Seq(x), Term::Seq(y), Ty::Seq(_)) if matches!(b.ty, Ty::Seq(_)) => {
+                        Value {
+                            term: Term::Seq(Seq::concat(&[x, y])),
+                            ty: a.ty,
+                        }
+                    }
+                    // `s ++ x`: `x` appended.
+                    (Term::Seq(x), _, Ty::Seq(_)) => Value {
+                        term: Term::Seq(Seq::concat(&[x.clone(), Seq::unit(&b.term.as_dynamic())])),
+                        ty: a.ty,
+                    },
+                    // `m ++ (k, v)`: the entry added (or replaced).
+                    (Term::Map(m), Term::Tuple(t), _) => {
+                        let (k, v) = self.tuple_parts(t, &b.ty, rhs.span)?;
+                        Value {
+                            term: Term::Map(MapTerm {
+                                entries: m
+                                    .entries
+                                    .store(&k.term.as_dynamic(), &Seq::unit(&v.term.as_dynamic())),
+                                keys: m.keys.add(&k.term.as_dynamic()),
+                            }),
+                            ty: a.ty,
+                        }
+                    }
+                    _ => {
+                        return Err(unsupported(
+                            "`++` on something other than sequences (or a map and a pair)",
+                            span,
+                        ))
+                    }
                 }
             }
             Cons => {
@@ -1276,8 +1391,10 @@ impl<'a> Eval<'a> {
         let mut finite: Vec<Bool> = Vec::new();
         for b in &q.binders {
             let ty = ty_of(&b.ty)?;
-            // Options and maps are normalised terms over fresh constants, not one constant.
-            if b.range.is_some() || matches!(ty, Ty::Perm | Ty::Option(_) | Ty::Map(..)) {
+            // Options, maps and bags are normalised terms over fresh constants, not one constant.
+            if b.range.is_some()
+                || matches!(ty, Ty::Perm | Ty::Option(_) | Ty::Map(..) | Ty::Bag(_))
+            {
                 return Err(unsupported(
                     "a quantifier over a binder of this type (binders may be integers, \
                      booleans, references, sequences and sets; ranges `a .. b` only for \
@@ -1535,20 +1652,6 @@ impl<'a> Eval<'a> {
     ) -> Result<Value, EncodeError> {
         let b = self.value(base)?;
         match &b.term {
-            Term::Seq(s) if matches!(b.ty, Ty::Option(_)) => {
-                self.option_member(s, &b.ty, name, None, span)
-            }
-            Term::Seq(s) => self.seq_member(s, &b.ty, name, span),
-            Term::Set(s) if name == "isEmpty" => {
-                let Ty::Set(elem) = &b.ty else {
-                    return Err(ill_sorted("a set", &b.ty, span));
-                };
-                let empty = Set::empty(&self.decls.world.sort_of(elem));
-                Ok(Value::bool(s.eq(&empty)))
-            }
-            Term::Set(s) if name == "size" => Ok(Value::int(self.set_size(s))),
-            Term::Set(_) => Err(unsupported(format!("the set member `{name}`"), span)),
-            Term::Map(m) => self.map_member(m, &b.ty, name, &[], span),
             Term::Ref(r) if name == "length" && matches!(b.ty, Ty::Array(_)) => {
                 let w = self.decls.world;
                 self.require(
@@ -1558,7 +1661,44 @@ impl<'a> Eval<'a> {
                 );
                 Ok(Value::int(w.len_of(r)))
             }
-            _ => self.read_at(e, Some(b), span),
+            Term::Ref(_) => self.read_at(e, Some(b), span),
+            _ => self.value_member(&b, name, span),
+        }
+    }
+
+    /// A member of a value (not a heap location): of an option, a sequence, a set, a bag, a
+    /// map or a tuple; also what the 1.x calls `isEmpty(s)`, `head(s)`, `tail(s)` read.
+    fn value_member(&mut self, b: &Value, name: &str, span: Span) -> Result<Value, EncodeError> {
+        match &b.term {
+            Term::Seq(s) if matches!(b.ty, Ty::Option(_)) => {
+                self.option_member(s, &b.ty, name, None, span)
+            }
+            Term::Seq(s) => self.seq_member(s, &b.ty, name, span),
+            Term::Set(s) if name == "isEmpty" => {
+                let sort = s.get_sort().array_domain().expect("a set sort");
+                Ok(Value::bool(s.eq(Set::empty(&sort))))
+            }
+            Term::Set(s) if name == "size" => Ok(Value::int(self.set_size(s))),
+            Term::Set(_) => Err(unsupported(format!("the set member `{name}`"), span)),
+            Term::Bag(b) if name == "isEmpty" => {
+                let sort = b.get_sort().array_domain().expect("a bag sort");
+                Ok(Value::bool(
+                    b.eq(Array::const_array(&sort, &Int::from_i64(0))),
+                ))
+            }
+            Term::Bag(_) => Err(unsupported(
+                format!("the bag member `{name}` (the size of a bag is not encoded yet)"),
+                span,
+            )),
+            Term::Map(m) => self.map_member(m, &b.ty, name, &[], span),
+            Term::Tuple(t) if name == "fst" || name == "snd" => {
+                let (x, y) = self.tuple_parts(t, &b.ty, span)?;
+                Ok(if name == "fst" { x } else { y })
+            }
+            _ => Err(unsupported(
+                format!("the member `{name}` of a value of this type"),
+                span,
+            )),
         }
     }
 
@@ -1789,12 +1929,33 @@ impl<'a> Eval<'a> {
                     Set::intersect(&[&m.keys, &o.keys]).eq(Set::empty(&key_sort))
                 }))
             }
-            ("items", []) => Err(unsupported(
-                "the items of a map (tuples are not encoded yet)",
-                span,
-            )),
+            ("items", []) => {
+                // `(k, v)` is an item iff `k` is a key and `v` its value.
+                let item_ty = Ty::Tuple(key_ty.clone(), value_ty.clone());
+                let sort = w.tuple_sort(key_ty, value_ty);
+                let t = Dynamic::fresh_const("item", &sort.sort);
+                let (k, v) = self.tuple_parts(&t, &item_ty, span)?;
+                let (k, v) = (k.term.as_dynamic(), v.term.as_dynamic());
+                let entry = m.entries.select(&k).as_seq().expect("a map entry");
+                let holds = Bool::and(&[m.keys.member(&k), entry.eq(Seq::unit(&v))]);
+                let items = ast::lambda_const(&[&t as &dyn Ast], &Dynamic::from_ast(&holds));
+                Ok(Value {
+                    term: Term::Set(Dynamic::from_ast(&items).as_set().expect("a set")),
+                    ty: Ty::Set(Box::new(item_ty)),
+                })
+            }
             _ => Err(unsupported(format!("the map member `{name}`"), span)),
         }
+    }
+
+    /// The two elements of the tuple `t` of type `ty`.
+    fn tuple_parts(&self, t: &Dynamic, ty: &Ty, span: Span) -> Result<(Value, Value), EncodeError> {
+        let Ty::Tuple(a, b) = ty else {
+            return Err(ill_sorted("a tuple", ty, span));
+        };
+        let sort = self.decls.world.tuple_sort(a, b);
+        let part = |k: usize| sort.variants[0].accessors[k].apply(&[t as &dyn Ast]);
+        Ok((value_of(a, part(0)), value_of(b, part(1))))
     }
 
     /// `m[k]`, with `k` checked to be a key of `m`.
@@ -1950,8 +2111,7 @@ impl<'a> Eval<'a> {
         match v.term {
             Term::Seq(s) => Ok((s, v.ty)),
             _ => Err(unsupported(
-                "this operation on something other than a sequence (the size of a set, and \
-                 bags, are not encoded yet)",
+                "this operation on something other than a sequence",
                 e.span,
             )),
         }
@@ -2027,8 +2187,8 @@ impl<'a> Eval<'a> {
             && args.len() == 1
             && receiver.is_none()
         {
-            let (seq, ty) = self.seq(&args[0])?;
-            return self.seq_member(&seq, &ty, name, span);
+            let v = self.value(&args[0])?;
+            return self.value_member(&v, name, span);
         }
         if !functions.contains_key(name) && name == "perm" && args.len() == 1 && receiver.is_none()
         {
@@ -2672,6 +2832,8 @@ pub fn unify(world: &World, a: Value, b: Value, span: Span) -> Result<(Value, Va
         | (Term::Ref(_), Term::Ref(_))
         | (Term::Seq(_), Term::Seq(_))
         | (Term::Set(_), Term::Set(_))
+        | (Term::Bag(_), Term::Bag(_))
+        | (Term::Tuple(_), Term::Tuple(_))
         | (Term::Map(_), Term::Map(_)) => Ok((a, b)),
         _ => Err(ill_sorted("equal sorts", &b.ty, span)),
     }
@@ -2695,20 +2857,6 @@ fn compare_real(op: BinaryOp, x: &Real, y: &Real) -> Bool {
     }
 }
 
-/// `map<key, value>` with keys and values as set elements may be (int, boolean, references).
-pub(super) fn map_ty(key: Ty, value: Ty, span: Span) -> Result<Ty, EncodeError> {
-    let element = |t: &Ty| matches!(t, Ty::Int | Ty::Bool | Ty::Array(_) | Ty::Object(_));
-    if element(&key) && element(&value) {
-        Ok(Ty::Map(Box::new(key), Box::new(value)))
-    } else {
-        Err(unsupported(
-            "maps of these key or value types (keys and values may be int, boolean or \
-             references)",
-            span,
-        ))
-    }
-}
-
 /// The uninterpreted `card` and `fin` of sets of sort `sort` (one pair per sort: Z3 names a
 /// function by its name and signature).
 fn set_size_functions(sort: &z3::Sort) -> (FuncDecl, FuncDecl) {
@@ -2723,4 +2871,13 @@ fn set_size_functions(sort: &z3::Sort) -> (FuncDecl, FuncDecl) {
 pub(super) fn finite_set(s: &Set) -> Bool {
     let (_, fin) = set_size_functions(&s.get_sort());
     fin.apply(&[s as &dyn Ast]).as_bool().expect("a boolean")
+}
+
+/// The bag `x ↦ f(a[x], b[x])`.
+fn pointwise(a: &Array, b: &Array, f: impl Fn(Int, Int) -> Int) -> Array {
+    let sort = a.get_sort().array_domain().expect("a bag sort");
+    let x = Dynamic::fresh_const("elem", &sort);
+    let count = |c: &Array| c.select(&x).as_int().expect("a multiplicity");
+    let r = f(count(a), count(b));
+    ast::lambda_const(&[&x as &dyn Ast], &Dynamic::from_ast(&r))
 }

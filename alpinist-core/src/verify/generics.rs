@@ -194,7 +194,7 @@ fn substitute(t: &mut Type, map: &HashMap<String, Type>) {
         TypeKind::Seq(e) | TypeKind::Set(e) | TypeKind::Bag(e) | TypeKind::Option(e) => {
             substitute(e, map)
         }
-        TypeKind::Map(k, v) => {
+        TypeKind::Map(k, v) | TypeKind::Tuple(k, v) => {
             substitute(k, map);
             substitute(v, map);
         }

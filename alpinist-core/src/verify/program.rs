@@ -158,9 +158,9 @@ impl<'p> ProgramInfo<'p> {
             |info: &mut ProgramInfo<'p>, class: Option<&'p str>, m: &'p Member| match &m.kind {
                 MemberKind::Field(f) => {
                     // A set-typed field is not registered: its uses are refused (`Ty::Set`).
-                    let ty = ty_of(&f.ty)
-                        .ok()
-                        .filter(|t| !matches!(t, Ty::Set(_) | Ty::Map(..)));
+                    let ty = ty_of(&f.ty).ok().filter(|t| {
+                        !matches!(t, Ty::Set(_) | Ty::Map(..) | Ty::Bag(_) | Ty::Tuple(..))
+                    });
                     if let (Some(class), Some(ty)) = (class, ty) {
                         info.fields.insert(
                             (class.to_string(), f.name.name.clone()),
@@ -482,6 +482,20 @@ fn ambiguous_names(order: &[Routine<'_>]) -> BTreeMap<String, String> {
     }
 }
 
+/// `t` where it may be an element of `what` (sets, bags, maps, tuples), else unsupported.
+pub fn element(t: Ty, what: &str, span: Span) -> Result<Ty, EncodeError> {
+    if t.is_element() {
+        Ok(t)
+    } else {
+        Err(EncodeError::Unsupported {
+            what: format!(
+                "{what} of this element type (elements may be int, boolean or references)"
+            ),
+            span,
+        })
+    }
+}
+
 /// The checker type of a PVL type, or an "unsupported" error.
 pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
     Ok(match &ty.kind {
@@ -499,17 +513,18 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
         },
         TypeKind::Class(c) => Ty::Object(c.name.clone()),
         TypeKind::Set(elem) => match ty_of(elem)? {
-            e @ (Ty::Int | Ty::Bool | Ty::Array(_) | Ty::Object(_)) => Ty::Set(Box::new(e)),
-            _ => {
-                return Err(EncodeError::Unsupported {
-                    what: "sets of this element type (elements may be int, boolean or \
-                           references)"
-                        .into(),
-                    span: ty.span,
-                })
-            }
+            e @ Ty::Tuple(..) => Ty::Set(Box::new(e)),
+            e => Ty::Set(Box::new(element(e, "sets", ty.span)?)),
         },
-        TypeKind::Map(key, value) => super::expr::map_ty(ty_of(key)?, ty_of(value)?, ty.span)?,
+        TypeKind::Bag(elem) => Ty::Bag(Box::new(element(ty_of(elem)?, "bags", ty.span)?)),
+        TypeKind::Map(key, value) => Ty::Map(
+            Box::new(element(ty_of(key)?, "maps", ty.span)?),
+            Box::new(element(ty_of(value)?, "maps", ty.span)?),
+        ),
+        TypeKind::Tuple(a, b) => Ty::Tuple(
+            Box::new(element(ty_of(a)?, "tuples", ty.span)?),
+            Box::new(element(ty_of(b)?, "tuples", ty.span)?),
+        ),
         TypeKind::Option(elem) => match ty_of(&Type {
             kind: TypeKind::Seq(elem.clone()),
             span: ty.span,
@@ -534,9 +549,9 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
             }
             Ty::Seq(Box::new(elem_ty))
         }
-        TypeKind::Void | TypeKind::Resource | TypeKind::Bag(_) => {
+        TypeKind::Void | TypeKind::Resource => {
             return Err(EncodeError::Unsupported {
-                what: "values of this type (bags and resources are not encoded yet)".into(),
+                what: "values of this type (resources are not encoded yet)".into(),
                 span: ty.span,
             })
         }

@@ -312,7 +312,12 @@ pub fn model_value(model: &z3::Model, term: &Term) -> Option<String> {
             Some(v) => unparen_negative(&v.to_string()),
             None => "?".to_string(),
         },
-        Term::Ref(_) | Term::Seq(_) | Term::Set(_) | Term::Map(_) => return None,
+        Term::Ref(_)
+        | Term::Seq(_)
+        | Term::Set(_)
+        | Term::Map(_)
+        | Term::Bag(_)
+        | Term::Tuple(_) => return None,
     })
 }
 

@@ -45,9 +45,20 @@ pub enum Ty {
     /// map term is built with options of length ≤ 1 (literals, updates and fresh values through
     /// [`World::fresh`]), so equal maps are equal terms. Never in the heap, as sets.
     Map(Box<Ty>, Box<Ty>),
+    /// `tuple<A, B>`, A and B as set elements are: a Z3 datatype with one constructor
+    /// ([`World::tuple_sort`]). Never in the heap, as sets.
+    Tuple(Box<Ty>, Box<Ty>),
+    /// `bag<T>`, T as for set elements: a Z3 array from elements to their multiplicity (never
+    /// negative: fresh bags are normalised). Never in the heap, as sets.
+    Bag(Box<Ty>),
 }
 
 impl Ty {
+    /// May this be an element of a set or a bag, a key or value of a map, a part of a tuple?
+    pub fn is_element(&self) -> bool {
+        matches!(self, Ty::Int | Ty::Bool | Ty::Array(_) | Ty::Object(_))
+    }
+
     pub fn is_ref(&self) -> bool {
         matches!(self, Ty::Array(_) | Ty::Object(_) | Ty::Null)
     }
@@ -61,7 +72,7 @@ impl Ty {
             Ty::Array(_) | Ty::Object(_) | Ty::Null => HeapKind::Ref,
             Ty::Option(e) => Ty::Seq(e.clone()).heap_kind(),
             // Never stored (see `Ty::Set`); `World::heap_kind` refuses sets and maps.
-            Ty::Set(_) | Ty::Map(..) => HeapKind::SeqSeqRef,
+            Ty::Set(_) | Ty::Map(..) | Ty::Bag(_) | Ty::Tuple(..) => HeapKind::SeqSeqRef,
             Ty::Seq(e) => match &**e {
                 Ty::Bool => HeapKind::SeqBool,
                 e if e.is_ref() => HeapKind::SeqRef,
@@ -87,6 +98,9 @@ pub enum Term {
     Seq(Seq),
     Set(Set),
     Map(MapTerm),
+    Bag(Array),
+    /// A value of a tuple datatype.
+    Tuple(Dynamic),
 }
 
 /// A map's term: its entries (key to option of value) and, built alongside, the set of its keys
@@ -123,6 +137,8 @@ impl Term {
             Term::Seq(t) => Dynamic::from_ast(t),
             Term::Set(t) => Dynamic::from_ast(t),
             Term::Map(t) => Dynamic::from_ast(&t.entries),
+            Term::Bag(t) => Dynamic::from_ast(t),
+            Term::Tuple(t) => t.clone(),
         }
     }
 
@@ -134,6 +150,8 @@ impl Term {
             (Term::Real(x), Term::Real(y)) => Term::Real(cond.ite(x, y)),
             (Term::Seq(x), Term::Seq(y)) => Term::Seq(cond.ite(x, y)),
             (Term::Set(x), Term::Set(y)) => Term::Set(cond.ite(x, y)),
+            (Term::Bag(x), Term::Bag(y)) => Term::Bag(cond.ite(x, y)),
+            (Term::Tuple(x), Term::Tuple(y)) => Term::Tuple(cond.ite(x, y)),
             (Term::Map(x), Term::Map(y)) => Term::Map(MapTerm {
                 entries: cond.ite(&x.entries, &y.entries),
                 keys: cond.ite(&x.keys, &y.keys),
@@ -457,6 +475,9 @@ pub struct World {
     /// Per sequence sort indexed so far (by name): its indexing function and axioms
     /// ([`World::seq_at`]).
     sequence_indexing: std::cell::RefCell<Vec<SequenceIndexing>>,
+    /// The datatype of each tuple type used so far (one per pair of element types: two
+    /// datatypes of the same name would be two sorts).
+    tuple_sorts: std::cell::RefCell<Vec<(Ty, Ty, std::rc::Rc<z3::DatatypeSort>)>>,
 }
 
 /// The indexing function of one sequence sort and its axioms ([`World::seq_at`]).
@@ -526,7 +547,36 @@ impl World {
             sum_axioms: std::cell::OnceCell::new(),
             matrices: std::cell::RefCell::new(Vec::new()),
             predicates: std::cell::RefCell::new(Vec::new()),
+            tuple_sorts: std::cell::RefCell::new(Vec::new()),
         }
+    }
+
+    /// The datatype of `tuple<a, b>`: one constructor `tuple`, accessors `fst` and `snd`.
+    pub fn tuple_sort(&self, a: &Ty, b: &Ty) -> std::rc::Rc<z3::DatatypeSort> {
+        if let Some((_, _, s)) = self
+            .tuple_sorts
+            .borrow()
+            .iter()
+            .find(|(x, y, _)| x == a && y == b)
+        {
+            return s.clone();
+        }
+        let name = format!("tuple<{a:?},{b:?}>");
+        let sort = std::rc::Rc::new(
+            z3::DatatypeBuilder::new(name)
+                .variant(
+                    "tuple",
+                    vec![
+                        ("fst", z3::DatatypeAccessor::Sort(self.sort_of(a))),
+                        ("snd", z3::DatatypeAccessor::Sort(self.sort_of(b))),
+                    ],
+                )
+                .finish(),
+        );
+        self.tuple_sorts
+            .borrow_mut()
+            .push((a.clone(), b.clone(), sort.clone()));
+        sort
     }
 
     /// The definition of [`World::sum`], by recursion on the range peeled at either end:
@@ -682,9 +732,9 @@ impl World {
     /// The heap kind of locations holding `ty`, or unsupported where heaps lack it (an array
     /// of sequences of references or of sequences; fields of any kind are always present).
     pub fn heap_kind(&self, ty: &Ty, span: Span) -> Result<HeapKind, EncodeError> {
-        if matches!(ty, Ty::Set(_) | Ty::Map(..)) {
+        if matches!(ty, Ty::Set(_) | Ty::Map(..) | Ty::Bag(_) | Ty::Tuple(..)) {
             return Err(EncodeError::Unsupported {
-                what: "sets and maps in the heap (fields and array cells of a set or map type)"
+                what: "sets, bags and maps in the heap (fields and array cells of such a type)"
                     .into(),
                 span,
             });
@@ -727,6 +777,8 @@ impl World {
             Ty::Seq(elem) | Ty::Option(elem) => Z3Sort::seq(&self.sort_of(elem)),
             Ty::Set(elem) => Z3Sort::set(&self.sort_of(elem)),
             Ty::Map(k, v) => Z3Sort::array(&self.sort_of(k), &Z3Sort::seq(&self.sort_of(v))),
+            Ty::Bag(elem) => Z3Sort::array(&self.sort_of(elem), &Z3Sort::int()),
+            Ty::Tuple(a, b) => self.tuple_sort(a, b).sort.clone(),
         }
     }
 
@@ -920,6 +972,10 @@ impl World {
                 term: Term::Seq(Seq::fresh_const(name, &self.sort_of(e))),
                 ty: ty.clone(),
             },
+            Ty::Bag(e) => Value {
+                term: Term::Bag(Array::fresh_const(name, &self.sort_of(e), &Z3Sort::int())),
+                ty: ty.clone(),
+            },
             Ty::Map(k, v) => Value {
                 term: Term::Map(MapTerm::of_entries(Array::fresh_const(
                     name,
@@ -944,6 +1000,20 @@ impl World {
             }
             Ty::Seq(e) => Term::Seq(Seq::fresh_const(name, &self.sort_of(e))),
             Ty::Set(e) => Term::Set(Set::fresh_const(name, &self.sort_of(e))),
+            Ty::Tuple(..) => Term::Tuple(Dynamic::fresh_const(name, &self.sort_of(ty))),
+            // Normalised: `x ↦ max(count[x], 0)`.
+            Ty::Bag(e) => {
+                let elem_sort = self.sort_of(e);
+                let count = Array::fresh_const(name, &elem_sort, &Z3Sort::int());
+                let x = Dynamic::fresh_const(&format!("{name}_elem"), &elem_sort);
+                let n = count.select(&x).as_int().expect("a multiplicity");
+                let zero = Int::from_i64(0);
+                let normal = n.ge(&zero).ite(&n, &zero);
+                Term::Bag(ast::lambda_const(
+                    &[&x as &dyn Ast],
+                    &Dynamic::from_ast(&normal),
+                ))
+            }
             // Normalised as options are: `k ↦ has[k] ? [at[k]] : []` over fresh arrays.
             Ty::Map(k, v) => {
                 let key_sort = self.sort_of(k);
@@ -988,6 +1058,8 @@ pub fn value_of(ty: &Ty, d: Dynamic) -> Value {
         Ty::Seq(_) => Term::Seq(d.as_seq().expect("seq cell")),
         Ty::Set(_) => Term::Set(d.as_set().expect("a set")),
         Ty::Map(..) => Term::Map(MapTerm::of_entries(d.as_array().expect("a map"))),
+        Ty::Bag(_) => Term::Bag(d.as_array().expect("a bag")),
+        Ty::Tuple(..) => Term::Tuple(d),
         // A cell holds any sequence: read as an option, only its first element counts.
         Ty::Option(_) => {
             let s = d.as_seq().expect("option cell");

@@ -579,6 +579,12 @@ impl Expr {
                 f(key);
                 f(value);
             }
+            ExprKind::Tuple {
+                types: Some(types), ..
+            } => {
+                f(&mut types.0);
+                f(&mut types.1);
+            }
             ExprKind::Quantifier(q) => q.binders.iter_mut().for_each(|b| f(&mut b.ty)),
             _ => {}
         }

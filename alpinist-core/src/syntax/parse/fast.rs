@@ -688,6 +688,7 @@ impl<'s> Fast<'s> {
             "zfrac" => TypeKind::ZFrac,
             "rational" => TypeKind::Rational,
             "resource" => TypeKind::Resource,
+            "tuple" if self.at(self.skip_from(after_word)) == b'<' => return bail(),
             "seq" | "set" | "bag" | "option" | "map"
                 if self.at(self.skip_from(after_word)) == b'<' =>
             {
@@ -1630,6 +1631,8 @@ impl<'s> Fast<'s> {
             "unfolding" => return self.unfolding(),
             "seq" | "set" | "bag" if next == b'<' => return self.collection(w),
             "map" if next == b'<' => return self.map_literal(),
+            // Tuples are pest's (`tuple<A, B>{a, b}` would read as comparisons here).
+            "tuple" if next == b'<' => return bail(),
             "Perm" | "PointsTo" | "Value" | "idle" | "running" | "held" | "committed"
                 if next == b'(' =>
             {

@@ -155,6 +155,9 @@ fn sexp(e: &Expr) -> String {
                 .map(|(k, v)| format!(" {}->{}", sexp(k), sexp(v)))
                 .collect::<String>()
         ),
+        ExprKind::Tuple { first, second, .. } => {
+            format!("(tuple {} {})", sexp(first), sexp(second))
+        }
         ExprKind::Trigger(e) => format!("(trigger {})", sexp(e)),
         ExprKind::Scaled { amount, pred } => format!("(scale {} {})", sexp(amount), sexp(pred)),
         ExprKind::Unfolding { pred, body } => {
