@@ -1822,8 +1822,8 @@ impl<'a> Eval<'a> {
 
     /// A map function written as a call: `m.add(k, v)`, `m.remove(k)`, `m.get(k)`,
     /// `m.disjoint(n)`, `m.equals(n)`, and the 1.x `buildMap(m, k, v)`, `getFromMap(m, k)`,
-    /// `keysMap(m)`, ..., `isEmpty(m)`; `None` when the subject is not a map or `name` is none
-    /// of them.
+    /// `keysMap(m)`, ... (1.x `isEmpty(m)` is read by [`Eval::value_member`] with the other
+    /// collections'); `None` when the subject is not a map or `name` is none of them.
     fn map_call(
         &mut self,
         receiver: Option<&Expr>,
@@ -1833,7 +1833,7 @@ impl<'a> Eval<'a> {
     ) -> Option<Result<Value, EncodeError>> {
         let (subject, rest) = match (receiver, args) {
             (Some(m), rest) => (m, rest),
-            (None, [m, rest @ ..]) if name.ends_with("Map") || name == "isEmpty" => (m, rest),
+            (None, [m, rest @ ..]) if name.ends_with("Map") => (m, rest),
             _ => return None,
         };
         let member = match name {

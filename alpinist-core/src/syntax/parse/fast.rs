@@ -1629,7 +1629,7 @@ impl<'s> Fast<'s> {
         match w {
             "new" => return self.new_expr(),
             "unfolding" => return self.unfolding(),
-            "seq" | "set" | "bag" if next == b'<' => return self.collection(w),
+            "seq" | "set" | "bag" if next == b'<' => return self.collection(),
             "map" if next == b'<' => return self.map_literal(),
             // Tuples are pest's (`tuple<A, B>{a, b}` would read as comparisons here).
             "tuple" if next == b'<' => return bail(),
@@ -1932,24 +1932,23 @@ impl<'s> Fast<'s> {
         )
     }
 
+    /// The head of a typed literal, `map<K, V>{` or `seq<T>{` (set, bag): its type, read by
+    /// [`Self::ty`], and the brace.
+    fn literal_head(&mut self) -> R<Type> {
+        let ty = self.ty()?;
+        self.skip();
+        self.expect(b"{")?;
+        self.skip();
+        Ok(ty)
+    }
+
     /// map_lit = w_map ~ "<" ~ type_ ~ "," ~ type_ ~ ">" ~ "{" ~ (map_entry ~ ("," ~ map_entry)*)? ~ "}"
     /// map_entry = expr ~ "->" ~ expr
     fn map_literal(&mut self) -> R<Built> {
         let start = self.pos;
-        self.keyword("map");
-        self.skip();
-        self.expect(b"<")?;
-        self.skip();
-        let key = self.ty()?;
-        self.skip();
-        self.expect(b",")?;
-        self.skip();
-        let value = self.ty()?;
-        self.skip();
-        self.expect(b">")?;
-        self.skip();
-        self.expect(b"{")?;
-        self.skip();
+        let TypeKind::Map(key, value) = self.literal_head()?.kind else {
+            return bail();
+        };
         let mut sub = 0;
         let entries = self.list(b'}', |p| {
             let k = p.expr()?;
@@ -1962,8 +1961,8 @@ impl<'s> Fast<'s> {
         })?;
         self.wrap(
             ExprKind::MapLit {
-                key,
-                value,
+                key: *key,
+                value: *value,
                 entries,
             },
             start,
@@ -1972,23 +1971,14 @@ impl<'s> Fast<'s> {
     }
 
     /// collection = (w_seq | w_set | w_bag) ~ "<" ~ type_ ~ ">" ~ "{" ~ (expr ~ ("," ~ expr)*)? ~ "}"
-    fn collection(&mut self, w: &str) -> R<Built> {
+    fn collection(&mut self) -> R<Built> {
         let start = self.pos;
-        let kind = match w {
-            "seq" => CollectionKind::Seq,
-            "set" => CollectionKind::Set,
-            _ => CollectionKind::Bag,
+        let (kind, elem) = match self.literal_head()?.kind {
+            TypeKind::Seq(elem) => (CollectionKind::Seq, *elem),
+            TypeKind::Set(elem) => (CollectionKind::Set, *elem),
+            TypeKind::Bag(elem) => (CollectionKind::Bag, *elem),
+            _ => return bail(),
         };
-        self.keyword(w);
-        self.skip();
-        self.expect(b"<")?;
-        self.skip();
-        let elem = self.ty()?;
-        self.skip();
-        self.expect(b">")?;
-        self.skip();
-        self.expect(b"{")?;
-        self.skip();
         let mut sub = 0;
         let elems = self.list(b'}', |p| {
             let b = p.expr()?;
