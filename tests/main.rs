@@ -8,6 +8,7 @@ mod fuse;
 mod int32;
 mod linearise;
 mod merge;
+mod multi_file;
 #[cfg(feature = "opencl")]
 mod opencl;
 mod optimise;

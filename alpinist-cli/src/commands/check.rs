@@ -1,16 +1,16 @@
-//! `alpinist check FILE...`: the front end alone (syntax, names, types, gpuopt placement).
+//! `alpinist check FILE...`: the front end alone (syntax, names, types, gpuopt placement). Several
+//! files are one program, as for `verify`.
 
 use std::path::PathBuf;
 
 use crate::exit::Exit;
 
 pub fn run(files: &[PathBuf]) -> Exit {
-    let mut worst = Exit::Success;
-    for file in files {
-        match super::front_end(file) {
-            Ok(_) => eprintln!("{}: ok", file.display()),
-            Err(exit) => worst = worst.max(exit),
+    match super::front_end_program(files) {
+        Ok((source, ..)) => {
+            eprintln!("{}: ok", source.name);
+            Exit::Success
         }
+        Err(exit) => exit,
     }
-    worst
 }

@@ -7,7 +7,7 @@ pub mod optimise;
 pub mod report;
 pub mod verify;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use alpinist_core::check::Checked;
 use alpinist_core::syntax::{self, Parsed};
@@ -18,32 +18,83 @@ use crate::input::{self, Source};
 
 /// Read and parse a file, reporting warnings and errors; `Err` carries the exit code.
 pub fn parse_file(path: &Path) -> Result<(Source, Parsed), Exit> {
-    let source = input::read(path).map_err(|e| {
+    let source = read(path)?;
+    let parsed = parse_source(&source)?;
+    Ok((source, parsed))
+}
+
+fn read(path: &Path) -> Result<Source, Exit> {
+    input::read(path).map_err(|e| {
         emit_plain(&e);
         match e {
             input::InputError::Io(..) => Exit::BadInput,
             input::InputError::NotUtf8 { .. } => Exit::BadInput,
         }
-    })?;
+    })
+}
+
+fn parse_source(source: &Source) -> Result<Parsed, Exit> {
     match syntax::parse(&source.text) {
         Ok(parsed) => {
             for warning in &parsed.warnings {
-                emit(&source, warning.clone());
+                emit(source, warning.clone());
             }
-            Ok((source, parsed))
+            Ok(parsed)
         }
         Err(errors) => {
             for error in errors {
-                emit(&source, error);
+                emit(source, error);
             }
             Err(Exit::BadInput)
         }
     }
 }
 
+/// Several files read as one program, as VerCors reads its file arguments: every file is
+/// parsed on its own first, so that a syntax error (an unclosed comment, say) is reported in
+/// its own file and never read as part of the next; then their texts are joined
+/// ([`Source::join`]) and parsed as one.
+pub fn parse_program(paths: &[PathBuf]) -> Result<(Source, Parsed), Exit> {
+    if let [path] = paths {
+        return parse_file(path);
+    }
+    let mut sources = Vec::new();
+    let mut bad = false;
+    for path in paths {
+        match read(path) {
+            Ok(source) => {
+                if let Err(errors) = syntax::parse(&source.text) {
+                    for error in errors {
+                        emit(&source, error);
+                    }
+                    bad = true;
+                }
+                sources.push(source);
+            }
+            Err(_) => bad = true,
+        }
+    }
+    if bad {
+        return Err(Exit::BadInput);
+    }
+    let source = Source::join(sources);
+    let parsed = parse_source(&source)?;
+    Ok((source, parsed))
+}
+
+/// [`front_end`] of several files read as one program ([`parse_program`]).
+pub fn front_end_program(paths: &[PathBuf]) -> Result<(Source, Parsed, Checked), Exit> {
+    let (source, parsed) = parse_program(paths)?;
+    check_parsed(source, parsed)
+}
+
 /// Parse, resolve and type-check a file.
 pub fn front_end(path: &Path) -> Result<(Source, Parsed, Checked), Exit> {
     let (source, parsed) = parse_file(path)?;
+    check_parsed(source, parsed)
+}
+
+fn check_parsed(source: Source, parsed: Parsed) -> Result<(Source, Parsed, Checked), Exit> {
     match alpinist_core::check::check(&parsed.program) {
         Ok(checked) => {
             for warning in &checked.warnings {

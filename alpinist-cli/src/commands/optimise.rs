@@ -208,10 +208,7 @@ fn run_here(file: &std::path::Path, options: &Options) -> Exit {
             Exit::Inconclusive
         }
         Some(after) if after.outcome() != Outcome::Verified => {
-            let optimised = Source {
-                name: format!("{} (optimised)", source.name),
-                text: text.clone(),
-            };
+            let optimised = Source::single(format!("{} (optimised)", source.name), text.clone());
             for r in &after.reports {
                 for o in &r.obligations {
                     if o.status != alpinist_core::verify::Status::Verified {

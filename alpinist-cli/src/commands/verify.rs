@@ -189,69 +189,73 @@ fn run_here(files: &[PathBuf], options: &Options) -> Exit {
         .cache
         .then(alpinist_core::cache::MethodCache::from_env)
         .flatten();
-    let mut worst = Exit::Success;
-    let mut documents = Vec::new();
-    for file in files {
-        let (source, parsed, _) = match super::front_end(file) {
-            Ok(x) => x,
-            Err(exit) => {
-                worst = combine(worst, exit);
-                documents
-                    .push(json!({ "file": file.display().to_string(), "outcome": "bad_input" }));
-                continue;
+    // Several files are one program, as VerCors reads them.
+    let (source, parsed, _) = match super::front_end_program(files) {
+        Ok(x) => x,
+        Err(exit) => {
+            if options.json {
+                let name = files
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let doc = json!({ "schema_version": 1,
+                    "files": [{ "file": name, "outcome": "bad_input" }] });
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&doc).expect("JSON values always serialise")
+                );
             }
-        };
-        let start = Instant::now();
-        let int32 = options.int32.then(|| int32_mode(&parsed.program));
-        // In a worker isolating libz3 crashes: announce each routine as it starts, and leave out
-        // the ones it crashed on before.
-        let name = file.display().to_string();
-        let skipped: Vec<String> = std::env::var(worker::SKIP_ENV)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect();
-        let announce = worker::is_worker() && std::env::var_os(worker::PROGRESS_ENV).is_some();
-        let abort_in = worker::abort_in(&parsed.program);
-        let limits_of = |span: Span| {
-            let routine = format!("{name}\t{}-{}", span.start, span.end);
-            if skipped.contains(&routine) {
-                return Err("libz3 crashed while verifying this routine; not verified".to_string());
-            }
-            if announce {
-                eprintln!("{}{routine}", worker::ROUTINE_MARKER);
-            }
-            if abort_in == Some(span) {
-                std::process::abort();
-            }
-            Ok(limits)
-        };
-        // Unknown is not the end: a concrete run may show a definite failure.
-        let reports = alpinist_core::witness::verify_and_confirm(
-            &parsed.program,
-            &limits_of,
-            int32.as_ref(),
-            jobs,
-            &alpinist_core::witness::Budget::default(),
-            cache.as_ref().map(|c| (c, &limits)),
-        );
-        let elapsed = start.elapsed();
-        let exit = reports.iter().map(exit_of).fold(Exit::Success, combine);
-        worst = combine(worst, exit);
-        if options.json {
-            documents.push(file_json(&source, &reports, elapsed.as_secs_f64()));
-        } else {
-            human(&source, &reports, elapsed.as_secs_f64());
+            return exit;
         }
-    }
+    };
+    let start = Instant::now();
+    let int32 = options.int32.then(|| int32_mode(&parsed.program));
+    // In a worker isolating libz3 crashes: announce each routine as it starts, and leave out
+    // the ones it crashed on before.
+    let name = source.name.clone();
+    let skipped: Vec<String> = std::env::var(worker::SKIP_ENV)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let announce = worker::is_worker() && std::env::var_os(worker::PROGRESS_ENV).is_some();
+    let abort_in = worker::abort_in(&parsed.program);
+    let limits_of = |span: Span| {
+        let routine = format!("{name}\t{}-{}", span.start, span.end);
+        if skipped.contains(&routine) {
+            return Err("libz3 crashed while verifying this routine; not verified".to_string());
+        }
+        if announce {
+            eprintln!("{}{routine}", worker::ROUTINE_MARKER);
+        }
+        if abort_in == Some(span) {
+            std::process::abort();
+        }
+        Ok(limits)
+    };
+    // Unknown is not the end: a concrete run may show a definite failure.
+    let reports = alpinist_core::witness::verify_and_confirm(
+        &parsed.program,
+        &limits_of,
+        int32.as_ref(),
+        jobs,
+        &alpinist_core::witness::Budget::default(),
+        cache.as_ref().map(|c| (c, &limits)),
+    );
+    let elapsed = start.elapsed();
+    let exit = reports.iter().map(exit_of).fold(Exit::Success, combine);
     if options.json {
-        let doc = json!({ "schema_version": 1, "files": documents });
+        let doc = json!({ "schema_version": 1,
+            "files": [file_json(&source, &reports, elapsed.as_secs_f64())] });
         println!(
             "{}",
             serde_json::to_string_pretty(&doc).expect("JSON values always serialise")
         );
+    } else {
+        human(&source, &reports, elapsed.as_secs_f64());
     }
-    worst
+    exit
 }
 
 /// `--int32` for one program: the element combinations of a scan kernel (what code generation
@@ -306,10 +310,9 @@ fn outcome_word(report: &MethodReport) -> &'static str {
 
 fn human(source: &Source, reports: &[MethodReport], seconds: f64) {
     for r in reports {
+        let (file, line, column) = source.locate(r.span);
         println!(
-            "{}: {} `{}`: {} ({} obligations, {:.0} ms{})",
-            source.name,
-            position(source, r.span),
+            "{file}: {line}:{column} `{}`: {} ({} obligations, {:.0} ms{})",
             r.name,
             outcome_word(r),
             r.obligations.len(),
@@ -393,23 +396,26 @@ pub(crate) fn is_int32(o: &Obligation) -> bool {
     )
 }
 
-/// `line:column`, 1-based, of the start of `span`.
+/// `line:column`, 1-based, of the start of `span`; in a program of several files, prefixed by
+/// the file's name.
 pub(crate) fn position(source: &Source, span: Span) -> String {
-    let (line, column) = line_column(&source.text, span);
-    format!("{line}:{column}")
+    let (file, line, column) = source.locate(span);
+    if source.files.len() > 1 {
+        format!("{file}:{line}:{column}")
+    } else {
+        format!("{line}:{column}")
+    }
 }
 
-fn line_column(text: &str, span: Span) -> (usize, usize) {
-    let start = (span.start as usize).min(text.len());
-    let before = &text[..start];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
-}
-
+/// A span in JSON: line and column within its file, byte offsets in the program's text, and
+/// the file's name where the program has several.
 fn span_json(source: &Source, span: Span) -> Value {
-    let (line, column) = line_column(&source.text, span);
-    json!({ "line": line, "column": column, "start": span.start, "end": span.end })
+    let (file, line, column) = source.locate(span);
+    let mut v = json!({ "line": line, "column": column, "start": span.start, "end": span.end });
+    if source.files.len() > 1 {
+        v["file"] = json!(file);
+    }
+    v
 }
 
 fn error_json(source: &Source, e: &EncodeError) -> Value {
