@@ -1284,9 +1284,12 @@ impl<'a> Checker<'a> {
                 .then_some(Ty::Int),
             FracDiv => arith(&a, &b).map(|t| if t == Ty::Unknown { t } else { Ty::Rational }),
             Concat => match (&a, &b) {
-                (Ty::Seq(_), Ty::Seq(_)) => join(&a, &b),
-                // `s ++ x` appends one element.
-                (Ty::Seq(el), x) if assignable(el, x) => Some(a.clone()),
+                // Two sequences of one type are concatenated; else `s ++ x` appends one
+                // element (so `ss ++ s` appends the sequence `s` to a sequence of sequences).
+                (Ty::Seq(el), x) => matches!(x, Ty::Seq(_))
+                    .then(|| join(&a, &b))
+                    .flatten()
+                    .or_else(|| assignable(el, x).then(|| a.clone())),
                 // `m ++ (k, v)` adds (or replaces) an entry.
                 (Ty::Map(k, v), Ty::Tuple(x, y)) if assignable(k, x) && assignable(v, y) => {
                     Some(a.clone())

@@ -314,7 +314,6 @@ struct State {
 impl State {
     fn snapshot(&self) -> Snapshot {
         Snapshot {
-            store: self.store.clone(),
             heap: self.heap.clone(),
             mask: self.mask.clone(),
         }
@@ -505,7 +504,6 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let mask = Mask::empty(&self.ctx.world);
         State {
             old: Snapshot {
-                store: store.clone(),
                 heap: heap.clone(),
                 mask: mask.clone(),
             },
@@ -1839,10 +1837,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         };
         let mut ev = eval(self.ctx, &after, false);
         ev.store = store.clone();
-        ev.old = Some(Snapshot {
-            store: store.clone(),
-            ..before
-        });
+        ev.old = Some(before);
         ev.result = Some(result.clone());
         after.mask = assertion::inhale(&mut self.prover, &mut ev, after.mask, &post, &[])?;
         // `then { r = y; }`: the caller's local `r` receives the callee's yields `y`.
@@ -2046,10 +2041,9 @@ impl<'c, 'p> Verifier<'c, 'p> {
             // block, so the cells' values stay framed (the lanes only read them).
             let half = z3::ast::Real::mul(&[&amount, &real(2)]);
             // Instantiated wherever the block's exhale reads the method's amount at a cell.
-            let pattern = z3::Pattern::new(&[&held as &dyn Ast]);
-            bounds.push(z3::ast::forall_const(
+            bounds.push(super::solver::forall_on(
                 &vars,
-                &[&pattern],
+                &held,
                 &range.implies(half.le(&held)),
             ));
         }

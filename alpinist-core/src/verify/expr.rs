@@ -836,15 +836,25 @@ impl<'a> Eval<'a> {
                 // The update's cells, `v` at `i` and `s[j]` elsewhere, as one fact about this
                 // term (the three-part concatenation matches none of the binary indexing
                 // axioms); valid whatever `i` is, as it is guarded by `i`'s range.
+                // A term Z3 cannot take in a pattern (a value read after a conditional write
+                // holds an `ite`) is named, and the fact given about the name.
                 let zero = Int::from_i64(0);
                 let j = Int::fresh_const("j");
-                let cell = self.seq_at(&term, &j);
+                let named = if super::solver::fits_pattern(&Dynamic::from_ast(&term)) {
+                    term.clone()
+                } else {
+                    let name = Dynamic::fresh_const("update", &term.get_sort())
+                        .as_seq()
+                        .expect("a constant of a sequence sort is a sequence");
+                    self.definitions.push(name.eq(&term));
+                    name
+                };
+                let cell = self.seq_at(&named, &j);
                 let old = self.seq_at(&s, &j);
                 let in_range = Bool::and(&[i.ge(&zero), i.lt(&len), j.ge(&zero), j.lt(&len)]);
                 let body = in_range.implies(cell.eq(j.eq(&i).ite(&v.term.as_dynamic(), &old)));
-                let pattern = z3::Pattern::new(&[&cell as &dyn Ast]);
                 self.definitions
-                    .push(z3::ast::forall_const(&[&j as &dyn Ast], &[&pattern], &body));
+                    .push(super::solver::forall_on(&[&j as &dyn Ast], &cell, &body));
                 Value {
                     term: Term::Seq(term),
                     ty,
@@ -1252,17 +1262,23 @@ impl<'a> Eval<'a> {
                 let a = self.value(lhs)?;
                 let b = self.value(rhs)?;
                 match (&a.term, &b.term, &a.ty) {
-                    (Term::Seq(x), Term::Seq(y), Ty::Seq(_)) if matches!(b.ty, Ty::Seq(_)) => {
+                    // Two sequences of one sort: concatenated; `s ++ x` with `x` of the element
+                    // sort: appended (by sort, so `ss ++ s` appends a sequence to a sequence
+                    // of sequences).
+                    (Term::Seq(x), _, Ty::Seq(_)) => {
+                        let y = b.term.as_dynamic();
+                        let tail = if y.get_sort() == x.get_sort() {
+                            y.as_seq().expect("a sequence")
+                        } else if Seq::unit(&y).get_sort() == x.get_sort() {
+                            Seq::unit(&y)
+                        } else {
+                            return Err(ill_sorted("a sequence or an element", &b.ty, rhs.span));
+                        };
                         Value {
-                            term: Term::Seq(Seq::concat(&[x, y])),
+                            term: Term::Seq(Seq::concat(&[x.clone(), tail])),
                             ty: a.ty,
                         }
                     }
-                    // `s ++ x`: `x` appended.
-                    (Term::Seq(x), _, Ty::Seq(_)) => Value {
-                        term: Term::Seq(Seq::concat(&[x.clone(), Seq::unit(&b.term.as_dynamic())])),
-                        ty: a.ty,
-                    },
                     // `m ++ (k, v)`: the entry added (or replaced).
                     (Term::Map(m), Term::Tuple(t), _) => {
                         let (k, v) = self.tuple_parts(t, &b.ty, rhs.span)?;
@@ -2124,15 +2140,13 @@ impl<'a> Eval<'a> {
         let Some(old) = self.old.clone() else {
             return Err(unsupported("`\\old` outside a postcondition", span));
         };
-        let saved = (
-            std::mem::replace(&mut self.store, old.store),
-            self.heap.replace(old.heap),
-            self.mask.replace(old.mask),
-        );
+        // The pre-state's heap; variables are read as they are now, as in VerCors (Viper's
+        // `old` is a heap's): a local declared since, a `yields` result. In a postcondition the
+        // parameters are those of the entry already (`Verifier::exhale_post`).
+        let saved = (self.heap.replace(old.heap), self.mask.replace(old.mask));
         let r = self.value(inner);
-        self.store = saved.0;
-        self.heap = saved.1;
-        self.mask = saved.2;
+        self.heap = saved.0;
+        self.mask = saved.1;
         r
     }
 

@@ -439,3 +439,54 @@ mod tests {
         assert_eq!(unparen_negative("7"), "7");
     }
 }
+
+/// Whether Z3 takes `t` as a pattern: it refuses one that holds a Boolean connective, an
+/// equality or an `ite` outside a lambda, and then builds no quantifier at all (the
+/// z3 crate panics). Terms built from program values (a heap read after a conditional write,
+/// a sequence updated with a conditional value) can hold them.
+pub fn fits_pattern(t: &z3::ast::Dynamic) -> bool {
+    use z3::ast::Ast;
+    use z3::DeclKind;
+    let mut seen = std::collections::HashSet::new();
+    let mut todo = vec![t.clone()];
+    while let Some(t) = todo.pop() {
+        if !seen.insert(t.clone()) {
+            continue;
+        }
+        // A lambda (the heap's arrays after a quantified update are ones) Z3 takes whole.
+        match t.kind() {
+            z3::AstKind::App => {
+                if matches!(
+                    t.decl().kind(),
+                    DeclKind::And
+                        | DeclKind::Or
+                        | DeclKind::Not
+                        | DeclKind::Implies
+                        | DeclKind::Ite
+                        | DeclKind::Eq
+                        | DeclKind::Distinct
+                        | DeclKind::Iff
+                        | DeclKind::Xor
+                ) {
+                    return false;
+                }
+                todo.extend(t.children());
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
+/// `forall vars. body`, instantiated on `trigger` where Z3 takes it as a pattern
+/// ([`fits_pattern`]), else with the patterns Z3 chooses (sound either way: a pattern only
+/// says when to instantiate).
+pub fn forall_on(vars: &[&dyn z3::ast::Ast], trigger: &dyn z3::ast::Ast, body: &Bool) -> Bool {
+    let term = z3::ast::Dynamic::from_ast(trigger);
+    if fits_pattern(&term) {
+        let pattern = z3::Pattern::new(&[trigger]);
+        z3::ast::forall_const(vars, &[&pattern], body)
+    } else {
+        z3::ast::forall_const(vars, &[], body)
+    }
+}

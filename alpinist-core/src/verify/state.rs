@@ -437,10 +437,9 @@ pub fn define_array(_world: &World, r: &Dynamic, k: &Int, body: &Dynamic) -> (Ar
     (array, Bool::from_bool(true))
 }
 
-/// Heap, mask and store at one point: what `\old` refers to.
+/// Heap and mask at one point: what `\old` refers to (variables are read as they are now).
 #[derive(Clone, Debug)]
 pub struct Snapshot {
-    pub store: Store,
     pub heap: Heap,
     pub mask: Mask,
 }
