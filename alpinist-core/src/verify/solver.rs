@@ -441,7 +441,7 @@ mod tests {
 }
 
 /// Whether Z3 takes `t` as a pattern: it refuses one that holds a Boolean connective, an
-/// equality or an `ite` outside a lambda, and then builds no quantifier at all (the
+/// equality or an `ite` (also inside a lambda), and then builds no quantifier at all (the
 /// z3 crate panics). Terms built from program values (a heap read after a conditional write,
 /// a sequence updated with a conditional value) can hold them.
 pub fn fits_pattern(t: &z3::ast::Dynamic) -> bool {
@@ -453,8 +453,9 @@ pub fn fits_pattern(t: &z3::ast::Dynamic) -> bool {
         if !seen.insert(t.clone()) {
             continue;
         }
-        // A lambda (the heap's arrays after a quantified update are ones) Z3 takes whole.
+        // Z3 looks inside a lambda too (the heap's arrays after a quantified update are ones).
         match t.kind() {
+            z3::AstKind::Quantifier => return false,
             z3::AstKind::App => {
                 if matches!(
                     t.decl().kind(),
