@@ -2041,7 +2041,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             // block, so the cells' values stay framed (the lanes only read them).
             let half = z3::ast::Real::mul(&[&amount, &real(2)]);
             // Instantiated wherever the block's exhale reads the method's amount at a cell.
-            bounds.push(super::solver::forall_on(
+            bounds.push(super::state::forall_on(
                 &vars,
                 &held,
                 &range.implies(half.le(&held)),

@@ -840,7 +840,7 @@ impl<'a> Eval<'a> {
                 // holds an `ite`) is named, and the fact given about the name.
                 let zero = Int::from_i64(0);
                 let j = Int::fresh_const("j");
-                let named = if super::solver::fits_pattern(&Dynamic::from_ast(&term)) {
+                let named = if super::state::pattern_safe(&Dynamic::from_ast(&term)) {
                     term.clone()
                 } else {
                     let name = Dynamic::fresh_const("update", &term.get_sort())
@@ -854,7 +854,7 @@ impl<'a> Eval<'a> {
                 let in_range = Bool::and(&[i.ge(&zero), i.lt(&len), j.ge(&zero), j.lt(&len)]);
                 let body = in_range.implies(cell.eq(j.eq(&i).ite(&v.term.as_dynamic(), &old)));
                 self.definitions
-                    .push(super::solver::forall_on(&[&j as &dyn Ast], &cell, &body));
+                    .push(super::state::forall_on(&[&j as &dyn Ast], &cell, &body));
                 Value {
                     term: Term::Seq(term),
                     ty,

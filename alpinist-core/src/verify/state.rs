@@ -367,6 +367,22 @@ pub fn pattern_safe(t: &Dynamic) -> bool {
     go(t, &mut std::collections::HashSet::new())
 }
 
+/// `forall vars. body`, instantiated on `trigger` where Z3 takes it as a pattern
+/// ([`pattern_safe`]: a term built from program values — a heap read after a
+/// conditional write or a loop, a sequence updated with such a value — may hold an `ite`, a
+/// conjunction or a lambda, and Z3 then builds no quantifier at all, on which the z3 crate
+/// panics), else with the patterns Z3 chooses (sound either way: a pattern only says when to
+/// instantiate).
+pub fn forall_on(vars: &[&dyn z3::ast::Ast], trigger: &dyn z3::ast::Ast, body: &Bool) -> Bool {
+    let term = z3::ast::Dynamic::from_ast(trigger);
+    if pattern_safe(&term) {
+        let pattern = z3::Pattern::new(&[trigger]);
+        z3::ast::forall_const(vars, &[&pattern], body)
+    } else {
+        z3::ast::forall_const(vars, &[], body)
+    }
+}
+
 /// The permission mask: an amount (a real) per location.
 #[derive(Clone, Debug)]
 pub struct Mask {
