@@ -86,6 +86,9 @@ fn in_one_file<D>(source: &Source, diagnostic: D) -> Box<dyn miette::Diagnostic 
 where
     D: miette::Diagnostic + Send + Sync + 'static,
 {
+    if source.files.len() == 1 {
+        return Box::new(diagnostic);
+    }
     let labels: Vec<miette::LabeledSpan> = diagnostic.labels().into_iter().flatten().collect();
     let primary = labels
         .iter()

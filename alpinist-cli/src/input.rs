@@ -108,11 +108,10 @@ impl Source {
 
     /// The file, 1-based line and column of the start of `span`.
     pub fn locate(&self, span: alpinist_core::syntax::Span) -> (&str, usize, usize) {
-        let start = (span.start as usize).min(self.text.len());
-        let file = self.file_at(start);
-        let before = &self.text[file.start..start.max(file.start)];
-        let line = before.matches('\n').count() + 1;
-        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let file = self.file_at(span.start as usize);
+        let text = &self.text[file.start..file.start + file.len];
+        let (line, column) =
+            alpinist_core::syntax::line_col(text, span.start as usize - file.start);
         (&file.name, line, column)
     }
 }

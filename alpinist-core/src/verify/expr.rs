@@ -1269,10 +1269,16 @@ impl<'a> Eval<'a> {
                         let y = b.term.as_dynamic();
                         let tail = if y.get_sort() == x.get_sort() {
                             y.as_seq().expect("a sequence")
-                        } else if Seq::unit(&y).get_sort() == x.get_sort() {
-                            Seq::unit(&y)
                         } else {
-                            return Err(ill_sorted("a sequence or an element", &b.ty, rhs.span));
+                            let unit = Seq::unit(&y);
+                            if unit.get_sort() != x.get_sort() {
+                                return Err(ill_sorted(
+                                    "a sequence or an element",
+                                    &b.ty,
+                                    rhs.span,
+                                ));
+                            }
+                            unit
                         };
                         Value {
                             term: Term::Seq(Seq::concat(&[x.clone(), tail])),
