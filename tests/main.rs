@@ -4,6 +4,7 @@ mod cache;
 mod cli;
 mod common;
 mod diagnostics;
+mod differential;
 mod fuse;
 mod int32;
 mod linearise;

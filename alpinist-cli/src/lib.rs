@@ -76,30 +76,8 @@ enum Command {
     #[command(alias = "optimize")]
     Optimise {
         file: PathBuf,
-        /// Unroll the loop by K iterations.
-        #[arg(long, value_name = "K")]
-        unroll: Option<u32>,
-        /// Merge M consecutive iterations.
-        #[arg(long, value_name = "M")]
-        merge: Option<u32>,
-        /// Tile the kernel: `inter:T` or `intra:T`.
-        #[arg(long, value_name = "inter|intra:T")]
-        tile: Option<String>,
-        /// Fuse F consecutive kernels (par blocks) into one, launched on B work-groups
-        /// (default 1): `F` or `F:B`.
-        #[arg(long, value_name = "F[:B]")]
-        fuse: Option<String>,
-        /// Prefetch cells of a global array into registers: `ARRAY:INDEX[,INDEX..]`, e.g.
-        /// `a:tid,tid+1` (repeatable; the method with par blocks that has the array).
-        #[arg(long, value_name = "ARRAY:INDEX,..")]
-        prefetch: Vec<String>,
-        /// Store a matrix as one array: `MATRIX:R|C:ROWS:COLS`, row-major (R) or column-major
-        /// (C), e.g. `m:R:X:Y` (repeatable; the method that has the matrix).
-        #[arg(long, value_name = "MATRIX:R|C:ROWS:COLS")]
-        linearise: Vec<String>,
-        /// The iteration variable of the loop the flags target.
-        #[arg(long, value_name = "VAR")]
-        r#loop: Option<String>,
+        #[command(flatten)]
+        flags: commands::optimise::Flags,
         /// Write the optimised program here instead of standard output.
         #[arg(short = 'o', value_name = "OUT")]
         output: Option<PathBuf>,
@@ -133,8 +111,12 @@ enum Command {
     },
     /// Confirm a prefix-sum kernel with the interval-of-summations test on OpenCL devices.
     ScanTest(commands::opencl::ScanTestArgs),
-    /// Print the OpenCL C generated from a scan kernel (no OpenCL needed).
+    /// Print the OpenCL C generated from a scan kernel, or with `--method` the kernels `run`
+    /// launches for a method (no OpenCL needed).
     EmitOpencl(commands::opencl::EmitOpenclArgs),
+    /// Run the kernels on drawn inputs — the original on the interpreter and on OpenCL
+    /// devices, the optimised version too — and compare every output.
+    Run(commands::run::RunArgs),
     /// List OpenCL platforms and devices.
     Devices,
 }
@@ -182,13 +164,7 @@ pub fn main() -> ExitCode {
         ),
         Command::Optimise {
             file,
-            unroll,
-            merge,
-            tile,
-            fuse,
-            prefetch,
-            linearise,
-            r#loop,
+            flags,
             output,
             no_verify,
             memory,
@@ -198,13 +174,7 @@ pub fn main() -> ExitCode {
         } => commands::optimise::run(
             &file,
             &commands::optimise::Options {
-                unroll,
-                merge,
-                tile,
-                fuse,
-                prefetch,
-                linearise,
-                var: r#loop,
+                flags,
                 output,
                 no_verify,
                 memory,
@@ -216,6 +186,7 @@ pub fn main() -> ExitCode {
         Command::Report { dirs, format } => commands::report::run(&dirs, format),
         Command::ScanTest(args) => commands::opencl::scan_test(&args),
         Command::EmitOpencl(args) => commands::opencl::emit_opencl(&args),
+        Command::Run(args) => commands::run::run(&args),
         Command::Devices => commands::opencl::devices(),
     };
     ExitCode::from(outcome as u8)

@@ -4,6 +4,8 @@
 
 pub mod cache;
 pub mod check;
+pub mod differential;
+pub mod inputs;
 pub mod interp;
 pub mod opencl;
 pub mod pipeline;

@@ -28,10 +28,10 @@
 use std::time::{Duration, Instant};
 
 use crate::cache::MethodCache;
+use crate::inputs::{int_value, length_of, preconditions};
 use crate::interp::{self, InterpError, Limits, Memory, Spec, Value};
 use crate::syntax::{
-    BinaryOp, Builtin, ClauseKind, Expr, ExprKind, Member, MemberKind, Method, MethodBody, Program,
-    Span, TypeKind, UnaryOp,
+    ClauseKind, Expr, Member, MemberKind, Method, MethodBody, Program, Span, TypeKind,
 };
 use crate::verify::{MethodReport, Obligation, ObligationKind, Outcome, Status};
 
@@ -387,15 +387,7 @@ struct Inputs {
 
 impl Inputs {
     fn new(member: &Member, m: &Method) -> Option<Inputs> {
-        let mut conjuncts = Vec::new();
-        for c in &member.contract.clauses {
-            if let ClauseKind::Requires(e)
-            | ClauseKind::Context(e)
-            | ClauseKind::ContextEverywhere(e) = &c.kind
-            {
-                e.flatten_and(&mut conjuncts);
-            }
-        }
+        let conjuncts = preconditions(&member.contract);
         let mut inputs = Inputs {
             slots: Vec::new(),
             ints: Vec::new(),
@@ -528,61 +520,6 @@ fn show(v: &Value) -> String {
         Value::Int(i) => i.to_string(),
         Value::Bool(b) => b.to_string(),
         other => other.kind().to_string(),
-    }
-}
-
-/// The length the precondition gives `name`: `name.length == e`, `e == name.length`,
-/// `\array(name, e)`, `|name| == e`.
-fn length_of(conjuncts: &[&Expr], name: &str) -> Option<Expr> {
-    let is_len = |e: &Expr| match &e.kind {
-        ExprKind::Field { base, name: f } => f.name == "length" && is_name(base, name),
-        ExprKind::Length(inner) => is_name(inner, name),
-        _ => false,
-    };
-    conjuncts.iter().find_map(|c| match &c.kind {
-        ExprKind::Binary {
-            op: BinaryOp::Eq,
-            lhs,
-            rhs,
-        } if is_len(lhs) => Some((**rhs).clone()),
-        ExprKind::Binary {
-            op: BinaryOp::Eq,
-            lhs,
-            rhs,
-        } if is_len(rhs) => Some((**lhs).clone()),
-        ExprKind::Builtin {
-            op: Builtin::Array,
-            args,
-        } if args.len() == 2 && is_name(&args[0], name) => Some(args[1].clone()),
-        _ => None,
-    })
-}
-
-fn is_name(e: &Expr, name: &str) -> bool {
-    matches!(&e.kind, ExprKind::Name(id) if id.name == name)
-}
-
-/// A length expression over the integer inputs.
-fn int_value(e: &Expr, value_of: &dyn Fn(&str) -> Option<i128>) -> Option<i128> {
-    match &e.kind {
-        ExprKind::IntLit(n) => i128::try_from(n).ok(),
-        ExprKind::Name(id) => value_of(&id.name),
-        ExprKind::Unary {
-            op: UnaryOp::Neg,
-            operand,
-        } => int_value(operand, value_of)?.checked_neg(),
-        ExprKind::Binary { op, lhs, rhs } => {
-            let (a, b) = (int_value(lhs, value_of)?, int_value(rhs, value_of)?);
-            match op {
-                BinaryOp::Add => a.checked_add(b),
-                BinaryOp::Sub => a.checked_sub(b),
-                BinaryOp::Mul => a.checked_mul(b),
-                BinaryOp::Div if b != 0 => a.checked_div(b),
-                BinaryOp::Mod if b != 0 => a.checked_rem(b),
-                _ => None,
-            }
-        }
-        _ => None,
     }
 }
 

@@ -5,6 +5,7 @@ pub mod fmt;
 pub mod opencl;
 pub mod optimise;
 pub mod report;
+pub mod run;
 pub mod verify;
 
 use std::path::{Path, PathBuf};

@@ -16,17 +16,37 @@ use crate::diagnostics::{emit, emit_plain};
 use crate::exit::Exit;
 use crate::input::Source;
 
-pub struct Options {
+/// The optimisation flags, shared by `optimise` and `run` (which runs what they produce).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct Flags {
+    /// Unroll the loop by K iterations.
+    #[arg(long, value_name = "K")]
     pub unroll: Option<u32>,
+    /// Merge M consecutive iterations.
+    #[arg(long, value_name = "M")]
     pub merge: Option<u32>,
+    /// Tile the kernel: `inter:T` or `intra:T`.
+    #[arg(long, value_name = "inter|intra:T")]
     pub tile: Option<String>,
-    /// `--fuse F[:B]`, as given.
+    /// Fuse F consecutive kernels (par blocks) into one, launched on B work-groups
+    /// (default 1): `F` or `F:B`.
+    #[arg(long, value_name = "F[:B]")]
     pub fuse: Option<String>,
-    /// `--prefetch ARRAY:INDEX,..`, each as given.
+    /// Prefetch cells of a global array into registers: `ARRAY:INDEX[,INDEX..]`, e.g.
+    /// `a:tid,tid+1` (repeatable; the method with par blocks that has the array).
+    #[arg(long, value_name = "ARRAY:INDEX,..")]
     pub prefetch: Vec<String>,
-    /// `--linearise MATRIX:R|C:ROWS:COLS`, each as given.
+    /// Store a matrix as one array: `MATRIX:R|C:ROWS:COLS`, row-major (R) or column-major
+    /// (C), e.g. `m:R:X:Y` (repeatable; the method that has the matrix).
+    #[arg(long, value_name = "MATRIX:R|C:ROWS:COLS")]
     pub linearise: Vec<String>,
+    /// The iteration variable of the loop the flags target.
+    #[arg(long = "loop", value_name = "VAR")]
     pub var: Option<String>,
+}
+
+pub struct Options {
+    pub flags: Flags,
     pub output: Option<PathBuf>,
     pub no_verify: bool,
     /// `--memory`: Z3's memory limit in MB for the whole run (it verifies in-process).
@@ -92,14 +112,14 @@ fn run_here(file: &std::path::Path, options: &Options) -> Exit {
         let (l, c) = line_col(&source.text, span.start as usize);
         format!("{l}:{c}")
     };
-    let flags = match flag_optimisations(options) {
+    let flags = match flag_optimisations(&options.flags) {
         Ok(flags) => flags,
         Err(message) => {
             emit_plain(message);
             return Exit::BadInput;
         }
     };
-    let requests = match pipeline::plan(program, flags, options.var.as_deref()) {
+    let requests = match pipeline::plan(program, flags, options.flags.var.as_deref()) {
         Ok(r) => r,
         Err(e) => {
             emit_plain(e.message(&at));
@@ -403,7 +423,7 @@ fn describe(outcome: Outcome) -> &'static str {
 }
 
 /// The optimisations the command-line flags ask for, in a fixed order.
-fn flag_optimisations(options: &Options) -> Result<Vec<Optimisation>, String> {
+pub fn flag_optimisations(options: &Flags) -> Result<Vec<Optimisation>, String> {
     let positive = |flag: &str, k: u32| {
         if k == 0 {
             Err(format!("`{flag}` needs a positive factor"))

@@ -181,6 +181,16 @@ pub enum InterpError {
         span: Span,
     },
 
+    /// A [`super::Launcher`] could not run a par block (no kernel for it, an OpenCL error, a
+    /// value beyond the device's integer type).
+    #[error("the launch of this par block failed: {message}")]
+    #[diagnostic(code(E0718))]
+    Launch {
+        message: String,
+        #[label("launched here")]
+        span: Span,
+    },
+
     /// Only with [`super::Limits::check_specs`]: the run left the paths the verifier considers
     /// (an `assume` or the entry precondition is false here, or it cannot be decided; an inhale
     /// would hold more than a full permission). Nothing about the program follows from it.
@@ -260,6 +270,7 @@ impl InterpError {
             | NegativeSize { span, .. }
             | TypeMismatch { span, .. }
             | SpecFailed { span, .. }
+            | Launch { span, .. }
             | Infeasible { span, .. } => Some(*span),
             BadCall(_) => None,
         }

@@ -75,9 +75,11 @@ use std::collections::HashMap;
 
 pub use error::{Access, InterpError, Spec};
 pub use value::{ArrayRef, Memory, SeqRef, Value};
+// (`Launcher` and `LaunchScope` are declared below, beside `run_launching`.)
 
 use crate::syntax::{
-    ClauseKind, Item, Member, MemberKind, Method, MethodBody, Program, Span, TypeKind,
+    ClauseKind, Expr, Item, Member, MemberKind, Method, MethodBody, ParBlock, Program, Span,
+    TypeKind,
 };
 
 /// Budgets that keep every run finite (and its memory modest: a cell is 32 bytes, a thread
@@ -100,6 +102,12 @@ pub struct Limits {
     /// permissions (`specs.rs`); a false one is [`InterpError::SpecFailed`]. Off by default:
     /// then specifications are never executed (see the module documentation).
     pub check_specs: bool,
+    /// With `check_specs`: an entry precondition whose values hold but whose permissions
+    /// cannot be followed exactly (`\matrix`, fields, predicates) admits the input, with
+    /// permission checks off for the run — for a caller that needs the values decided, not
+    /// permission failures found (the differential test: a top-level caller owns every
+    /// cell it drew). Off: such an input is `Infeasible`.
+    pub admit_untracked_permissions: bool,
 }
 
 /// See [`Limits::order`].
@@ -119,6 +127,7 @@ impl Default for Limits {
             max_cells: 1 << 22,
             order: Order::Ascending,
             check_specs: false,
+            admit_untracked_permissions: false,
         }
     }
 }
@@ -162,6 +171,66 @@ pub fn run_with_ghosts(
     ghosts: &[(&str, Value)],
     memory: Memory,
     limits: &Limits,
+) -> Result<Outcome, InterpError> {
+    run_entry(program, method, args, ghosts, memory, limits, None)
+}
+
+/// [`run`], with every par block the host code reaches (outside any thread) handed to
+/// `launcher` instead of run here: the interpreter is the host program of a device run
+/// (`alpinist run`). Specifications are not checked (`limits.check_specs` must be off: a
+/// launched block's accesses are not followed).
+pub fn run_launching(
+    program: &Program,
+    method: &str,
+    args: &[Value],
+    memory: Memory,
+    limits: &Limits,
+    launcher: &mut dyn Launcher,
+) -> Result<Outcome, InterpError> {
+    if limits.check_specs {
+        return Err(InterpError::BadCall(
+            "specifications cannot be checked in a run that launches par blocks elsewhere".into(),
+        ));
+    }
+    run_entry(program, method, args, &[], memory, limits, Some(launcher))
+}
+
+/// Runs par blocks somewhere else than the interpreter (an OpenCL device); see
+/// [`run_launching`].
+pub trait Launcher {
+    /// Runs `block` to completion in `scope`, the launching method's variables and memory
+    /// (arrays are read from and written back to [`LaunchScope::memory`]). An `Err` stops the
+    /// run with [`InterpError::Launch`] at the block.
+    fn launch<'p>(
+        &mut self,
+        block: &'p ParBlock,
+        scope: &mut dyn LaunchScope<'p>,
+    ) -> Result<(), String>;
+}
+
+/// What a [`Launcher`] sees of the launching method.
+pub trait LaunchScope<'p> {
+    /// A variable's value (`None`: not declared, or declared without a value).
+    fn value(&self, name: &str) -> Option<Value>;
+    /// Evaluates an integer expression of the program (a par iterator's bound) here, with
+    /// `bound` (an enclosing block's iterator and a value of it) in scope when given.
+    fn eval_int(
+        &mut self,
+        expr: &'p Expr,
+        bound: Option<(&'p str, i128)>,
+    ) -> Result<i128, InterpError>;
+    fn memory(&mut self) -> &mut Memory;
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_entry(
+    program: &Program,
+    method: &str,
+    args: &[Value],
+    ghosts: &[(&str, Value)],
+    memory: Memory,
+    limits: &Limits,
+    launcher: Option<&mut dyn Launcher>,
 ) -> Result<Outcome, InterpError> {
     let index = Index::new(program);
     let (class, target) = index.find_entry(method)?;
@@ -213,6 +282,10 @@ pub fn run_with_ghosts(
         )));
     }
     let mut machine = Machine::new(&index, memory, limits);
+    if let Some(launcher) = launcher {
+        // Re-borrowed for the machine's lifetime (an `Option` would not coerce).
+        machine.launcher = Some(launcher);
+    }
     let result = machine.call(
         None,
         class,
@@ -353,6 +426,8 @@ pub(crate) struct Machine<'p, 'i> {
     tracking: bool,
     /// Whether a member mentions `\old`, by address (`specs.rs`).
     old_cache: HashMap<usize, bool>,
+    /// Where par blocks reached outside any thread run ([`run_launching`]); `None`: here.
+    launcher: Option<&'i mut dyn Launcher>,
 }
 
 impl<'p, 'i> Machine<'p, 'i> {
@@ -370,6 +445,7 @@ impl<'p, 'i> Machine<'p, 'i> {
             in_spec: 0,
             tracking: limits.check_specs,
             old_cache: HashMap::new(),
+            launcher: None,
         }
     }
 

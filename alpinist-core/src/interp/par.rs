@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use crate::syntax::{Contract, Expr, ParBlock, ParGroup, ParGroupStyle, Span, Stmt, StmtKind};
 
 use super::exec::{Env, Flow};
-use super::{Access, ArrayRef, InterpError, Machine};
+use super::{Access, ArrayRef, InterpError, Machine, Value};
 
 /// One par level's race log.
 pub(crate) struct Level {
@@ -139,6 +139,14 @@ impl<'p> Machine<'p, '_> {
                 ));
             }
         }
+        if self.launcher.is_some() && self.levels.is_empty() && !env.in_thread {
+            // Host code of a device run: each block is one launch, one after another (blocks
+            // launched together are race-free with each other in a verified program).
+            for block in &group.blocks {
+                self.launch(env, block)?;
+            }
+            return Ok(());
+        }
         if group.style == ParGroupStyle::Sequential || group.blocks.len() == 1 {
             for block in &group.blocks {
                 self.run_block(env, block)?;
@@ -173,6 +181,27 @@ impl<'p> Machine<'p, '_> {
         let merged = self.end_interval();
         self.levels.pop();
         result.and(merged)
+    }
+
+    /// Hands `block` to the launcher (which must be set) in the launching scope.
+    fn launch(&mut self, env: &mut Env<'p>, block: &'p ParBlock) -> Result<(), InterpError> {
+        let Some(launcher) = self.launcher.take() else {
+            return Err(InterpError::unsupported("no launcher", block.span));
+        };
+        let mut scope = Scope { machine: self, env };
+        let result = launcher.launch(block, &mut scope);
+        self.launcher = Some(launcher);
+        // The block's head (its name, else its first iterator), not its whole body.
+        let head = block
+            .label
+            .as_ref()
+            .map(|l| l.span)
+            .or_else(|| block.iters.first().map(|i| i.span))
+            .unwrap_or(block.span);
+        result.map_err(|message| InterpError::Launch {
+            message,
+            span: head,
+        })
     }
 
     /// Replays the innermost level's log into the enclosing level (if any), then clears it.
@@ -657,4 +686,35 @@ fn record_at(
         },
     }
     Ok(())
+}
+
+/// The launching method as a launcher sees it.
+struct Scope<'m, 'p, 'i, 'e> {
+    machine: &'m mut Machine<'p, 'i>,
+    env: &'e mut Env<'p>,
+}
+
+impl<'p> super::LaunchScope<'p> for Scope<'_, 'p, '_, '_> {
+    fn value(&self, name: &str) -> Option<Value> {
+        self.env.get(name).flatten()
+    }
+
+    fn eval_int(
+        &mut self,
+        expr: &'p Expr,
+        bound: Option<(&'p str, i128)>,
+    ) -> Result<i128, InterpError> {
+        let Some((name, value)) = bound else {
+            return self.machine.eval_int(self.env, expr);
+        };
+        self.env.push_scope();
+        self.env.declare(name, Some(Value::Int(value)));
+        let result = self.machine.eval_int(self.env, expr);
+        self.env.pop_scope();
+        result
+    }
+
+    fn memory(&mut self) -> &mut super::Memory {
+        &mut self.machine.memory
+    }
 }

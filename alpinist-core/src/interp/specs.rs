@@ -632,6 +632,10 @@ impl<'p> Machine<'p, '_> {
                 }
                 let chunks = match self.chunks(env, &pre) {
                     Ok(Some(c)) => c,
+                    Ok(None) if self.limits.admit_untracked_permissions => {
+                        self.tracking = false;
+                        Vec::new()
+                    }
                     Ok(None) => {
                         return Err(infeasible(
                             "the precondition's permissions cannot be followed exactly",

@@ -1524,3 +1524,85 @@ fn a_barrier_postcondition_reads_the_state_after_the_barrier() {
     let e = run_err(&p, "g", &[Value::Int(3), Value::Array(a)], m);
     assert!(matches!(e, InterpError::DataRace { .. }), "{e:?}");
 }
+
+/// A launcher that runs no kernel: it records each block's iterator range and the launching
+/// scope's `k`, and fills the array `a` with `k`.
+struct Recording {
+    seen: Vec<(i128, i128, Option<Value>)>,
+}
+
+impl Launcher for Recording {
+    fn launch<'p>(
+        &mut self,
+        block: &'p ParBlock,
+        scope: &mut dyn LaunchScope<'p>,
+    ) -> Result<(), String> {
+        let iter = &block.iters[0];
+        let lo = scope.eval_int(&iter.lo, None).map_err(|e| e.to_string())?;
+        let hi = scope.eval_int(&iter.hi, None).map_err(|e| e.to_string())?;
+        let k = scope.value("k");
+        self.seen.push((lo, hi, k));
+        let Some(Value::Array(a)) = scope.value("a") else {
+            return Err("no array `a`".into());
+        };
+        let Some(Value::Int(k)) = k else {
+            return Err("no `k`".into());
+        };
+        let len = scope.memory().get(a).map_or(0, <[Value]>::len);
+        for i in 0..len {
+            scope.memory().set_cell(a, i, Value::Int(k));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_launcher_runs_every_par_block_the_host_code_reaches_and_host_code_runs_between() {
+    let p = program(
+        "void f(int n, int[] a) {
+           int k = 3;
+           par (int t = 0 .. n) { a[t] = 100; }
+           a[0] = a[0] + 1;
+           k = a[0];
+           for (int r = 0; r < 2; r++) { par (int t = 1 .. n - 1) { a[t] = 7; } }
+         }",
+    );
+    let mut memory = Memory::new();
+    let a = memory.alloc_ints(&[0, 0, 0, 0]);
+    let mut launcher = Recording { seen: Vec::new() };
+    let out = run_launching(
+        &p,
+        "f",
+        &[Value::Int(4), Value::Array(a)],
+        memory,
+        &Limits::default(),
+        &mut launcher,
+    )
+    .unwrap();
+    // The first launch filled `a` with 3, the host added 1 to a[0] and set k = 4; the
+    // two launches in the loop filled it with 4.
+    assert_eq!(
+        launcher.seen,
+        [
+            (0, 4, Some(Value::Int(3))),
+            (1, 3, Some(Value::Int(4))),
+            (1, 3, Some(Value::Int(4)))
+        ]
+    );
+    assert_eq!(out.memory.ints(a), Some(vec![4, 4, 4, 4]));
+    // A launcher's error stops the run at the block.
+    let src = "void g(int n, int[] a) { par (int t = 0 .. n) { a[t] = 1; } }";
+    let mut memory = Memory::new();
+    let a = memory.alloc_ints(&[0]);
+    let e = run_launching(
+        &program(src),
+        "g",
+        &[Value::Int(1), Value::Array(a)],
+        memory,
+        &Limits::default(),
+        &mut Recording { seen: Vec::new() },
+    )
+    .unwrap_err();
+    assert!(matches!(e, InterpError::Launch { ref message, .. } if message == "no `k`"));
+    assert_eq!(at(src, &e), "int t = 0 .. n");
+}

@@ -183,39 +183,19 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 /// A host-side evaluation of a size expression failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum EvalError {
-    #[error("cannot evaluate `{0}` on the host: only integer arithmetic over the size parameter")]
+    #[error(
+        "cannot evaluate `{0}` on the host: only integer arithmetic over the size parameter, \
+         without overflow or division by zero"
+    )]
     NotConstant(String),
-    #[error("integer overflow or division by zero while evaluating a size")]
-    Arithmetic,
 }
 
 /// Evaluates an integer expression over the size parameter (sizes of local arrays, the par
-/// range).
+/// range) with [`crate::inputs::int_value`], the one host-side evaluator of such expressions.
 pub fn eval_int(expr: &Expr, env: &HashMap<String, i64>) -> Result<i64, EvalError> {
-    let not_constant = || EvalError::NotConstant(crate::syntax::print_expr(expr));
-    match &expr.kind {
-        ExprKind::IntLit(value) => i64::try_from(value).map_err(|_| EvalError::Arithmetic),
-        ExprKind::Name(id) => env.get(&id.name).copied().ok_or_else(not_constant),
-        ExprKind::Unary {
-            op: UnaryOp::Neg,
-            operand,
-        } => eval_int(operand, env)?
-            .checked_neg()
-            .ok_or(EvalError::Arithmetic),
-        ExprKind::Binary { op, lhs, rhs } => {
-            let (a, b) = (eval_int(lhs, env)?, eval_int(rhs, env)?);
-            match op {
-                BinaryOp::Add => a.checked_add(b),
-                BinaryOp::Sub => a.checked_sub(b),
-                BinaryOp::Mul => a.checked_mul(b),
-                BinaryOp::Div => a.checked_div(b),
-                BinaryOp::Mod => a.checked_rem(b),
-                _ => return Err(not_constant()),
-            }
-            .ok_or(EvalError::Arithmetic)
-        }
-        _ => Err(not_constant()),
-    }
+    crate::inputs::int_value(expr, &|name| env.get(name).copied().map(i128::from))
+        .and_then(|v| i64::try_from(v).ok())
+        .ok_or_else(|| EvalError::NotConstant(crate::syntax::print_expr(expr)))
 }
 
 /// Generates the OpenCL C of the one method of `program` that contains a par block.
@@ -275,7 +255,8 @@ fn collect<'a>(
     }
 }
 
-fn block_has_par(block: &Block) -> bool {
+/// Does `block` contain a par statement (at any depth of its statements)?
+pub fn block_has_par(block: &Block) -> bool {
     block.stmts.iter().any(stmt_has_par)
 }
 
@@ -332,6 +313,67 @@ struct Generator<'a> {
     called: Vec<String>,
     /// Spans of the `+` emitted as `OP`.
     element_ops: BTreeSet<Span>,
+    /// How array cells are typed: generic elements (scan kernels) or concrete integers.
+    cells: Cells,
+    /// Concrete mode: the launching method's variables a kernel may capture as arguments.
+    host: HashMap<String, HostVar>,
+    /// Concrete mode: the host variables the kernel body reads, in first-use order.
+    captured: Vec<(String, HostVar)>,
+}
+
+/// How the generator treats the cells of kernel arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cells {
+    /// Scan kernels: cells are elements of an unknown monoid (`ELEM`, `OP`, `IDENTITY`).
+    Generic,
+    /// Every other kernel: cells are integers (or booleans stored as integers) of this
+    /// OpenCL type.
+    Concrete(IntWidth),
+}
+
+/// The OpenCL integer type PVL's `int` becomes in a concretely typed kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IntWidth {
+    /// `int`: 32 bits, the type the proof's `--int32` mode checks.
+    #[default]
+    Bits32,
+    /// `long`: 64 bits (`--int64`).
+    Bits64,
+}
+
+impl IntWidth {
+    /// The OpenCL C type name.
+    pub fn c_type(self) -> &'static str {
+        match self {
+            IntWidth::Bits32 => "int",
+            IntWidth::Bits64 => "long",
+        }
+    }
+}
+
+/// A variable of the launching method that a kernel may read: it becomes a kernel argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostVar {
+    Int,
+    Bool,
+    IntArray,
+    BoolArray,
+}
+
+impl HostVar {
+    fn of(kind: &TypeKind) -> Option<HostVar> {
+        match kind {
+            TypeKind::Int => Some(HostVar::Int),
+            TypeKind::Bool => Some(HostVar::Bool),
+            TypeKind::Array { elem, .. } if elem.kind == TypeKind::Int => Some(HostVar::IntArray),
+            TypeKind::Array { elem, .. } if elem.kind == TypeKind::Bool => Some(HostVar::BoolArray),
+            _ => None,
+        }
+    }
+
+    pub fn is_array(self) -> bool {
+        matches!(self, HostVar::IntArray | HostVar::BoolArray)
+    }
 }
 
 impl<'a> Generator<'a> {
@@ -345,7 +387,43 @@ impl<'a> Generator<'a> {
             elems: HashSet::new(),
             called: Vec::new(),
             element_ops: BTreeSet::new(),
+            cells: Cells::Generic,
+            host: HashMap::new(),
+            captured: Vec::new(),
         }
+    }
+
+    /// The OpenCL type of PVL's `int` in this kernel.
+    fn int_type(&self) -> &'static str {
+        match self.cells {
+            Cells::Generic => "int",
+            Cells::Concrete(width) => width.c_type(),
+        }
+    }
+
+    /// Concrete mode: `name` is a variable of the launching method that the kernel may read;
+    /// the first read makes it a kernel argument.
+    fn capture(&mut self, name: &str) -> Option<HostVar> {
+        let var = *self.host.get(name)?;
+        if !self.captured.iter().any(|(n, _)| n == name) {
+            self.captured.push((name.to_string(), var));
+            if var.is_array() {
+                self.arrays.insert(name.to_string());
+            } else {
+                let scalar = if var == HostVar::Int {
+                    Scalar::Int
+                } else {
+                    Scalar::Bool
+                };
+                self.scalars.insert(name.to_string(), scalar);
+            }
+        }
+        Some(var)
+    }
+
+    /// Is `name` (a base of an index) an array of the kernel, capturing it if needed?
+    fn is_kernel_array(&mut self, name: &str) -> bool {
+        self.arrays.contains(name) || self.capture(name).is_some_and(HostVar::is_array)
     }
 
     fn kernel(mut self) -> Result<Kernel, CodegenError> {
@@ -615,7 +693,11 @@ impl<'a> Generator<'a> {
                         }
                     } else {
                         self.scalars.insert(name.clone(), scalar);
-                        let cty = if scalar == Scalar::Int { "int" } else { "bool" };
+                        let cty = if scalar == Scalar::Int {
+                            self.int_type()
+                        } else {
+                            "bool"
+                        };
                         match &var.init {
                             Some(init) => {
                                 let init = self.int(init)?;
@@ -636,6 +718,9 @@ impl<'a> Generator<'a> {
                 } else {
                     "--"
                 };
+                if let Some(e) = self.assigns_host(target) {
+                    return Err(e);
+                }
                 let target = self.int(target)?;
                 writeln!(out, "{pad}{target}{op};").unwrap();
             }
@@ -710,7 +795,29 @@ impl<'a> Generator<'a> {
         Ok(())
     }
 
+    /// Concrete mode: `name` is a variable of the launching method (not a kernel local
+    /// shadowing one), which a thread cannot assign: a kernel argument is a copy.
+    fn assigns_host(&self, target: &Expr) -> Option<CodegenError> {
+        let ExprKind::Name(id) = &target.kind else {
+            return None;
+        };
+        let name = &id.name;
+        let host = self.cells != Cells::Generic
+            && self.host.contains_key(name)
+            && (!self.scalars.contains_key(name) || self.captured.iter().any(|(n, _)| n == name));
+        host.then(|| CodegenError::Unsupported {
+            what: format!(
+                "a thread assigns `{name}`, a variable of the launching method (a kernel \
+                 argument is a copy)"
+            ),
+            span: target.span,
+        })
+    }
+
     fn assignment(&mut self, target: &Expr, value: &Expr) -> Result<String, CodegenError> {
+        if let Some(e) = self.assigns_host(target) {
+            return Err(e);
+        }
         match &target.kind {
             ExprKind::Name(id) if self.elems.contains(&id.name) => {
                 Ok(format!("{} = {}", id.name, self.elem(value)?))
@@ -718,9 +825,13 @@ impl<'a> Generator<'a> {
             ExprKind::Name(id) if self.scalars.contains_key(&id.name) => {
                 Ok(format!("{} = {}", id.name, self.int(value)?))
             }
-            ExprKind::Index { .. } => {
+            ExprKind::Index { .. } if self.cells == Cells::Generic => {
                 let target = self.elem(target)?;
                 Ok(format!("{target} = {}", self.elem(value)?))
+            }
+            ExprKind::Index { .. } => {
+                let target = self.int(target)?;
+                Ok(format!("{target} = {}", self.int(value)?))
             }
             _ => Err(CodegenError::Unsupported {
                 what: "an assignment to something other than a local or an array cell".into(),
@@ -796,11 +907,18 @@ impl<'a> Generator<'a> {
             span: expr.span,
         };
         match &expr.kind {
-            ExprKind::IntLit(value) => {
-                let value =
-                    i32::try_from(value).map_err(|_| unsupported("a literal beyond 32 bits"))?;
-                Ok(value.to_string())
-            }
+            ExprKind::IntLit(value) => match self.cells {
+                Cells::Concrete(IntWidth::Bits64) => {
+                    let value = i64::try_from(value)
+                        .map_err(|_| unsupported("a literal beyond 64 bits"))?;
+                    Ok(format!("{value}L"))
+                }
+                _ => {
+                    let value = i32::try_from(value)
+                        .map_err(|_| unsupported("a literal beyond 32 bits"))?;
+                    Ok(value.to_string())
+                }
+            },
             ExprKind::BoolLit(b) => Ok(if *b { "true" } else { "false" }.into()),
             ExprKind::Name(id) if self.elems.contains(&id.name) => {
                 Err(CodegenError::ElementMisuse {
@@ -809,10 +927,25 @@ impl<'a> Generator<'a> {
                 })
             }
             ExprKind::Name(id) if self.scalars.contains_key(&id.name) => Ok(id.name.clone()),
+            ExprKind::Name(id)
+                if self.cells != Cells::Generic
+                    && self.capture(&id.name).is_some_and(|v| !v.is_array()) =>
+            {
+                Ok(id.name.clone())
+            }
             ExprKind::Name(id) => Err(unsupported(&format!(
                 "`{}` is not a kernel variable (ghost or outside the kernel)",
                 id.name
             ))),
+            ExprKind::Index { base, index } if self.cells != Cells::Generic => match &base.kind {
+                ExprKind::Name(id) if self.is_kernel_array(&id.name) => {
+                    let index = self.int(index)?;
+                    Ok(format!("{}[{index}]", id.name))
+                }
+                _ => Err(unsupported(
+                    "indexing something other than an `int[]` or `boolean[]` variable",
+                )),
+            },
             ExprKind::Index { base, .. } if matches!(&base.kind, ExprKind::Name(id) if self.arrays.contains(&id.name)) => {
                 Err(CodegenError::ElementMisuse {
                     reason: "an array cell is read as an integer (compared, used as an index, \
@@ -912,8 +1045,9 @@ impl<'a> Generator<'a> {
     }
 
     fn function(&mut self, function: &Method) -> Result<(String, String), CodegenError> {
+        let int_type = self.int_type();
         let cty = |kind: &TypeKind, span: Span| match kind {
-            TypeKind::Int => Ok("int"),
+            TypeKind::Int => Ok(int_type),
             TypeKind::Bool => Ok("bool"),
             _ => Err(CodegenError::Unsupported {
                 what: "a function over types other than `int` and `boolean` in kernel code".into(),
@@ -931,7 +1065,7 @@ impl<'a> Generator<'a> {
         for param in &function.params {
             let ty = cty(&param.ty.kind, param.span)?;
             params.push(format!("{ty} {}", param.name.name));
-            let scalar = if ty == "int" {
+            let scalar = if ty == int_type {
                 Scalar::Int
             } else {
                 Scalar::Bool
@@ -946,9 +1080,10 @@ impl<'a> Generator<'a> {
             std::mem::replace(&mut self.scalars, scalars),
             std::mem::take(&mut self.elems),
             std::mem::take(&mut self.arrays),
+            std::mem::take(&mut self.host),
         );
         let body = self.int(body);
-        (self.scalars, self.elems, self.arrays) = saved;
+        (self.scalars, self.elems, self.arrays, self.host) = saved;
         Ok((
             format!(
                 "static {ret} {}({})",
@@ -1102,7 +1237,9 @@ fn assignments_of<'s>(stmt: &'s Stmt, out: &mut Vec<(&'s str, &'s Expr)>) {
     }
 }
 
+mod program;
 mod size;
+pub use program::{generate_method, Launch, LaunchArg, MethodKernels, ThreadShape};
 pub use size::{SizePrecondition, SizeRefused};
 
 #[cfg(test)]

@@ -877,18 +877,10 @@ pub fn host_scan(input: &[u32], kind: ScanKind, op: fn(u32, u32) -> u32) -> Vec<
         .collect()
 }
 
-/// splitmix64: small, seeded, good enough for test inputs (no dependency).
+/// `len` random words from `seed` ([`crate::inputs::SplitMix64`]).
 pub fn random_words(len: usize, seed: u64) -> Vec<u32> {
-    let mut state = seed;
-    (0..len)
-        .map(|_| {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            (z ^ (z >> 31)) as u32
-        })
-        .collect()
+    let mut random = crate::inputs::SplitMix64::new(seed);
+    (0..len).map(|_| random.next_u64() as u32).collect()
 }
 
 /// The 0-1-2 test set with n(n+1)/2 + n − 1 runs, in the shape of Voigtländer's (POPL 2008):

@@ -11,6 +11,9 @@
 //! - [`platform`] — platforms and devices, listed without panicking when there are none.
 //! - [`codegen`] — IR kernel → OpenCL C with `ELEM`, `IDENTITY`, `OP(a, b)` as macros; refuses
 //!   kernels that touch element values other than through the operator and the identity.
+//! - [`device_run`] — runs a method on a device: the interpreter runs the host code and
+//!   launches each par block's kernel ([`codegen::generate_method`]) with the launching
+//!   scope's variables (`alpinist run`).
 //! - [`harness`] — runs a generated kernel: integer addition on random input against a host
 //!   scan, the interval test with a device-side check, the swapped-operand self-check, and the
 //!   baselines (Voigtländer's 0-1-2 set, random inputs).
@@ -29,6 +32,8 @@
 //!   [`verdict::RaceFreedom::Proved`].
 
 pub mod codegen;
+#[cfg(feature = "opencl")]
+pub mod device_run;
 #[cfg(feature = "opencl")]
 pub mod harness;
 pub mod interval;

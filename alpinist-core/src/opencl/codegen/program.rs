@@ -1,0 +1,456 @@
+//! Every par block of a method → an OpenCL kernel over concrete integers (`alpinist run`,
+//! `emit-opencl` for kernels that are not scans).
+//!
+//! # The mapping
+//! - The method's body is **host code**: it runs on the host (the interpreter runs it and
+//!   hands each par block it reaches to a launcher, `interp::Launcher`). Each par block the
+//!   host code reaches — at any depth of its blocks, branches and loops, but not inside another
+//!   par block — is one kernel launch; blocks launched together (`and`, `parallel { }`) and
+//!   `sequential { }` blocks are launched one after another, which is faithful because the
+//!   checker proved them free of races with each other.
+//! - A block's iterators (one to three, `int`) are the NDRange's dimensions:
+//!   `i = lo + get_global_id(d)`, global size `hi − lo` evaluated on the host at the launch.
+//!   A block with a barrier runs as **one work-group** (local size = global size; the launcher
+//!   refuses it when the device's work-group limit is smaller), since OpenCL barriers
+//!   synchronise a work-group only. A block whose whole body is one nested par block with one
+//!   iterator each is **groups × local threads**: `g = lo + get_group_id(0)`,
+//!   `t = lo' + get_local_id(0)`, barriers in the inner block.
+//! - Every variable of the launching method the kernel reads becomes an argument, in
+//!   first-use order: `int` → PVL's integer type (`int`, or `long` with
+//!   [`IntWidth::Bits64`]), `boolean` → `int`, `int[]` → `__global T*`, `boolean[]` →
+//!   `__global int*` (0 or 1). All arrays are `__global`; the host copies them in before and
+//!   out after each launch. A thread that assigns a variable of the launching method is
+//!   refused (an OpenCL argument is a copy).
+//! - Statements and expressions are translated by the scan generator's code (one mapping):
+//!   specifications and ghost code are erased, a barrier is
+//!   `barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)`, pure functions with an expression
+//!   body become `static` functions (not recursive).
+//!
+//! Not yet: `__local` arrays (an array used by exactly one single-group launch), par blocks in
+//! methods the launching method calls (the launcher reports them), `vec` blocks.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use super::{erased, kernel_method, Cells, CodegenError, Generator, HostVar, IntWidth, Scalar};
+use crate::syntax::{
+    Block, Expr, Item, Member, MemberKind, MethodBody, Modifier, ParBlock, ParGroupStyle, Program,
+    Span, Stmt, StmtKind, TypeKind,
+};
+
+/// The kernels of one method and how to launch them.
+#[derive(Clone, Debug)]
+pub struct MethodKernels {
+    /// The method as the interpreter names it (`name`, or `Class.name`).
+    pub method: String,
+    pub width: IntWidth,
+    /// The whole OpenCL C program: pure functions, then one kernel per launch.
+    pub source: String,
+    pub launches: Vec<Launch>,
+}
+
+impl MethodKernels {
+    /// The launch of the par block whose span is `block`.
+    pub fn launch_of(&self, block: Span) -> Option<&Launch> {
+        self.launches.iter().find(|l| l.block == block)
+    }
+}
+
+/// One par block as a kernel launch.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    /// The par block's span: the interpreter names the block it reaches by it.
+    pub block: Span,
+    /// The kernel function's name.
+    pub kernel: String,
+    /// The kernel's arguments in order: variables of the launching method.
+    pub args: Vec<LaunchArg>,
+    pub shape: ThreadShape,
+}
+
+/// A kernel argument: a variable of the launching method, read when the block is launched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchArg {
+    pub name: String,
+    pub var: HostVar,
+}
+
+/// The NDRange of a launch; bounds are evaluated on the host in the launching scope.
+#[derive(Clone, Debug)]
+pub enum ThreadShape {
+    /// One par block: one dimension per iterator, `(lo, hi)`; `one_group` when it has a
+    /// barrier.
+    Flat {
+        dims: Vec<(Expr, Expr)>,
+        one_group: bool,
+    },
+    /// A par block over work-groups whose body is a par block over each group's threads.
+    Groups {
+        groups: Box<(Expr, Expr)>,
+        threads: Box<(Expr, Expr)>,
+    },
+}
+
+/// Generates the kernels of `method` (`name` when unique, or `Class.name`).
+pub fn generate_method(
+    program: &Program,
+    method: &str,
+    width: IntWidth,
+) -> Result<MethodKernels, CodegenError> {
+    let mut functions = HashMap::new();
+    let mut found: Vec<(String, &Member)> = Vec::new();
+    for item in &program.items {
+        let (class, members) = match item {
+            Item::Class(class) => (Some(class.name.name.as_str()), class.members.as_slice()),
+            Item::Member(member) => (None, std::slice::from_ref(member)),
+        };
+        for member in members {
+            let MemberKind::Method(m) = &member.kind else {
+                continue;
+            };
+            if let MethodBody::Expr(_) = &m.body {
+                if m.modifiers.contains(&Modifier::Pure) {
+                    functions.insert(m.name.name.clone(), m);
+                }
+            }
+            let qualified = match class {
+                Some(c) => format!("{c}.{}", m.name.name),
+                None => m.name.name.clone(),
+            };
+            if (m.name.name == method || qualified == method)
+                && matches!(m.body, MethodBody::Block(_))
+            {
+                found.push((qualified, member));
+            }
+        }
+    }
+    let (name, member) = match found.as_slice() {
+        [one] => one.clone(),
+        [] => {
+            return Err(CodegenError::Unsupported {
+                what: format!("no method `{method}` with a body"),
+                span: program.span,
+            })
+        }
+        [_, second, ..] => {
+            return Err(CodegenError::Unsupported {
+                what: format!("`{method}` names several methods; write `Class.{method}`"),
+                span: kernel_method(second.1).name.span,
+            })
+        }
+    };
+    let mut generator = Generator::new(member, functions);
+    generator.cells = Cells::Concrete(width);
+    let m = generator.method;
+    let mut host = HashMap::new();
+    for param in &m.params {
+        if let Some(var) = HostVar::of(&param.ty.kind) {
+            host.insert(param.name.name.clone(), var);
+        }
+    }
+    let MethodBody::Block(body) = &m.body else {
+        unreachable!("only methods with a block body are selected")
+    };
+    let mut blocks = Vec::new();
+    host_code(body, &mut host, &mut blocks)?;
+    generator.host = host;
+
+    let mut kernels = String::new();
+    let mut launches = Vec::new();
+    for (k, block) in blocks.into_iter().enumerate() {
+        let kernel = format!("alp_{}_{k}", m.name.name);
+        let launch = generator.block_kernel(block, kernel, width, &mut kernels)?;
+        launches.push(launch);
+    }
+    let mut source = String::new();
+    writeln!(
+        source,
+        "/* generated by alpinist from `{name}`: one kernel per par block, PVL's int as {} */",
+        width.c_type()
+    )
+    .unwrap();
+    source.push_str(&generator.functions_source()?);
+    source.push_str(&kernels);
+    Ok(MethodKernels {
+        method: name,
+        width,
+        source,
+        launches,
+    })
+}
+
+/// Collects the host variables (locals outside par blocks) and the par blocks host code
+/// reaches, in textual order.
+fn host_code<'a>(
+    block: &'a Block,
+    host: &mut HashMap<String, HostVar>,
+    blocks: &mut Vec<&'a ParBlock>,
+) -> Result<(), CodegenError> {
+    for stmt in &block.stmts {
+        host_stmt(stmt, host, blocks)?;
+    }
+    Ok(())
+}
+
+fn host_stmt<'a>(
+    stmt: &'a Stmt,
+    host: &mut HashMap<String, HostVar>,
+    blocks: &mut Vec<&'a ParBlock>,
+) -> Result<(), CodegenError> {
+    if erased(stmt) {
+        return Ok(());
+    }
+    match &stmt.kind {
+        StmtKind::LocalDecl { ty, vars } => {
+            if let Some(var) = HostVar::of(&ty.kind) {
+                for v in vars {
+                    host.insert(v.name.name.clone(), var);
+                }
+            }
+        }
+        StmtKind::Par(group) => {
+            if group.style == ParGroupStyle::Vector {
+                return Err(CodegenError::Unsupported {
+                    what: "a `vec` block as a kernel launch".into(),
+                    span: stmt.span,
+                });
+            }
+            blocks.extend(group.blocks.iter());
+        }
+        StmtKind::Block(b) => host_code(b, host, blocks)?,
+        StmtKind::If {
+            then_branch,
+            else_branch,
+            ..
+        } => {
+            host_stmt(then_branch, host, blocks)?;
+            if let Some(e) = else_branch {
+                host_stmt(e, host, blocks)?;
+            }
+        }
+        StmtKind::While { body, .. } => host_stmt(body, host, blocks)?,
+        StmtKind::For {
+            init, update, body, ..
+        } => {
+            for s in [init, update].into_iter().flatten() {
+                host_stmt(s, host, blocks)?;
+            }
+            host_stmt(body, host, blocks)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The statements of a block that code generation keeps.
+fn kept(block: &Block) -> Vec<&Stmt> {
+    block.stmts.iter().filter(|s| !erased(s)).collect()
+}
+
+fn has_barrier(block: &Block) -> bool {
+    fn stmt(s: &Stmt) -> bool {
+        match &s.kind {
+            StmtKind::Barrier(_) => true,
+            StmtKind::Block(b) => has_barrier(b),
+            StmtKind::If {
+                then_branch,
+                else_branch,
+                ..
+            } => stmt(then_branch) || else_branch.as_deref().is_some_and(stmt),
+            StmtKind::While { body, .. } | StmtKind::For { body, .. } => stmt(body),
+            _ => false,
+        }
+    }
+    block.stmts.iter().any(stmt)
+}
+
+impl Generator<'_> {
+    /// One par block → one `__kernel` appended to `out`.
+    fn block_kernel(
+        &mut self,
+        block: &ParBlock,
+        kernel: String,
+        width: IntWidth,
+        out: &mut String,
+    ) -> Result<Launch, CodegenError> {
+        self.scalars.clear();
+        self.arrays.clear();
+        self.captured.clear();
+        let int = width.c_type();
+        let mut prologue = String::new();
+        let mut iterator = |this: &mut Self, iter: &crate::syntax::ParIter, id: String| {
+            if iter.ty.kind != TypeKind::Int {
+                return Err(CodegenError::Unsupported {
+                    what: "a par iterator that is not `int`".into(),
+                    span: iter.span,
+                });
+            }
+            let lo = this.int(&iter.lo)?;
+            this.scalars.insert(iter.name.name.clone(), Scalar::Int);
+            writeln!(prologue, "  {int} {} = {lo} + ({int}){id};", iter.name.name).unwrap();
+            Ok(())
+        };
+        let nested = match kept(&block.body).as_slice() {
+            [Stmt {
+                kind: StmtKind::Par(group),
+                ..
+            }] if group.style != ParGroupStyle::Vector => match group.blocks.as_slice() {
+                [inner] => Some(inner),
+                _ => {
+                    return Err(CodegenError::Unsupported {
+                        what: "several par blocks nested in one".into(),
+                        span: block.span,
+                    })
+                }
+            },
+            _ => None,
+        };
+        let (shape, body) = match nested {
+            Some(inner) => {
+                let ([outer_iter], [inner_iter]) = (block.iters.as_slice(), inner.iters.as_slice())
+                else {
+                    return Err(CodegenError::Unsupported {
+                        what: "nested par blocks other than one iterator over work-groups and \
+                               one over each group's threads"
+                            .into(),
+                        span: block.span,
+                    });
+                };
+                iterator(self, outer_iter, "get_group_id(0)".into())?;
+                iterator(self, inner_iter, "get_local_id(0)".into())?;
+                let shape = ThreadShape::Groups {
+                    groups: Box::new((outer_iter.lo.clone(), outer_iter.hi.clone())),
+                    threads: Box::new((inner_iter.lo.clone(), inner_iter.hi.clone())),
+                };
+                (shape, &inner.body)
+            }
+            None => {
+                if block.iters.is_empty() || block.iters.len() > 3 {
+                    return Err(CodegenError::Unsupported {
+                        what: "a par block with no iterator or more than three".into(),
+                        span: block.span,
+                    });
+                }
+                for (d, iter) in block.iters.iter().enumerate() {
+                    iterator(self, iter, format!("get_global_id({d})"))?;
+                }
+                let shape = ThreadShape::Flat {
+                    dims: block
+                        .iters
+                        .iter()
+                        .map(|i| (i.lo.clone(), i.hi.clone()))
+                        .collect(),
+                    one_group: has_barrier(&block.body),
+                };
+                (shape, &block.body)
+            }
+        };
+        let mut code = String::new();
+        self.block_stmts(body, 1, &mut code)?;
+        let args: Vec<LaunchArg> = self
+            .captured
+            .iter()
+            .map(|(name, var)| LaunchArg {
+                name: name.clone(),
+                var: *var,
+            })
+            .collect();
+        let params: Vec<String> = args
+            .iter()
+            .map(|a| match a.var {
+                HostVar::Int => format!("{int} {}", a.name),
+                HostVar::Bool => format!("int {}", a.name),
+                HostVar::IntArray => format!("__global {int}* {}", a.name),
+                HostVar::BoolArray => format!("__global int* {}", a.name),
+            })
+            .collect();
+        writeln!(out, "__kernel void {kernel}({}) {{", params.join(", ")).unwrap();
+        out.push_str(&prologue);
+        out.push_str(&code);
+        out.push_str("}\n");
+        Ok(Launch {
+            block: block.span,
+            kernel,
+            args,
+            shape,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernels(src: &str, method: &str) -> Result<MethodKernels, CodegenError> {
+        let program = crate::syntax::parse(src).expect("parses").program;
+        generate_method(&program, method, IntWidth::Bits32)
+    }
+
+    #[test]
+    fn host_variables_become_arguments_in_first_use_order() {
+        let k = kernels(
+            "void f(int n, int[] a, int[] b) { int k = 2; \
+             par (int i = 0 .. n) { b[i] = a[i] * k; } }",
+            "f",
+        )
+        .unwrap();
+        let names: Vec<&str> = k.launches[0].args.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["b", "a", "k"]);
+        assert!(k
+            .source
+            .contains("__kernel void alp_f_0(__global int* b, __global int* a, int k)"));
+        assert!(k.source.contains("int i = 0 + (int)get_global_id(0);"));
+    }
+
+    #[test]
+    fn a_thread_writing_a_host_scalar_is_refused() {
+        let e = kernels(
+            "void f(int n, int[] a) { int s = 0; par (int i = 0 .. n) { s = a[i]; } }",
+            "f",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("assigns `s`"), "{e}");
+    }
+
+    #[test]
+    fn a_block_with_a_barrier_is_one_group_and_nested_blocks_are_groups() {
+        let k = kernels(
+            "void f(int n, int[] a) { \
+               par (int i = 0 .. n) { a[i] = 1; barrier(f) { } a[i] = 2; } \
+               par (int g = 0 .. 4) { par (int t = 0 .. n) { a[t] = g; } } }",
+            "f",
+        )
+        .unwrap();
+        assert!(matches!(
+            k.launches[0].shape,
+            ThreadShape::Flat {
+                one_group: true,
+                ..
+            }
+        ));
+        assert!(matches!(k.launches[1].shape, ThreadShape::Groups { .. }));
+        assert!(k.source.contains("int g = 0 + (int)get_group_id(0);"));
+        assert!(k.source.contains("int t = 0 + (int)get_local_id(0);"));
+    }
+
+    #[test]
+    fn long_integers() {
+        let k = generate_method(
+            &crate::syntax::parse(
+                "void f(int n, int[] a) { par (int i = 0 .. n) { a[i] = 3000000000; } }",
+            )
+            .unwrap()
+            .program,
+            "f",
+            IntWidth::Bits64,
+        )
+        .unwrap();
+        assert!(k.source.contains("__global long* a"));
+        assert!(k.source.contains("a[i] = 3000000000L;"));
+        assert!(kernels(
+            "void f(int n, int[] a) { par (int i = 0 .. n) { a[i] = 3000000000; } }",
+            "f"
+        )
+        .is_err());
+    }
+}

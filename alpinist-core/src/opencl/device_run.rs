@@ -1,0 +1,363 @@
+//! Runs a method on an OpenCL device: the interpreter runs the host code and hands every par
+//! block it reaches to [`DeviceLauncher`], which launches the block's generated kernel
+//! ([`super::codegen::generate_method`]) with the launching scope's variables as arguments.
+//!
+//! Arrays are copied to the device before each launch and back after it (one buffer per
+//! distinct array, so two names of one array stay one buffer). A value that does not fit the
+//! kernel's integer type is an error of the launch, never a truncated value.
+
+use std::time::{Duration, Instant};
+
+use ocl::{Buffer, Context, Kernel as OclKernel, Program, Queue, SpatialDims};
+
+use super::codegen::{HostVar, IntWidth, MethodKernels, ThreadShape};
+use super::platform::DeviceInfo;
+use super::OpenClError;
+use crate::interp::{self, ArrayRef, InterpError, LaunchScope, Launcher, Limits, Memory, Value};
+use crate::syntax::{ParBlock, ParIter, Program as PvlProgram, Stmt, StmtKind};
+
+/// The most work-items one launch may have (a guard against a runaway size).
+pub const MAX_WORK_ITEMS: u64 = 1 << 26;
+
+/// A compiled method on one device.
+pub struct DeviceLauncher<'k> {
+    kernels: &'k MethodKernels,
+    device: DeviceInfo,
+    queue: Queue,
+    program: Program,
+    /// Launches made and the wall-clock time spent in them (copies included).
+    pub launches: u32,
+    pub launch_time: Duration,
+}
+
+impl<'k> DeviceLauncher<'k> {
+    /// Compiles `kernels.source` for `device`. A compile error is an [`OpenClError`] with the
+    /// build log (generated code that does not compile is a bug of the generator).
+    pub fn new(kernels: &'k MethodKernels, device: &DeviceInfo) -> Result<Self, OpenClError> {
+        let context = Context::builder()
+            .platform(device.platform)
+            .devices(device.device)
+            .build()?;
+        let queue = Queue::new(&context, device.device, None)?;
+        let program = Program::builder()
+            .src(kernels.source.clone())
+            .devices(device.device)
+            .build(&context)
+            .map_err(|e| OpenClError(format!("the generated program does not compile: {e}")))?;
+        Ok(DeviceLauncher {
+            kernels,
+            device: device.clone(),
+            queue,
+            program,
+            launches: 0,
+            launch_time: Duration::ZERO,
+        })
+    }
+
+    /// Runs the method on `args` in `memory` (the interpreter runs the host code).
+    pub fn run(
+        &mut self,
+        program: &PvlProgram,
+        args: &[Value],
+        memory: Memory,
+        limits: &Limits,
+    ) -> Result<interp::Outcome, InterpError> {
+        let method = self.kernels.method.clone();
+        interp::run_launching(program, &method, args, memory, limits, self)
+    }
+}
+
+/// A device buffer of the kernel's integer type or of `int` (booleans).
+enum Buf {
+    I32(Buffer<i32>),
+    I64(Buffer<i64>),
+}
+
+impl Launcher for DeviceLauncher<'_> {
+    fn launch<'p>(
+        &mut self,
+        block: &'p ParBlock,
+        scope: &mut dyn LaunchScope<'p>,
+    ) -> Result<(), String> {
+        let started = Instant::now();
+        let result = self.launch_block(block, scope);
+        self.launches += 1;
+        self.launch_time += started.elapsed();
+        result
+    }
+}
+
+impl DeviceLauncher<'_> {
+    fn launch_block<'p>(
+        &mut self,
+        block: &'p ParBlock,
+        scope: &mut dyn LaunchScope<'p>,
+    ) -> Result<(), String> {
+        let launch = self.kernels.launch_of(block.span).ok_or_else(|| {
+            "no kernel was generated for this par block (only the par blocks of the method \
+             that is run are launched on a device)"
+                .to_string()
+        })?;
+        let (global, local): (Vec<u64>, Option<Vec<u64>>) = match &launch.shape {
+            ThreadShape::Flat { one_group, .. } => {
+                let mut dims = Vec::new();
+                for iter in &block.iters {
+                    dims.push(range(scope, iter, None)?);
+                }
+                let local = one_group.then(|| dims.clone());
+                (dims, local)
+            }
+            ThreadShape::Groups { .. } => {
+                let inner = nested_block(block).ok_or("the nested par block is missing")?;
+                let outer = &block.iters[0];
+                let groups = range(scope, outer, None)?;
+                // Every group has the same number of threads (OpenCL's local size), though
+                // the range may move with the group (`tid = g * m .. (g + 1) * m`).
+                let first = scope.eval_int(&outer.lo, None).map_err(|e| e.to_string())?;
+                let mut threads = None;
+                for g in 0..groups.min(MAX_WORK_ITEMS) {
+                    let at = Some((outer.name.name.as_str(), first + i128::from(g)));
+                    let count = range(scope, &inner.iters[0], at)?;
+                    match threads {
+                        Some(t) if t != count => {
+                            return Err(format!(
+                                "the groups of this block have different numbers of threads \
+                                 ({t} and {count}); OpenCL's work-groups are all one size"
+                            ))
+                        }
+                        _ => threads = Some(count),
+                    }
+                }
+                let threads = threads.unwrap_or(0);
+                (vec![groups.saturating_mul(threads)], Some(vec![threads]))
+            }
+        };
+        let items = global.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+        match items {
+            Some(0) => return Ok(()),
+            Some(n) if n <= MAX_WORK_ITEMS => {}
+            _ => {
+                return Err(format!(
+                    "{global:?} work-items exceed the limit of {MAX_WORK_ITEMS} per launch"
+                ))
+            }
+        }
+        if let Some(local) = &local {
+            let group: u64 = local.iter().product();
+            if group > self.device.max_work_group_size as u64 {
+                return Err(format!(
+                    "a work-group of {group} work-items exceeds the device's limit of {} (a \
+                     par block with a barrier runs as one work-group)",
+                    self.device.max_work_group_size
+                ));
+            }
+        }
+
+        // Arguments: one buffer per distinct array.
+        let width = self.kernels.width;
+        let mut buffers: Vec<(ArrayRef, bool, Buf)> = Vec::new();
+        let mut builder = OclKernel::builder();
+        builder
+            .program(&self.program)
+            .name(&launch.kernel)
+            .queue(self.queue.clone())
+            .global_work_size(dims(&global)?);
+        if let Some(local) = &local {
+            builder.local_work_size(dims(local)?);
+        }
+        let mut args: Vec<ArgValue> = Vec::new();
+        for arg in &launch.args {
+            let value = scope
+                .value(&arg.name)
+                .ok_or_else(|| format!("`{}` has no value at the launch", arg.name))?;
+            match (arg.var, value) {
+                (HostVar::Int, Value::Int(v)) => args.push(match width {
+                    IntWidth::Bits32 => ArgValue::I32(fit::<i32>(v, &arg.name)?),
+                    IntWidth::Bits64 => ArgValue::I64(fit::<i64>(v, &arg.name)?),
+                }),
+                (HostVar::Bool, Value::Bool(b)) => args.push(ArgValue::I32(i32::from(b))),
+                (HostVar::IntArray | HostVar::BoolArray, Value::Array(r)) => {
+                    if let Some(k) = buffers.iter().position(|(a, _, _)| *a == r) {
+                        args.push(ArgValue::Buffer(k));
+                        continue;
+                    }
+                    let cells = scope
+                        .memory()
+                        .get(r)
+                        .ok_or_else(|| format!("`{}` is not an array", arg.name))?
+                        .to_vec();
+                    let bools = arg.var == HostVar::BoolArray;
+                    let buf = self
+                        .upload(&cells, bools, width, &arg.name)
+                        .map_err(|e| e.to_string())?;
+                    buffers.push((r, bools, buf));
+                    args.push(ArgValue::Buffer(buffers.len() - 1));
+                }
+                (_, Value::Null) => return Err(format!("`{}` is null", arg.name)),
+                (_, other) => {
+                    return Err(format!(
+                        "`{}` holds a {} where the kernel expects another type",
+                        arg.name,
+                        other.kind()
+                    ))
+                }
+            }
+        }
+        for arg in &args {
+            match arg {
+                ArgValue::I32(v) => builder.arg(*v),
+                ArgValue::I64(v) => builder.arg(*v),
+                ArgValue::Buffer(k) => match &buffers[*k].2 {
+                    Buf::I32(b) => builder.arg(b),
+                    Buf::I64(b) => builder.arg(b),
+                },
+            };
+        }
+        let kernel = builder.build().map_err(|e| e.to_string())?;
+        // SAFETY: every argument is set above, with the types the generated kernel declares;
+        // the buffers outlive the launch, which completes before `finish` returns.
+        unsafe { kernel.enq() }.map_err(|e| e.to_string())?;
+        self.queue.finish().map_err(|e| e.to_string())?;
+        for (r, bools, buf) in &buffers {
+            let cells = self.download(buf, *bools).map_err(|e| e.to_string())?;
+            let memory = scope.memory();
+            for (k, v) in cells.into_iter().enumerate() {
+                memory.set_cell(*r, k, v);
+            }
+        }
+        Ok(())
+    }
+
+    fn upload(
+        &self,
+        cells: &[Value],
+        bools: bool,
+        width: IntWidth,
+        name: &str,
+    ) -> Result<Buf, String> {
+        let ints: Vec<i128> = cells
+            .iter()
+            .map(|c| match c {
+                Value::Int(v) => Ok(*v),
+                Value::Bool(b) => Ok(i128::from(*b)),
+                other => Err(format!("`{name}` holds a {}", other.kind())),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(if bools || width == IntWidth::Bits32 {
+            Buf::I32(self.buffer(&ints, name)?)
+        } else {
+            Buf::I64(self.buffer(&ints, name)?)
+        })
+    }
+
+    /// A device buffer holding `ints` (at least one cell: OpenCL has no empty buffers).
+    fn buffer<T>(&self, ints: &[i128], name: &str) -> Result<Buffer<T>, String>
+    where
+        T: ocl::OclPrm + TryFrom<i128>,
+    {
+        let mut host = ints
+            .iter()
+            .map(|&v| fit::<T>(v, name))
+            .collect::<Result<Vec<_>, _>>()?;
+        host.resize(ints.len().max(1), T::default());
+        Buffer::<T>::builder()
+            .queue(self.queue.clone())
+            .len(host.len())
+            .copy_host_slice(&host)
+            .build()
+            .map_err(|e| e.to_string())
+    }
+
+    fn download(&self, buf: &Buf, bools: bool) -> Result<Vec<Value>, ocl::Error> {
+        let ints: Vec<i128> = match buf {
+            Buf::I32(b) => {
+                let mut host = vec![0i32; b.len()];
+                b.read(&mut host).enq()?;
+                host.into_iter().map(i128::from).collect()
+            }
+            Buf::I64(b) => {
+                let mut host = vec![0i64; b.len()];
+                b.read(&mut host).enq()?;
+                host.into_iter().map(i128::from).collect()
+            }
+        };
+        Ok(ints
+            .into_iter()
+            .map(|v| {
+                if bools {
+                    Value::Bool(v != 0)
+                } else {
+                    Value::Int(v)
+                }
+            })
+            .collect())
+    }
+}
+
+/// The number of values of a par iterator, `bound` in scope: `hi − lo`, or 0.
+fn range<'p>(
+    scope: &mut dyn LaunchScope<'p>,
+    iter: &'p ParIter,
+    bound: Option<(&'p str, i128)>,
+) -> Result<u64, String> {
+    let lo = scope.eval_int(&iter.lo, bound).map_err(|e| e.to_string())?;
+    let hi = scope.eval_int(&iter.hi, bound).map_err(|e| e.to_string())?;
+    Ok(u64::try_from(hi.saturating_sub(lo).max(0)).unwrap_or(u64::MAX))
+}
+
+enum ArgValue {
+    I32(i32),
+    I64(i64),
+    Buffer(usize),
+}
+
+fn fit<T: TryFrom<i128>>(v: i128, name: &str) -> Result<T, String> {
+    T::try_from(v).map_err(|_| {
+        format!(
+            "`{name}` holds {v}, beyond the kernel's {}-bit integers",
+            std::mem::size_of::<T>() * 8
+        )
+    })
+}
+
+fn dims(sizes: &[u64]) -> Result<SpatialDims, String> {
+    let s = |k: usize| usize::try_from(sizes[k]).map_err(|e| e.to_string());
+    Ok(match sizes.len() {
+        1 => SpatialDims::One(s(0)?),
+        2 => SpatialDims::Two(s(0)?, s(1)?),
+        3 => SpatialDims::Three(s(0)?, s(1)?, s(2)?),
+        n => return Err(format!("{n} dimensions")),
+    })
+}
+
+/// The inner block of a [`ThreadShape::Groups`] launch: the one par statement its body keeps.
+fn nested_block(block: &ParBlock) -> Option<&ParBlock> {
+    block.body.stmts.iter().find_map(|s: &Stmt| match &s.kind {
+        StmtKind::Par(group) => group.blocks.first(),
+        _ => None,
+    })
+}
+
+/// Runs `kernels`' method on every device of `devices`, each from a copy of `memory`.
+pub fn run_on_devices(
+    program: &PvlProgram,
+    kernels: &MethodKernels,
+    devices: &[DeviceInfo],
+    args: &[Value],
+    memory: &Memory,
+    limits: &Limits,
+) -> Vec<(String, Result<interp::Outcome, String>)> {
+    let mut out = Vec::new();
+    for device in devices {
+        let name = format!("{} / {}", device.platform_name, device.device_name);
+        let result = DeviceLauncher::new(kernels, device)
+            .map_err(|e| e.to_string())
+            .and_then(|mut launcher| {
+                launcher
+                    .run(program, args, memory.clone(), limits)
+                    .map_err(|e| e.to_string())
+            });
+        out.push((name, result));
+    }
+    out
+}

@@ -1,0 +1,248 @@
+//! `alpinist run` (the differential test) and `emit-opencl --method` end to end. With the
+//! `opencl` feature and a platform (pocl in CI) every run also goes through the device; the
+//! tests then check that the device lines are there and agree.
+
+use std::process::Output;
+
+use crate::common::{run, stderr, stdout};
+
+/// Whether this build runs kernels on a device: the `opencl` feature and a platform (CI sets
+/// `ALPINIST_REQUIRE_OPENCL=1`, where a missing platform is a failure).
+fn devices_expected() -> bool {
+    if !cfg!(feature = "opencl") {
+        return false;
+    }
+    let available = run(&["devices"]).status.code() == Some(0);
+    assert!(
+        available || std::env::var("ALPINIST_REQUIRE_OPENCL").as_deref() != Ok("1"),
+        "ALPINIST_REQUIRE_OPENCL=1 but no OpenCL platform"
+    );
+    available
+}
+
+/// The result lines (`  original   <where>  same`) of a run's standard output.
+fn lines<'o>(out: &'o str, version: &str) -> Vec<&'o str> {
+    out.lines()
+        .filter(|l| l.trim_start().starts_with(version))
+        .collect()
+}
+
+/// Runs `alpinist args` and requires exit `code`.
+fn exits(args: &[&str], code: i32) -> Output {
+    let output = run(args);
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}",
+        describe(args, &output)
+    );
+    output
+}
+
+fn describe(args: &[&str], output: &Output) -> String {
+    format!(
+        "{args:?}: exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        stdout(output),
+        stderr(output)
+    )
+}
+
+#[test]
+fn kernels_give_the_interpreters_results_on_every_device() {
+    let devices = devices_expected();
+    // One launch per shape: flat, flat with a barrier (one work-group), groups × threads
+    // (a nested par block whose inner range moves with the group, after fusion), two
+    // dimensions with a boolean array and host code between launches in a loop, and kernels
+    // an optimisation produced from the file's annotations.
+    for (file, optimised) in [
+        ("examples/basic/vector_add.pvl", false),
+        ("examples/data_prefetching/rounds_with_barrier.pvl", true),
+        ("examples/data_prefetching/nested_groups.pvl", true),
+        ("examples/kernel_fusion/pairs_in_groups.pvl", true),
+        ("tests/data/run/host_between_launches.pvl", false),
+        ("examples/tiling/saxpy_inter.pvl", true),
+        ("examples/loop_unroll/multiply.pvl", true),
+    ] {
+        let args = ["run", file];
+        let output = exits(&args, 0);
+        let out = stdout(&output);
+        let original = lines(&out, "original");
+        let optimised_lines = lines(&out, "optimised");
+        assert!(original[0].ends_with("reference"), "{out}");
+        let per_version = 1 + usize::from(devices);
+        assert_eq!(original.len(), per_version, "{out}");
+        assert_eq!(
+            optimised_lines.len(),
+            if optimised { per_version } else { 0 },
+            "{out}"
+        );
+        for line in original[1..].iter().chain(&optimised_lines) {
+            assert!(line.ends_with("  same"), "{file}: {line}");
+        }
+    }
+}
+
+#[test]
+fn a_linearised_matrix_is_compared_through_its_layout_and_runs_on_devices_linearised() {
+    let devices = devices_expected();
+    for file in [
+        "examples/matrix_linearisation/matrix_scale.pvl",
+        "examples/matrix_linearisation/checkerboard_colmajor.pvl",
+    ] {
+        let output = exits(&["run", file], 0);
+        let out = stdout(&output);
+        let original = lines(&out, "original");
+        let optimised = lines(&out, "optimised");
+        assert_eq!(original.len(), 1 + usize::from(devices), "{out}");
+        if devices {
+            assert!(original[1].contains("skipped: `"), "{out}");
+        }
+        assert_eq!(optimised.len(), 1 + usize::from(devices), "{out}");
+        for line in optimised {
+            assert!(line.ends_with("  same"), "{file}: {line}");
+        }
+    }
+}
+
+#[test]
+fn a_wrong_version_is_a_mismatch_with_its_location_and_a_replay_that_reproduces_it() {
+    let devices = devices_expected();
+    let args = [
+        "run",
+        "examples/basic/vector_add.pvl",
+        "--against",
+        "tests/data/run/vector_add_off_by_one.pvl",
+        "--seed",
+        "7",
+    ];
+    let output = exits(&args, 1);
+    let out = stdout(&output);
+    let differing = lines(&out, "optimised");
+    assert_eq!(differing.len(), 1 + usize::from(devices), "{out}");
+    for line in differing {
+        assert!(line.contains("differs: c[5] is "), "{line}");
+    }
+    let replay = out
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("replay: alpinist "))
+        .unwrap_or_else(|| panic!("no replay line: {out}"));
+    assert!(
+        replay.contains("--seed 7") && replay.contains("--set N=64"),
+        "{replay}"
+    );
+    let replay_args: Vec<&str> = replay.split_whitespace().collect();
+    let again = exits(&replay_args, 1);
+    assert!(stdout(&again).contains("differs: c[5] is "));
+    // The twin itself is a correct program: it agrees with itself.
+    exits(&["run", "tests/data/run/vector_add_off_by_one.pvl"], 0);
+}
+
+#[test]
+fn values_beyond_32_bits_are_drawn_again_and_int64_kernels_run_them() {
+    let args = ["run", "tests/data/run/wide_products.pvl"];
+    let output = exits(&args, 2);
+    assert!(
+        stderr(&output).contains("b[0] leaves 32-bit integers"),
+        "{}",
+        describe(&args, &output)
+    );
+    let args = ["run", "tests/data/run/wide_products.pvl", "--int64"];
+    let output = exits(&args, 0);
+    if devices_expected() {
+        assert!(lines(&stdout(&output), "original")[1].ends_with("  same"));
+    }
+    let args = [
+        "emit-opencl",
+        "tests/data/run/wide_products.pvl",
+        "--method",
+        "scale",
+        "--int64",
+    ];
+    let output = run(&args);
+    assert!(
+        stdout(&output).contains("b[tid] = (a[tid] * 1000000000L);"),
+        "{}",
+        describe(&args, &output)
+    );
+}
+
+#[test]
+fn usage_errors_and_inputs_the_precondition_refuses_are_exit_2() {
+    for (args, message) in [
+        (
+            vec!["run", "examples/basic/vector_add.pvl", "--set", "M=3"],
+            "`--set M=..` names no parameter",
+        ),
+        (
+            vec!["run", "examples/basic/vector_add.pvl", "--set", "N"],
+            "expected NAME=VALUE",
+        ),
+        (
+            vec!["run", "examples/basic/vector_add.pvl", "--set", "N=-1"],
+            "the length of `a` would be -1",
+        ),
+        (
+            vec![
+                "run",
+                "examples/basic/vector_add.pvl",
+                "--set",
+                "a.length=3",
+            ],
+            "no drawn input satisfies the precondition",
+        ),
+        (
+            vec!["run", "examples/basic/sum_loop.pvl"],
+            "no method has a par block",
+        ),
+        (
+            vec!["run", "examples/basic/vector_add.pvl", "--method", "nope"],
+            "no method `nope`",
+        ),
+        (
+            vec![
+                "run",
+                "examples/basic/vector_add.pvl",
+                "--against",
+                "tests/data/run/wide_products.pvl",
+            ],
+            "the optimised version has no method `VectorAdd.add`",
+        ),
+    ] {
+        let output = exits(&args, 2);
+        assert!(
+            stderr(&output).contains(message),
+            "{}",
+            describe(&args, &output)
+        );
+    }
+}
+
+#[test]
+fn a_kernel_the_generator_refuses_is_reported_with_its_span() {
+    let args = ["run", "examples/data_prefetching/call_between.pvl"];
+    let output = exits(&args, 2);
+    let err = stderr(&output);
+    assert!(err.contains("E0803"), "{err}");
+    assert!(err.contains("a call statement in kernel code"), "{err}");
+}
+
+#[test]
+fn emit_opencl_prints_the_kernels_run_launches() {
+    let args = [
+        "emit-opencl",
+        "examples/data_prefetching/nested_groups.pvl",
+        "--method",
+        "scale",
+    ];
+    let output = exits(&args, 0);
+    insta::assert_snapshot!("emit_opencl_nested_groups", stdout(&output));
+    let args = [
+        "emit-opencl",
+        "tests/data/run/host_between_launches.pvl",
+        "--method",
+        "Steps.run",
+    ];
+    let output = exits(&args, 0);
+    insta::assert_snapshot!("emit_opencl_host_between_launches", stdout(&output));
+}
