@@ -63,8 +63,20 @@ fn kernels_give_the_interpreters_results_on_every_device() {
         ("tests/data/run/host_between_launches.pvl", false),
         ("examples/tiling/saxpy_inter.pvl", true),
         ("examples/loop_unroll/multiply.pvl", true),
+        // No par block: the whole method is one work-item (a loop, a result, `b.length`).
+        ("examples/loop_unroll/for_prefix_copy.pvl", true),
+        ("examples/iteration_merging/halving.pvl", true),
+        ("examples/iteration_merging/fill_length.pvl", true),
+        // A ghost input (`given seq<int> xs`, the copy of the input array the precondition
+        // asks for): drawn for the interpreter, erased from the kernels.
+        (
+            "examples/prefix-sum/kogge_stone_16.pvl --method scan",
+            false,
+        ),
     ] {
-        let args = ["run", file];
+        let args: Vec<&str> = std::iter::once("run")
+            .chain(file.split_whitespace())
+            .collect();
         let output = exits(&args, 0);
         let out = stdout(&output);
         let original = lines(&out, "original");
@@ -192,8 +204,8 @@ fn usage_errors_and_inputs_the_precondition_refuses_are_exit_2() {
             "no drawn input satisfies the precondition",
         ),
         (
-            vec!["run", "examples/basic/sum_loop.pvl"],
-            "no method has a par block",
+            vec!["run", "tests/data/run/functions_only.pvl"],
+            "no method to run",
         ),
         (
             vec!["run", "examples/basic/vector_add.pvl", "--method", "nope"],
@@ -206,7 +218,7 @@ fn usage_errors_and_inputs_the_precondition_refuses_are_exit_2() {
                 "--against",
                 "tests/data/run/wide_products.pvl",
             ],
-            "the optimised version has no method `VectorAdd.add`",
+            "VectorAdd.add: the optimised version has no such method",
         ),
     ] {
         let output = exits(&args, 2);
@@ -215,6 +227,33 @@ fn usage_errors_and_inputs_the_precondition_refuses_are_exit_2() {
             "{}",
             describe(&args, &output)
         );
+    }
+}
+
+#[test]
+fn a_method_that_cannot_run_is_listed_as_skipped_unless_it_is_a_kernel_or_named() {
+    // Objects: the interpreter does not run them; no method of the file is a kernel.
+    let output = exits(&["run", "examples/objects/counter.pvl"], 0);
+    let out = stdout(&output);
+    assert!(
+        out.contains("Counter.tick: skipped: the interpreter cannot run the original"),
+        "{out}"
+    );
+    let output = exits(
+        &[
+            "run",
+            "examples/objects/counter.pvl",
+            "--method",
+            "Counter.tick",
+        ],
+        2,
+    );
+    assert!(stderr(&output).contains("the interpreter cannot run the original"));
+    // A sequence input runs on the interpreter only.
+    if devices_expected() {
+        let output = exits(&["run", "examples/basic/sum_loop.pvl"], 0);
+        let out = stdout(&output);
+        assert!(out.contains("skipped: `xs` is a sequence"), "{out}");
     }
 }
 

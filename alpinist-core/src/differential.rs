@@ -63,6 +63,9 @@ pub struct Input {
     pub sizes: Vec<String>,
     /// The seed that drew the cells (replay with `--seed`).
     pub seed: u64,
+    /// Values of the method's `given` ghost inputs, for the interpreter's reference run (its
+    /// precondition may speak of them); the other runs never read them.
+    pub ghosts: Vec<(String, Value)>,
 }
 
 /// An admitted input and the original's run on it.
@@ -75,7 +78,7 @@ pub struct Case {
 /// Why no case could be formed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CaseError {
-    #[error("parameter `{param}` has type `{ty}`: only `int`, `boolean`, `int[]` and `boolean[]` inputs can be drawn")]
+    #[error("parameter `{param}` has type `{ty}`: only `int`, `boolean`, their arrays, matrices and sequences can be drawn")]
     UnsupportedParam { param: String, ty: String },
     #[error("no method `{name}`")]
     NoMethod { name: String },
@@ -91,6 +94,9 @@ pub enum CaseError {
     },
     #[error("the original fails on the interpreter with {input}: {error}")]
     OriginalFails { input: String, error: String },
+    /// The interpreter cannot run the original (a construct it does not model, a limit).
+    #[error("the interpreter cannot run the original: {error}")]
+    NotRunnable { error: String },
 }
 
 /// The first difference between two runs of one method.
@@ -102,8 +108,17 @@ pub struct Mismatch {
     pub got: String,
 }
 
-/// The methods `run` selects by default: those with a body that contains a par block.
-pub fn kernel_methods(program: &Program) -> Vec<String> {
+/// A method `run` runs by default, and whether it is a kernel (its body has a par block).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Runnable {
+    /// `name`, or `Class.name`.
+    pub name: String,
+    pub kernel: bool,
+}
+
+/// The methods `run` selects by default: every method with a body, except pure functions,
+/// constructors and `run` methods of threads.
+pub fn runnable_methods(program: &Program) -> Vec<Runnable> {
     let mut out = Vec::new();
     for (class, member) in program.members() {
         let MemberKind::Method(m) = &member.kind else {
@@ -112,12 +127,17 @@ pub fn kernel_methods(program: &Program) -> Vec<String> {
         let MethodBody::Block(body) = &m.body else {
             continue;
         };
-        if m.modifiers.contains(&Modifier::Pure) || !crate::opencl::codegen::block_has_par(body) {
+        // A constructor has no return type (not even `void`).
+        let constructor = m.return_type.is_none();
+        if m.modifiers.contains(&Modifier::Pure) || constructor || m.is_run {
             continue;
         }
-        out.push(match class {
-            Some(c) => format!("{}.{}", c.name.name, m.name.name),
-            None => m.name.name.clone(),
+        out.push(Runnable {
+            name: match class {
+                Some(c) => format!("{}.{}", c.name.name, m.name.name),
+                None => m.name.name.clone(),
+            },
+            kernel: crate::opencl::codegen::block_has_par(body),
         });
     }
     out
@@ -144,9 +164,11 @@ pub fn find_method<'p>(program: &'p Program, name: &str) -> Option<(&'p Member, 
 pub fn draw(member: &Member, m: &Method, sizes: &Sizes, seed: u64) -> Result<Input, CaseError> {
     for (name, _) in &sizes.set {
         let known = m.params.iter().any(|p| {
-            *name == p.name.name
-                || (matches!(p.ty.kind, TypeKind::Array { .. })
-                    && *name == format!("{}.length", p.name.name))
+            let param = &p.name.name;
+            *name == *param
+                || (matches!(p.ty.kind, TypeKind::Array { .. } | TypeKind::Seq(_))
+                    && (*name == format!("{param}.length")
+                        || *name == format!("{param}[0].length")))
         });
         if !known {
             return Err(CaseError::UnknownSet { name: name.clone() });
@@ -224,14 +246,19 @@ pub fn draw(member: &Member, m: &Method, sizes: &Sizes, seed: u64) -> Result<Inp
                 shown.push(format!("{name}[0].length = {cols}"));
                 args.push(Value::Array(memory.alloc(row_refs)));
             }
-            TypeKind::Array { elem, size } => {
-                let ints_array = match elem.kind {
+            TypeKind::Seq(elem) | TypeKind::Array { elem, .. } => {
+                let ints = match elem.kind {
                     TypeKind::Int => true,
                     TypeKind::Bool => false,
                     _ => return Err(unsupported()),
                 };
+                // `int[N] a` (1.x): the declared size is the length.
+                let declared = match &p.ty.kind {
+                    TypeKind::Array { size, .. } => size.as_deref(),
+                    _ => None,
+                };
                 let len = given(&format!("{name}.length"))
-                    .or_else(|| size.as_deref().and_then(|e| int_value(e, &value_of)))
+                    .or_else(|| declared.and_then(|e| int_value(e, &value_of)))
                     .or_else(|| length_of(&conjuncts, name).and_then(|e| int_value(&e, &value_of)))
                     .unwrap_or(sizes.default);
                 let n = usize::try_from(len).ok().filter(|&n| n <= 1 << 24).ok_or(
@@ -240,19 +267,86 @@ pub fn draw(member: &Member, m: &Method, sizes: &Sizes, seed: u64) -> Result<Inp
                         len,
                     },
                 )?;
-                let cells = (0..n).map(|_| draw_cell(&mut random, ints_array)).collect();
+                let cells = (0..n).map(|_| draw_cell(&mut random, ints)).collect();
                 shown.push(format!("{name}.length = {n}"));
-                args.push(Value::Array(memory.alloc(cells)));
+                args.push(match &p.ty.kind {
+                    TypeKind::Seq(_) => Value::Seq(memory.alloc_seq(cells)),
+                    _ => Value::Array(memory.alloc(cells)),
+                });
             }
             _ => return Err(unsupported()),
         }
     }
+    let ghosts = draw_ghosts(
+        member,
+        &conjuncts,
+        &args,
+        &mut memory,
+        &value_of,
+        &mut random,
+    );
     Ok(Input {
         args,
         memory,
         sizes: shown,
         seed,
+        ghosts,
     })
+}
+
+/// The method's `given` inputs of integer or sequence type: an integer as the contract fixes
+/// it (else 0), a sequence the copy of an argument array of its length (the usual "ghost
+/// copy of the input"), else random; other ghosts are left without a value.
+fn draw_ghosts(
+    member: &Member,
+    conjuncts: &[&crate::syntax::Expr],
+    args: &[Value],
+    memory: &mut Memory,
+    value_of: &dyn Fn(&str) -> Option<i128>,
+    random: &mut SplitMix64,
+) -> Vec<(String, Value)> {
+    let mut ghosts = Vec::new();
+    for clause in &member.contract.clauses {
+        let crate::syntax::ClauseKind::Given(p) = &clause.kind else {
+            continue;
+        };
+        let name = &p.name.name;
+        let value = match &p.ty.kind {
+            TypeKind::Int => Value::Int(
+                fixed_values(conjuncts, name)
+                    .into_iter()
+                    .find_map(|e| int_value(e, value_of))
+                    .unwrap_or(0),
+            ),
+            TypeKind::Seq(elem) if matches!(elem.kind, TypeKind::Int | TypeKind::Bool) => {
+                let Some(len) = length_of(conjuncts, name)
+                    .and_then(|e| int_value(&e, value_of))
+                    .and_then(|n| usize::try_from(n).ok())
+                else {
+                    continue;
+                };
+                let copy = args.iter().find_map(|a| match a {
+                    Value::Array(r) => memory.get(*r).filter(|cells| {
+                        cells.len() == len
+                            && cells.first().is_none_or(|c| {
+                                matches!(c, Value::Int(_)) == (elem.kind == TypeKind::Int)
+                            })
+                    }),
+                    _ => None,
+                });
+                let elems = match copy {
+                    Some(cells) => cells.to_vec(),
+                    None => (0..len)
+                        .map(|_| draw_cell(random, elem.kind == TypeKind::Int))
+                        .collect(),
+                };
+                Value::Seq(memory.alloc_seq(elems))
+            }
+            _ => continue,
+        };
+        ghosts.push((name.clone(), value));
+    }
+    ghosts
 }
 
 /// One array cell: an integer in `0..CELL_RANGE`, or a boolean.
@@ -350,7 +444,16 @@ pub fn admitted_case(
     let mut reason = String::new();
     for attempt in 0..MAX_ATTEMPTS {
         let input = draw(member, m, sizes, seed.wrapping_add(u64::from(attempt)))?;
-        match interp::run(program, method, &input.args, input.memory.clone(), &checked) {
+        let ghosts: Vec<(&str, Value)> =
+            input.ghosts.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+        match interp::run_with_ghosts(
+            program,
+            method,
+            &input.args,
+            &ghosts,
+            input.memory.clone(),
+            &checked,
+        ) {
             Ok(reference) => {
                 if let Some(beyond) = beyond_bits(&input, &reference, m, bits) {
                     reason = beyond;
@@ -359,9 +462,14 @@ pub fn admitted_case(
                 return Ok(Case { input, reference });
             }
             Err(InterpError::Infeasible { reason: r, .. }) => reason = r,
-            Err(e) => {
+            Err(e) if e.is_failure() => {
                 return Err(CaseError::OriginalFails {
                     input: show_input(&input),
+                    error: e.to_string(),
+                })
+            }
+            Err(e) => {
+                return Err(CaseError::NotRunnable {
                     error: e.to_string(),
                 })
             }

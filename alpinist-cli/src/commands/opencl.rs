@@ -100,7 +100,8 @@ fn emit_method(args: &EmitOpenclArgs, method: &str) -> Exit {
         args.file.display(),
         kernels.method
     );
-    println!(" * The host code runs on the host; each par block it reaches is one launch:");
+    println!(" * The host code runs on the host. Launches: each par block it reaches, else the");
+    println!(" * whole method as one work-item:");
     for launch in &kernels.launches {
         let range = |(lo, hi): &(alpinist_core::syntax::Expr, alpinist_core::syntax::Expr)| {
             format!("{} .. {}", print_expr(lo), print_expr(hi))
@@ -120,8 +121,23 @@ fn emit_method(args: &EmitOpenclArgs, method: &str) -> Exit {
                 range(groups),
                 range(threads)
             ),
+            codegen::ThreadShape::Single { result } => format!(
+                "one work-item (the method has no par block){}",
+                if result.is_some() {
+                    "; the result in alp_result[0]"
+                } else {
+                    ""
+                }
+            ),
         };
-        let args: Vec<&str> = launch.args.iter().map(|a| a.name.as_str()).collect();
+        let args: Vec<String> = launch
+            .args
+            .iter()
+            .map(|a| match a.var {
+                codegen::HostVar::Length => format!("{}.length", a.name),
+                _ => a.name.clone(),
+            })
+            .collect();
         println!(" *   {}({}): {shape}", launch.kernel, args.join(", "));
     }
     println!(" */");

@@ -96,15 +96,17 @@ pub fn run(args: &RunArgs) -> Exit {
         Ok(v) => v,
         Err(exit) => return exit,
     };
-    let methods = match &args.method {
-        Some(m) => vec![m.clone()],
-        None => differential::kernel_methods(&original.program),
+    // A named method and every kernel must run; another method that cannot is listed as
+    // skipped, with the reason.
+    let methods: Vec<(String, bool)> = match &args.method {
+        Some(m) => vec![(m.clone(), true)],
+        None => differential::runnable_methods(&original.program)
+            .into_iter()
+            .map(|r| (r.name, r.kernel))
+            .collect(),
     };
     if methods.is_empty() {
-        emit_plain(format_args!(
-            "{}: no method has a par block; name one with --method",
-            source.name
-        ));
+        emit_plain(format_args!("{}: no method to run", source.name));
         return Exit::BadInput;
     }
     let width = if args.int64 {
@@ -117,9 +119,10 @@ pub fn run(args: &RunArgs) -> Exit {
         Err(exit) => return exit,
     };
     let mut exit = Exit::Success;
-    for method in &methods {
+    for (method, strict) in &methods {
         let outcome = run_method(
             method,
+            *strict,
             &original,
             optimised.as_ref(),
             &sizes,
@@ -237,8 +240,13 @@ fn optimised_version(
     }
 }
 
+/// Runs one method everywhere. Not `strict`: what stops it before a comparison (an input
+/// that cannot be drawn, a construct the interpreter or the generator does not take) is a
+/// `skipped` line, not an error.
+#[allow(clippy::too_many_arguments)]
 fn run_method(
     method: &str,
+    strict: bool,
     original: &Version,
     optimised: Option<&Version>,
     sizes: &Sizes,
@@ -264,10 +272,7 @@ fn run_method(
             emit_plain(format_args!("{method}: {e}"));
             return Exit::Negative;
         }
-        Err(e) => {
-            emit_plain(format_args!("{method}: {e}"));
-            return Exit::BadInput;
-        }
+        Err(e) => return stopped(method, strict, &e.to_string()),
     };
     let Some((_, m)) = differential::find_method(&original.program, method) else {
         return Exit::BadInput;
@@ -276,17 +281,15 @@ fn run_method(
     let mut versions = vec![original];
     if let Some(v) = optimised {
         let Some((_, om)) = differential::find_method(&v.program, method) else {
-            emit_plain(format_args!(
-                "the optimised version has no method `{method}`"
-            ));
-            return Exit::BadInput;
+            return stopped(method, strict, "the optimised version has no such method");
         };
         if !same_signature(&params, &om.params, &v.layouts) {
-            emit_plain(format_args!(
-                "`{method}`: the optimised version's parameters differ from the original's \
-                 (other than a matrix the file's linearisation stores as one array)"
-            ));
-            return Exit::BadInput;
+            return stopped(
+                method,
+                strict,
+                "the optimised version's parameters differ from the original's (other than a \
+                 matrix the file's linearisation stores as one array)",
+            );
         }
         versions.push(v);
     }
@@ -333,26 +336,21 @@ fn run_method(
             );
             exit = exit.max(line.report(version, INTERPRETER, run, &compared));
         }
-        if let Some(matrix) = matrix_param(&version.program, method) {
-            // OpenCL takes one-dimensional buffers: a matrix runs once linearised.
-            for device in devices {
-                println!(
-                    "  {:<10} {:<w$}  skipped: `{matrix}` is a matrix (linearise it to run it \
-                     on a device)",
-                    version.label,
-                    device.name(),
-                    w = line.column
-                );
-            }
+        if let Some(why) = host_only_param(&version.program, method) {
+            line.skipped(version, devices, &why);
             continue;
         }
         // Generated even without a device, so that a kernel the generator refuses is
         // reported wherever `run` runs.
         let kernels = match codegen::generate_method(&version.program, method, width) {
             Ok(k) => k,
-            Err(e) => {
+            Err(e) if strict => {
                 emit(&version.source, e);
                 return Exit::BadInput;
+            }
+            Err(e) => {
+                line.skipped(version, devices, &e.to_string());
+                continue;
             }
         };
         for device in devices {
@@ -383,6 +381,18 @@ struct Line {
 }
 
 impl Line {
+    /// Prints a `skipped` line for each device.
+    fn skipped(&self, version: &Version, devices: &[devices::Device], why: &str) {
+        for device in devices {
+            println!(
+                "  {:<10} {:<w$}  skipped: {why}",
+                version.label,
+                device.name(),
+                w = self.column
+            );
+        }
+    }
+
     /// Prints one run's line.
     fn report(
         &self,
@@ -444,13 +454,35 @@ fn same_signature(a: &[Param], b: &[Param], layouts: &[Layout]) -> bool {
         })
 }
 
-/// A parameter of `method` that is a matrix (`int[][]`, `boolean[][]`), if any.
-fn matrix_param(program: &Program, method: &str) -> Option<String> {
+/// Why `method` runs on the interpreter only: a parameter a kernel cannot take — a matrix
+/// (OpenCL's buffers are one-dimensional: it runs once linearised) or a sequence.
+fn host_only_param(program: &Program, method: &str) -> Option<String> {
     let (_, m) = differential::find_method(program, method)?;
-    m.params
-        .iter()
-        .find(|p| matches!(&p.ty.kind, TypeKind::Array { elem, .. } if matches!(elem.kind, TypeKind::Array { .. })))
-        .map(|p| p.name.name.clone())
+    m.params.iter().find_map(|p| match &p.ty.kind {
+        TypeKind::Array { elem, .. } if matches!(elem.kind, TypeKind::Array { .. }) => {
+            Some(format!(
+                "`{}` is a matrix (linearise it to run it on a device)",
+                p.name.name
+            ))
+        }
+        TypeKind::Seq(_) => Some(format!(
+            "`{}` is a sequence (a device takes arrays)",
+            p.name.name
+        )),
+        _ => None,
+    })
+}
+
+/// A method stopped before any comparison: an error (exit 2) when `strict`, else a
+/// `skipped` line.
+fn stopped(method: &str, strict: bool, reason: &str) -> Exit {
+    if strict {
+        emit_plain(format_args!("{method}: {reason}"));
+        Exit::BadInput
+    } else {
+        println!("{method}: skipped: {reason}");
+        Exit::Success
+    }
 }
 
 /// The command line that replays this case (method, seed and every size).

@@ -319,6 +319,9 @@ struct Generator<'a> {
     host: HashMap<String, HostVar>,
     /// Concrete mode: the host variables the kernel body reads, in first-use order.
     captured: Vec<(String, HostVar)>,
+    /// Concrete mode, a whole method as one work-item: `return` writes `*alp_result` (when
+    /// the method has a result) and ends the kernel.
+    whole_method: bool,
 }
 
 /// How the generator treats the cells of kernel arrays.
@@ -358,6 +361,9 @@ pub enum HostVar {
     Bool,
     IntArray,
     BoolArray,
+    /// The length of the array of this name (`a.length`): an integer argument
+    /// `alp_len_a`.
+    Length,
 }
 
 impl HostVar {
@@ -390,6 +396,7 @@ impl<'a> Generator<'a> {
             cells: Cells::Generic,
             host: HashMap::new(),
             captured: Vec::new(),
+            whole_method: false,
         }
     }
 
@@ -405,7 +412,11 @@ impl<'a> Generator<'a> {
     /// the first read makes it a kernel argument.
     fn capture(&mut self, name: &str) -> Option<HostVar> {
         let var = *self.host.get(name)?;
-        if !self.captured.iter().any(|(n, _)| n == name) {
+        if !self
+            .captured
+            .iter()
+            .any(|(n, v)| n == name && *v != HostVar::Length)
+        {
             self.captured.push((name.to_string(), var));
             if var.is_array() {
                 self.arrays.insert(name.to_string());
@@ -424,6 +435,21 @@ impl<'a> Generator<'a> {
     /// Is `name` (a base of an index) an array of the kernel, capturing it if needed?
     fn is_kernel_array(&mut self, name: &str) -> bool {
         self.arrays.contains(name) || self.capture(name).is_some_and(HostVar::is_array)
+    }
+
+    /// Concrete mode: `array.length`, an argument the host fills in (`alp_len_array`).
+    fn length_of(&mut self, array: &str) -> Option<String> {
+        if !self.is_kernel_array(array) {
+            return None;
+        }
+        if !self
+            .captured
+            .iter()
+            .any(|(n, v)| n == array && *v == HostVar::Length)
+        {
+            self.captured.push((array.to_string(), HostVar::Length));
+        }
+        Some(format!("alp_len_{array}"))
     }
 
     fn kernel(mut self) -> Result<Kernel, CodegenError> {
@@ -787,6 +813,14 @@ impl<'a> Generator<'a> {
                 )
                 .unwrap();
             }
+            StmtKind::Return(value) if self.whole_method => match value {
+                Some(value) => {
+                    let value = self.int(value)?;
+                    writeln!(out, "{pad}*alp_result = {value};").unwrap();
+                    writeln!(out, "{pad}return;").unwrap();
+                }
+                None => writeln!(out, "{pad}return;").unwrap(),
+            },
             StmtKind::Return(_) => return Err(unsupported("`return` inside a par block")),
             StmtKind::Par(_) => return Err(unsupported("a nested par block")),
             StmtKind::Expr(_) => return Err(unsupported("a call statement in kernel code")),
@@ -937,6 +971,18 @@ impl<'a> Generator<'a> {
                 "`{}` is not a kernel variable (ghost or outside the kernel)",
                 id.name
             ))),
+            ExprKind::Field { base, name }
+                if self.cells != Cells::Generic && name.name == "length" =>
+            {
+                match &base.kind {
+                    ExprKind::Name(id) => self.length_of(&id.name).ok_or_else(|| {
+                        unsupported("the length of something other than a kernel array")
+                    }),
+                    _ => Err(unsupported(
+                        "the length of something other than a kernel array",
+                    )),
+                }
+            }
             ExprKind::Index { base, index } if self.cells != Cells::Generic => match &base.kind {
                 ExprKind::Name(id) if self.is_kernel_array(&id.name) => {
                     let index = self.int(index)?;

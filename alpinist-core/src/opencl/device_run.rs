@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use ocl::{Buffer, Context, Kernel as OclKernel, Program, Queue, SpatialDims};
 
-use super::codegen::{HostVar, IntWidth, MethodKernels, ThreadShape};
+use super::codegen::{HostVar, IntWidth, Launch, MethodKernels, ThreadShape};
 use super::platform::DeviceInfo;
 use super::OpenClError;
 use crate::interp::{self, ArrayRef, InterpError, LaunchScope, Launcher, Limits, Memory, Value};
@@ -62,6 +62,43 @@ impl<'k> DeviceLauncher<'k> {
         memory: Memory,
         limits: &Limits,
     ) -> Result<interp::Outcome, InterpError> {
+        if let [launch @ Launch {
+            shape: ThreadShape::Single { result },
+            ..
+        }] = self.kernels.launches.as_slice()
+        {
+            // No par block: the whole method is one work-item.
+            let mut memory = memory;
+            let started = Instant::now();
+            // The parameters in order, then the lengths of arrays among them.
+            let values: Vec<Option<Value>> = launch
+                .args
+                .iter()
+                .enumerate()
+                .map(|(k, arg)| match arg.var {
+                    HostVar::Length => launch
+                        .args
+                        .iter()
+                        .position(|a| a.name == arg.name && a.var != HostVar::Length)
+                        .and_then(|p| args.get(p).copied()),
+                    _ => args.get(k).copied(),
+                })
+                .collect();
+            let outcome = self.execute(launch, &[1], None, &values, &mut memory, *result);
+            self.launches += 1;
+            self.launch_time += started.elapsed();
+            let result = outcome.map_err(|message| InterpError::Launch {
+                message,
+                span: launch.block,
+            })?;
+            return Ok(interp::Outcome {
+                result,
+                memory,
+                asserts_evaluated: 0,
+                asserts_skipped: 0,
+                steps: 0,
+            });
+        }
         let method = self.kernels.method.clone();
         interp::run_launching(program, &method, args, memory, limits, self)
     }
@@ -131,6 +168,9 @@ impl DeviceLauncher<'_> {
                 let threads = threads.unwrap_or(0);
                 (vec![groups.saturating_mul(threads)], Some(vec![threads]))
             }
+            ThreadShape::Single { .. } => {
+                return Err("a whole-method kernel launched as a par block".into())
+            }
         };
         let items = global.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
         match items {
@@ -153,6 +193,30 @@ impl DeviceLauncher<'_> {
             }
         }
 
+        let values: Vec<Option<Value>> = launch.args.iter().map(|a| scope.value(&a.name)).collect();
+        self.execute(
+            launch,
+            &global,
+            local.as_deref(),
+            &values,
+            scope.memory(),
+            None,
+        )
+        .map(|_| ())
+    }
+
+    /// Launches `launch` on `global` (and `local`) work-items with `values` for its
+    /// arguments (arrays read from and written back to `memory`); with `result`, the kernel's
+    /// last argument is a one-cell buffer whose value is returned.
+    fn execute(
+        &mut self,
+        launch: &Launch,
+        global: &[u64],
+        local: Option<&[u64]>,
+        values: &[Option<Value>],
+        memory: &mut Memory,
+        result: Option<HostVar>,
+    ) -> Result<Option<Value>, String> {
         // Arguments: one buffer per distinct array.
         let width = self.kernels.width;
         let mut buffers: Vec<(ArrayRef, bool, Buf)> = Vec::new();
@@ -161,28 +225,33 @@ impl DeviceLauncher<'_> {
             .program(&self.program)
             .name(&launch.kernel)
             .queue(self.queue.clone())
-            .global_work_size(dims(&global)?);
-        if let Some(local) = &local {
+            .global_work_size(dims(global)?);
+        if let Some(local) = local {
             builder.local_work_size(dims(local)?);
         }
         let mut args: Vec<ArgValue> = Vec::new();
-        for arg in &launch.args {
-            let value = scope
-                .value(&arg.name)
-                .ok_or_else(|| format!("`{}` has no value at the launch", arg.name))?;
+        for (arg, value) in launch.args.iter().zip(values) {
+            let value =
+                value.ok_or_else(|| format!("`{}` has no value at the launch", arg.name))?;
             match (arg.var, value) {
                 (HostVar::Int, Value::Int(v)) => args.push(match width {
                     IntWidth::Bits32 => ArgValue::I32(fit::<i32>(v, &arg.name)?),
                     IntWidth::Bits64 => ArgValue::I64(fit::<i64>(v, &arg.name)?),
                 }),
                 (HostVar::Bool, Value::Bool(b)) => args.push(ArgValue::I32(i32::from(b))),
+                (HostVar::Length, Value::Array(r)) => {
+                    let len = memory.get(r).map_or(0, <[Value]>::len) as i128;
+                    args.push(match width {
+                        IntWidth::Bits32 => ArgValue::I32(fit::<i32>(len, &arg.name)?),
+                        IntWidth::Bits64 => ArgValue::I64(fit::<i64>(len, &arg.name)?),
+                    });
+                }
                 (HostVar::IntArray | HostVar::BoolArray, Value::Array(r)) => {
                     if let Some(k) = buffers.iter().position(|(a, _, _)| *a == r) {
                         args.push(ArgValue::Buffer(k));
                         continue;
                     }
-                    let cells = scope
-                        .memory()
+                    let cells = memory
                         .get(r)
                         .ok_or_else(|| format!("`{}` is not an array", arg.name))?
                         .to_vec();
@@ -203,6 +272,19 @@ impl DeviceLauncher<'_> {
                 }
             }
         }
+        // The result's one-cell buffer (a boolean as an `int`), the last argument.
+        let result_buffer = match result {
+            Some(var) => {
+                let bools = var == HostVar::Bool;
+                let zero = if bools {
+                    Value::Bool(false)
+                } else {
+                    Value::Int(0)
+                };
+                Some((bools, self.upload(&[zero], bools, width, "\\result")?))
+            }
+            None => None,
+        };
         for arg in &args {
             match arg {
                 ArgValue::I32(v) => builder.arg(*v),
@@ -213,6 +295,12 @@ impl DeviceLauncher<'_> {
                 },
             };
         }
+        if let Some((_, buffer)) = &result_buffer {
+            match buffer {
+                Buf::I32(b) => builder.arg(b),
+                Buf::I64(b) => builder.arg(b),
+            };
+        }
         let kernel = builder.build().map_err(|e| e.to_string())?;
         // SAFETY: every argument is set above, with the types the generated kernel declares;
         // the buffers outlive the launch, which completes before `finish` returns.
@@ -220,12 +308,17 @@ impl DeviceLauncher<'_> {
         self.queue.finish().map_err(|e| e.to_string())?;
         for (r, bools, buf) in &buffers {
             let cells = self.download(buf, *bools).map_err(|e| e.to_string())?;
-            let memory = scope.memory();
             for (k, v) in cells.into_iter().enumerate() {
                 memory.set_cell(*r, k, v);
             }
         }
-        Ok(())
+        match &result_buffer {
+            Some((bools, buffer)) => {
+                let cells = self.download(buffer, *bools).map_err(|e| e.to_string())?;
+                Ok(cells.into_iter().next())
+            }
+            None => Ok(None),
+        }
     }
 
     fn upload(

@@ -25,6 +25,9 @@
 //!   specifications and ghost code are erased, a barrier is
 //!   `barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)`, pure functions with an expression
 //!   body become `static` functions (not recursive).
+//! - A method whose host code reaches no par block runs as **one work-item**: its body is
+//!   the kernel, its parameters the arguments in order (a kernel's by-value copies, as PVL's
+//!   parameters are), and a result is written to a last argument `__global T* alp_result`.
 //!
 //! Not yet: `__local` arrays (an array used by exactly one single-group launch), par blocks in
 //! methods the launching method calls (the launcher reports them), `vec` blocks.
@@ -89,6 +92,9 @@ pub enum ThreadShape {
         groups: Box<(Expr, Expr)>,
         threads: Box<(Expr, Expr)>,
     },
+    /// The whole method (it has no par block) as one work-item; `result` is the type of the
+    /// value it returns through `alp_result`, if any.
+    Single { result: Option<HostVar> },
 }
 
 /// Generates the kernels of `method` (`name` when unique, or `Class.name`).
@@ -157,6 +163,10 @@ pub fn generate_method(
 
     let mut kernels = String::new();
     let mut launches = Vec::new();
+    if blocks.is_empty() {
+        let kernel = format!("alp_{}_body", m.name.name);
+        launches.push(generator.whole_kernel(body, kernel, width, &mut kernels)?);
+    }
     for (k, block) in blocks.into_iter().enumerate() {
         let kernel = format!("alp_{}_{k}", m.name.name);
         let launch = generator.block_kernel(block, kernel, width, &mut kernels)?;
@@ -242,6 +252,17 @@ fn host_stmt<'a>(
     Ok(())
 }
 
+/// A kernel parameter: `int` is PVL's integer type `int_type`, a boolean an `int`.
+fn parameter(name: &str, var: HostVar, int_type: &str) -> String {
+    match var {
+        HostVar::Int => format!("{int_type} {name}"),
+        HostVar::Bool => format!("int {name}"),
+        HostVar::IntArray => format!("__global {int_type}* {name}"),
+        HostVar::BoolArray => format!("__global int* {name}"),
+        HostVar::Length => format!("{int_type} alp_len_{name}"),
+    }
+}
+
 /// The statements of a block that code generation keeps.
 fn kept(block: &Block) -> Vec<&Stmt> {
     block.stmts.iter().filter(|s| !erased(s)).collect()
@@ -265,6 +286,82 @@ fn has_barrier(block: &Block) -> bool {
 }
 
 impl Generator<'_> {
+    /// A method without par blocks → one `__kernel` run by one work-item.
+    fn whole_kernel(
+        &mut self,
+        body: &Block,
+        kernel: String,
+        width: IntWidth,
+        out: &mut String,
+    ) -> Result<Launch, CodegenError> {
+        let m = self.method;
+        let int = width.c_type();
+        self.host.clear();
+        let mut args = Vec::new();
+        let mut params = Vec::new();
+        for param in &m.params {
+            let name = param.name.name.clone();
+            let var = HostVar::of(&param.ty.kind).ok_or_else(|| CodegenError::Unsupported {
+                what: "a parameter other than `int`, `boolean`, `int[]` or `boolean[]` on a \
+                       device"
+                    .into(),
+                span: param.span,
+            })?;
+            match var {
+                HostVar::Int => self.scalars.insert(name.clone(), Scalar::Int),
+                HostVar::Bool => self.scalars.insert(name.clone(), Scalar::Bool),
+                HostVar::IntArray | HostVar::BoolArray => {
+                    self.arrays.insert(name.clone());
+                    None
+                }
+                HostVar::Length => None,
+            };
+            params.push(parameter(&name, var, int));
+            args.push(LaunchArg { name, var });
+        }
+        let result = match &m.return_type {
+            None => None,
+            Some(ty) if ty.kind == TypeKind::Void => None,
+            Some(ty) => Some(match HostVar::of(&ty.kind) {
+                Some(var @ (HostVar::Int | HostVar::Bool)) => var,
+                _ => {
+                    return Err(CodegenError::Unsupported {
+                        what: "a result other than `int` or `boolean` on a device".into(),
+                        span: ty.span,
+                    })
+                }
+            }),
+        };
+        if let Some(var) = result {
+            let array = if var == HostVar::Int {
+                HostVar::IntArray
+            } else {
+                HostVar::BoolArray
+            };
+            params.push(parameter("alp_result", array, int));
+        }
+        self.captured.clear();
+        self.whole_method = true;
+        let mut code = String::new();
+        let generated = self.block_stmts(body, 1, &mut code);
+        self.whole_method = false;
+        generated?;
+        // Lengths the body reads (`a.length`) follow the parameters (and the result).
+        for (name, var) in std::mem::take(&mut self.captured) {
+            params.push(parameter(&name, var, int));
+            args.push(LaunchArg { name, var });
+        }
+        writeln!(out, "__kernel void {kernel}({}) {{", params.join(", ")).unwrap();
+        out.push_str(&code);
+        out.push_str("}\n");
+        Ok(Launch {
+            block: m.name.span,
+            kernel,
+            args,
+            shape: ThreadShape::Single { result },
+        })
+    }
+
     /// One par block → one `__kernel` appended to `out`.
     fn block_kernel(
         &mut self,
@@ -357,12 +454,7 @@ impl Generator<'_> {
             .collect();
         let params: Vec<String> = args
             .iter()
-            .map(|a| match a.var {
-                HostVar::Int => format!("{int} {}", a.name),
-                HostVar::Bool => format!("int {}", a.name),
-                HostVar::IntArray => format!("__global {int}* {}", a.name),
-                HostVar::BoolArray => format!("__global int* {}", a.name),
-            })
+            .map(|a| parameter(&a.name, a.var, int))
             .collect();
         writeln!(out, "__kernel void {kernel}({}) {{", params.join(", ")).unwrap();
         out.push_str(&prologue);
