@@ -151,6 +151,33 @@ fn a_wrong_version_is_a_mismatch_with_its_location_and_a_replay_that_reproduces_
 }
 
 #[test]
+fn a_version_that_fails_on_the_interpreter_is_not_run_on_a_device() {
+    let devices = devices_expected();
+    let args = [
+        "run",
+        "examples/basic/vector_add.pvl",
+        "--against",
+        "tests/data/run/vector_add_out_of_bounds.pvl",
+    ];
+    let output = exits(&args, 1);
+    let out = stdout(&output);
+    let optimised = lines(&out, "optimised");
+    assert!(optimised[0].ends_with("  fails"), "{out}");
+    assert!(
+        stderr(&output).contains("out of bounds"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(optimised.len(), 1 + usize::from(devices), "{out}");
+    if devices {
+        assert!(
+            optimised[1].ends_with("skipped: it fails on the interpreter"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
 fn values_beyond_32_bits_are_drawn_again_and_int64_kernels_run_them() {
     let args = ["run", "tests/data/run/wide_products.pvl"];
     let output = exits(&args, 2);
