@@ -35,10 +35,12 @@ pub struct RunArgs {
     /// of the one the annotations and flags produce.
     #[arg(long, value_name = "OPT.pvl")]
     pub against: Option<PathBuf>,
-    /// Run only this method (`name` or `Class.name`); default: every method with a par block.
+    /// Run only this method (`name` or `Class.name`); default: every method (those that
+    /// cannot run and have no par block are listed as skipped).
     #[arg(long, value_name = "M")]
     pub method: Option<String>,
-    /// An integer input or an array length: `n=128`, `a.length=100` (repeatable).
+    /// An integer input or a length: `n=128`, `a.length=100`, `m[0].length=8` (a matrix's
+    /// columns) (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
     /// The seed of the drawn array contents (printed with every mismatch).
