@@ -171,10 +171,27 @@ fn a_version_that_fails_on_the_interpreter_is_not_run_on_a_device() {
     assert_eq!(optimised.len(), 1 + usize::from(devices), "{out}");
     if devices {
         assert!(
-            optimised[1].ends_with("skipped: it fails on the interpreter"),
+            optimised[1].ends_with("skipped: it did not run to its end on the interpreter"),
             "{out}"
         );
     }
+}
+
+#[test]
+fn a_version_the_interpreter_cannot_run_is_bad_input_not_a_failure() {
+    let args = [
+        "run",
+        "examples/basic/vector_add.pvl",
+        "--against",
+        "tests/data/run/vector_add_with_a_set.pvl",
+    ];
+    let output = exits(&args, 2);
+    let out = stdout(&output);
+    assert!(
+        lines(&out, "optimised")[0].ends_with("  cannot run"),
+        "{out}"
+    );
+    assert!(stderr(&output).contains("E0710"), "{}", stderr(&output));
 }
 
 #[test]

@@ -341,7 +341,11 @@ fn run_method(
             if failed {
                 // An out-of-bounds access or a division by zero the interpreter stopped at
                 // is undefined behaviour on a device: it is not run there.
-                line.skipped(version, devices, "it fails on the interpreter");
+                line.skipped(
+                    version,
+                    devices,
+                    "it did not run to its end on the interpreter",
+                );
                 continue;
             }
         }
@@ -431,14 +435,19 @@ impl Line {
                 }
             },
             Err(e) => {
-                println!("  {:<10} {on:<w$}  fails", version.label);
-                let environment = matches!(e, InterpError::Launch { .. });
-                emit(&version.source, e);
-                if environment {
-                    Exit::Environment
+                // A failure of the program (out of bounds, a race, ...) is a negative; a
+                // construct the interpreter does not model is bad input; a launch the device
+                // refused is the environment.
+                let (word, exit) = if e.is_failure() {
+                    ("fails", Exit::Negative)
+                } else if matches!(e, InterpError::Launch { .. }) {
+                    ("fails", Exit::Environment)
                 } else {
-                    Exit::Negative
-                }
+                    ("cannot run", Exit::BadInput)
+                };
+                println!("  {:<10} {on:<w$}  {word}", version.label);
+                emit(&version.source, e);
+                exit
             }
         }
     }
