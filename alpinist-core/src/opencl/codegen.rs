@@ -257,22 +257,28 @@ fn collect<'a>(
 
 /// Does `block` contain a par statement (at any depth of its statements)?
 pub fn block_has_par(block: &Block) -> bool {
-    block.stmts.iter().any(stmt_has_par)
+    block_contains(block, &|kind| matches!(kind, StmtKind::Par(_)))
 }
 
-fn stmt_has_par(stmt: &Stmt) -> bool {
-    match &stmt.kind {
-        StmtKind::Par(_) => true,
-        StmtKind::Block(b) => block_has_par(b),
-        StmtKind::If {
-            then_branch,
-            else_branch,
-            ..
-        } => stmt_has_par(then_branch) || else_branch.as_deref().is_some_and(stmt_has_par),
-        StmtKind::While { body, .. } | StmtKind::For { body, .. } => stmt_has_par(body),
-        StmtKind::Ghost(inner) => stmt_has_par(inner),
-        _ => false,
+/// Does a statement of `block` satisfy `hit`, looking into blocks, branches, loops and ghost
+/// statements but not into par blocks (their statements are their threads')? The one walker
+/// for "is there a par block" and "is there a barrier".
+fn block_contains(block: &Block, hit: &dyn Fn(&StmtKind) -> bool) -> bool {
+    fn stmt(s: &Stmt, hit: &dyn Fn(&StmtKind) -> bool) -> bool {
+        hit(&s.kind)
+            || match &s.kind {
+                StmtKind::Block(b) => block_contains(b, hit),
+                StmtKind::If {
+                    then_branch,
+                    else_branch,
+                    ..
+                } => stmt(then_branch, hit) || else_branch.as_deref().is_some_and(|e| stmt(e, hit)),
+                StmtKind::While { body, .. } | StmtKind::For { body, .. } => stmt(body, hit),
+                StmtKind::Ghost(inner) => stmt(inner, hit),
+                _ => false,
+            }
     }
+    block.stmts.iter().any(|s| stmt(s, hit))
 }
 
 /// Statements that are specification only and vanish from the generated code.

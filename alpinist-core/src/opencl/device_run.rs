@@ -430,27 +430,3 @@ fn nested_block(block: &ParBlock) -> Option<&ParBlock> {
         _ => None,
     })
 }
-
-/// Runs `kernels`' method on every device of `devices`, each from a copy of `memory`.
-pub fn run_on_devices(
-    program: &PvlProgram,
-    kernels: &MethodKernels,
-    devices: &[DeviceInfo],
-    args: &[Value],
-    memory: &Memory,
-    limits: &Limits,
-) -> Vec<(String, Result<interp::Outcome, String>)> {
-    let mut out = Vec::new();
-    for device in devices {
-        let name = format!("{} / {}", device.platform_name, device.device_name);
-        let result = DeviceLauncher::new(kernels, device)
-            .map_err(|e| e.to_string())
-            .and_then(|mut launcher| {
-                launcher
-                    .run(program, args, memory.clone(), limits)
-                    .map_err(|e| e.to_string())
-            });
-        out.push((name, result));
-    }
-    out
-}

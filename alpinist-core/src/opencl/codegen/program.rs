@@ -35,7 +35,10 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::{erased, kernel_method, Cells, CodegenError, Generator, HostVar, IntWidth, Scalar};
+use super::{
+    block_contains, erased, kernel_method, Cells, CodegenError, Generator, HostVar, IntWidth,
+    Scalar,
+};
 use crate::syntax::{
     Block, Expr, Item, Member, MemberKind, MethodBody, Modifier, ParBlock, ParGroupStyle, Program,
     Span, Stmt, StmtKind, TypeKind,
@@ -269,20 +272,7 @@ fn kept(block: &Block) -> Vec<&Stmt> {
 }
 
 fn has_barrier(block: &Block) -> bool {
-    fn stmt(s: &Stmt) -> bool {
-        match &s.kind {
-            StmtKind::Barrier(_) => true,
-            StmtKind::Block(b) => has_barrier(b),
-            StmtKind::If {
-                then_branch,
-                else_branch,
-                ..
-            } => stmt(then_branch) || else_branch.as_deref().is_some_and(stmt),
-            StmtKind::While { body, .. } | StmtKind::For { body, .. } => stmt(body),
-            _ => false,
-        }
-    }
-    block.stmts.iter().any(stmt)
+    block_contains(block, &|kind| matches!(kind, StmtKind::Barrier(_)))
 }
 
 impl Generator<'_> {
