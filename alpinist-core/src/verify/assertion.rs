@@ -31,7 +31,7 @@ use super::expr::{close, unsupported, EncodeError, Eval};
 use super::inline;
 use super::obligation::{Check, ObligationKind};
 use super::one_point;
-use super::state::{define_array, pattern_safe, real, HeapKind, Mask, Term, Ty};
+use super::state::{define_array, pattern_safe, real, HeapKind, Mask, Term, Ty, HEAP_KINDS};
 use super::syn;
 
 /// Where checks go and facts come from: the method's solver.
@@ -139,6 +139,27 @@ pub fn is_pure(e: &Expr) -> bool {
         }
     });
     pure
+}
+
+/// A conjunct of `body` (through `**` and `&&` only) is `Perm(loc, write)` or
+/// `PointsTo(loc, write, v)` (`write` or `1`).
+fn holds_write_unconditionally(body: &Expr) -> bool {
+    match &body.kind {
+        ExprKind::Binary {
+            op: BinaryOp::Star | BinaryOp::And,
+            lhs,
+            rhs,
+        } => holds_write_unconditionally(lhs) || holds_write_unconditionally(rhs),
+        ExprKind::Builtin {
+            op: Builtin::Perm | Builtin::PointsTo,
+            args,
+        } if args.len() >= 2 => match &args[1].kind {
+            ExprKind::PermLit(PermLit::Write) => true,
+            ExprKind::IntLit(n) => n.to_string() == "1",
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// `Perm(a[*], p)` (also `PointsTo`, `Value`) as the quantified permission it stands for:
@@ -422,7 +443,21 @@ impl<'w, 'a> Walker<'w, 'a> {
             _ => match inline::predicate_call(e) {
                 Some((receiver, name, args)) => {
                     let at = self.predicate_instance(receiver, name, args, e.span)?;
-                    self.acc(e, e, None, Some(at))
+                    self.lower_than_parent(&at);
+                    if let Mode::Exhale(_) = self.mode {
+                        // Whoever receives the instance may unfold it and write what it
+                        // holds, of any kind: the heap kept under it (`fold` forgets
+                        // nothing) is forgotten wherever no permission is left.
+                        for kind in HEAP_KINDS {
+                            if !self.removed.contains(&kind) {
+                                self.removed.push(kind);
+                            }
+                        }
+                    }
+                    let before = self.mask.amount(&at.0, &at.1);
+                    self.acc(e, e, None, Some(at.clone()))?;
+                    self.bound_instance(name, &before);
+                    Ok(())
                 }
                 None => Err(unsupported(
                     "this form of resource assertion (permissions under `||` or `\\exists` are \
@@ -619,6 +654,46 @@ impl<'w, 'a> Walker<'w, 'a> {
             self.prover.assume(f);
         }
         Ok((r, i))
+    }
+
+    /// After inhaling an instance of `name` at `at`: if the predicate's body holds a write
+    /// permission unconditionally, no state holds more than one of the instance (unfolding
+    /// `q` of it gives `q` of that permission), which spares Z3 the case of two held
+    /// instances that are one (`a.list() ** b.list()` with `a == b`). Not in a function's
+    /// own check ([`inhale_unbounded`]), nor under a quantifier.
+    fn bound_instance(&mut self, name: &str, before: &Real) {
+        if self.mode != Mode::Inhale || !self.bounded || !self.eval.bound().is_empty() {
+            return;
+        }
+        let Some(program) = self.eval.decls.program else {
+            return;
+        };
+        let Some((_, Some(body))) = inline::abstract_predicate(program, name) else {
+            return;
+        };
+        if !holds_write_unconditionally(body) {
+            return;
+        }
+        // A whole instance is inhaled (where the guards hold): none may have been held before.
+        let fact = Bool::and(self.eval.guards()).implies(before.le(real(0)));
+        self.prover.assume(fact);
+    }
+
+    /// Inhaling the body of an unfolded instance (`Eval::unfolding_parent`): the instance at
+    /// `at`, inhaled on this path, is lower than it ([`World::depth`]). Not under a
+    /// quantifier (no fact then: fewer facts are always sound).
+    fn lower_than_parent(&mut self, at: &(Dynamic, Int)) {
+        let (Mode::Inhale, Some((pr, pi))) = (&self.mode, &self.eval.unfolding_parent) else {
+            return;
+        };
+        if !self.eval.bound().is_empty() {
+            return;
+        }
+        let world = self.eval.decls.world;
+        let (child, parent) = (world.depth(&at.0, &at.1), world.depth(pr, pi));
+        let lower = Bool::and(&[child.ge(Int::from_i64(0)), child.lt(&parent)]);
+        let fact = Bool::and(self.eval.guards()).implies(&lower);
+        self.prover.assume(fact);
     }
 
     fn guarded(

@@ -33,7 +33,9 @@ use crate::syntax::{
 };
 
 use super::assertion::{self, Prover, RegionIter};
-use super::expr::{self, unsupported, Decls, EncodeError, Eval, FunctionDecl, Functions};
+use super::expr::{
+    self, unsupported, Decls, EncodeError, Eval, FunctionDecl, Functions, RecursiveCall,
+};
 use super::fraction;
 use super::int32::{self, Plan};
 use super::obligation::{Check, Obligation, ObligationKind, Status, Trusted, Warning};
@@ -850,8 +852,16 @@ impl<'c, 'p> Verifier<'c, 'p> {
         &mut self,
         routine: &Routine<'p>,
         st: &State,
-        calls: &[(Bool, Vec<Value>, Span)],
+        calls: &[RecursiveCall],
     ) -> Result<(), EncodeError> {
+        if let Some(instance) = self
+            .ctx
+            .functions
+            .get(&routine.method.name.name)
+            .and_then(|d| d.depth_measure.clone())
+        {
+            return self.check_depth_measure(routine, st, calls, &instance);
+        }
         let Some(OwnMeasure::Checked(old)) = &self.own_measure else {
             return Ok(());
         };
@@ -863,20 +873,68 @@ impl<'c, 'p> Verifier<'c, 'p> {
             return Ok(());
         };
         let names: Vec<String> = decl.params.iter().map(|(n, _)| n.clone()).collect();
-        for (guard, args, span) in calls {
+        for call in calls {
             let mut ev = eval(self.ctx, st, false);
-            for (n, v) in names.iter().zip(args) {
+            for (n, v) in names.iter().zip(&call.args) {
                 ev.store.insert(n.clone(), v.clone());
             }
             let new = exprs
                 .iter()
                 .map(|e| ev.int(e))
                 .collect::<Result<Vec<_>, _>>()?;
-            self.prover.push_scope();
-            self.prover.assume(guard.clone());
-            self.check_decrease(&new, &old, *span, "at this recursive application");
-            let facts = Bool::and(&self.prover.pop_scope());
-            self.prover.assume(guard.implies(&facts));
+            self.decrease_at_call(call, &new, &old, "at this recursive application");
+        }
+        Ok(())
+    }
+
+    /// `check_decrease` at a recursive application, under its path condition.
+    fn decrease_at_call(&mut self, call: &RecursiveCall, new: &[Int], old: &[Int], what: &str) {
+        self.prover.push_scope();
+        self.prover.assume(call.guard.clone());
+        self.check_decrease(new, old, call.span, what);
+        let facts = Bool::and(&self.prover.pop_scope());
+        self.prover.assume(call.guard.implies(&facts));
+    }
+
+    /// A function whose recursion goes through `\unfolding` ([`FunctionDecl::depth_measure`]):
+    /// at each recursive application, the instance its precondition holds is lower than the
+    /// one the function's own precondition holds (the unfolding gave it).
+    fn check_depth_measure(
+        &mut self,
+        routine: &Routine<'p>,
+        st: &State,
+        calls: &[RecursiveCall],
+        instance: &Expr,
+    ) -> Result<(), EncodeError> {
+        let Some((receiver, pred, args)) = super::inline::predicate_call(instance) else {
+            return Ok(());
+        };
+        let names: Vec<String> = self.ctx.functions[&routine.method.name.name]
+            .params
+            .iter()
+            .map(|(n, _)| n.clone())
+            .collect();
+        let world = &self.ctx.world;
+        let height = |ev: &mut Eval<'_>| -> Result<Int, EncodeError> {
+            let (r, i, _) = ev.predicate_location(receiver, pred, args, instance.span)?;
+            Ok(world.depth(&r, &i))
+        };
+        let old = height(&mut eval(self.ctx, st, false))?;
+        // A height is never negative (an instance that is not held has none to speak of:
+        // 0, say); what must be proved is only that it falls.
+        self.prover.assume(old.ge(Int::from_i64(0)));
+        let what = format!(
+            "at this recursive application (the measure: the height of the instance \
+             `{}` of the precondition, which only an `\\unfolding` of it lowers)",
+            crate::syntax::print_expr(instance)
+        );
+        for call in calls {
+            let mut ev = eval(self.ctx, st, false);
+            for (n, v) in names.iter().zip(&call.args) {
+                ev.store.insert(n.clone(), v.clone());
+            }
+            let new = height(&mut ev)?;
+            self.decrease_at_call(call, &[new], std::slice::from_ref(&old), &what);
         }
         Ok(())
     }
@@ -1001,6 +1059,17 @@ impl<'c, 'p> Verifier<'c, 'p> {
         kind: ObligationKind,
         ev_store: Option<Store>,
     ) -> Result<State, EncodeError> {
+        self.exhale_parts(st, parts, kind, ev_store, Forget::Unowned)
+    }
+
+    fn exhale_parts(
+        &mut self,
+        st: State,
+        parts: &[(Vec<&Expr>, Vec<RegionIter>)],
+        kind: ObligationKind,
+        ev_store: Option<Store>,
+        forget: Forget,
+    ) -> Result<State, EncodeError> {
         let mut mask = st.mask.clone();
         let mut removed = Vec::new();
         for (exprs, region) in parts {
@@ -1013,11 +1082,13 @@ impl<'c, 'p> Verifier<'c, 'p> {
             mask = m;
             removed.extend(r);
         }
-        let heap = if !removed.is_empty() {
+        let heap = if !removed.is_empty() && forget == Forget::Unowned {
             let (heap, facts) = st.heap.havoc_unowned(&self.ctx.world, &mask, &removed);
             for f in facts {
                 self.prover.assume(f);
             }
+            // Others may write only what this method no longer holds.
+            self.frame_heap_functions(&st.heap, &heap, &mask)?;
             heap
         } else {
             st.heap.clone()
@@ -1351,32 +1422,28 @@ impl<'c, 'p> Verifier<'c, 'p> {
     }
 
     /// `fold P(args)`: exhale the body (for the arguments), inhale the instance; `unfold`:
-    /// the other way round. The heap under the body is forgotten where the exhale leaves no
-    /// permission (as after every exhale), so values are not carried through a fold.
+    /// the other way round. Nothing leaves this method, so the heap is kept: the values
+    /// under a folded instance cannot change while it is held here (writing them needs its
+    /// permissions), and every exhale of a predicate instance forgets the heap wherever no
+    /// permission is left (`assertion.rs`), so they are forgotten once it leaves.
     fn fold(&mut self, st: State, e: &'p Expr, fold: bool) -> Result<State, EncodeError> {
         let what = if fold { "fold" } else { "unfold" };
+        let kind = if fold {
+            ObligationKind::FoldFailed
+        } else {
+            ObligationKind::UnfoldFailed
+        };
         // An inline predicate is a macro: folding or unfolding it (at any scale) checks that
         // its expansion is held, exhaling it and inhaling it again.
         if let Some(expanded) = super::inline::inline_application(e, self.ctx.program) {
-            let kind = if fold {
-                ObligationKind::FoldFailed
-            } else {
-                ObligationKind::UnfoldFailed
-            };
             let parts = [(vec![&expanded], Vec::new())];
-            let st = self.exhale_state(st, &parts, kind, None)?;
+            let st = self.exhale_parts(st, &parts, kind, None, Forget::Nothing)?;
             return self.inhale_state(st, &[&expanded], &[], true);
         }
         let body = super::inline::applied_body(e, self.ctx.program, what)?;
-        if fold {
-            let parts = [(vec![&body], Vec::new())];
-            let st = self.exhale_state(st, &parts, ObligationKind::FoldFailed, None)?;
-            self.inhale_state(st, &[e], &[], true)
-        } else {
-            let parts = [(vec![e], Vec::new())];
-            let st = self.exhale_state(st, &parts, ObligationKind::UnfoldFailed, None)?;
-            self.inhale_state(st, &[&body], &[], true)
-        }
+        let (out, into) = if fold { (&body, e) } else { (e, &body) };
+        let st = self.exhale_parts(st, &[(vec![out], Vec::new())], kind, None, Forget::Nothing)?;
+        self.inhale_state(st, &[into], &[], true)
     }
 
     /// `new T[n]`, `new T[m][n]`: the sizes checked non-negative, the cells zero.
@@ -1653,8 +1720,81 @@ impl<'c, 'p> Verifier<'c, 'p> {
         });
         let v = coerce(&self.ctx.world, v, &ty, target.span)?;
         let kind = self.ctx.world.heap_kind(&ty, target.span)?;
+        let before = st.heap.clone();
         st.heap = st.heap.write(kind, &r, &i, &v.term.as_dynamic());
+        // The location is held whole here, so it is in no held predicate instance.
+        self.frame_heap_functions(&before, &st.heap, &st.mask)?;
         Ok(st)
+    }
+
+    /// The heap changed from `before` to `after` only where nothing `mask` holds is: a
+    /// function whose precondition holds only predicate instances ([`FunctionDecl::framed`])
+    /// keeps its value wherever they are held in `mask`, `∀ args. pre(args) ⇒ f(after, args)
+    /// == f(before, args)` (and for its limited twin), instantiated by the application in
+    /// `after`. Sound because a held instance's footprint is held by no one else in full:
+    /// the writes and the havoc behind the change (a location held whole, what others may
+    /// write after an exhale) are all outside it.
+    fn frame_heap_functions(
+        &mut self,
+        before: &Heap,
+        after: &Heap,
+        mask: &Mask,
+    ) -> Result<(), EncodeError> {
+        let decls = Decls {
+            world: &self.ctx.world,
+            program: Some(self.ctx.program),
+            functions: Some(&self.ctx.functions),
+        };
+        let framed: Vec<_> = self
+            .ctx
+            .program
+            .functions()
+            .filter(|f| {
+                self.ctx
+                    .functions
+                    .get(&f.method.name.name)
+                    .is_some_and(|d| d.framed)
+            })
+            .collect();
+        if framed.is_empty() {
+            return Ok(());
+        }
+        let (after, named) = after.named_all();
+        for fact in named {
+            self.prover.assume(fact);
+        }
+        for f in framed {
+            let decl = &self.ctx.functions[&f.method.name.name];
+            let mut store = Store::new();
+            let mut xs = Vec::new();
+            for (p, t) in &decl.params {
+                let v = self.ctx.world.bound(p, t);
+                xs.push(v.term.as_dynamic());
+                store.insert(p.clone(), v);
+            }
+            let mut ev = Eval::new(decls, store);
+            ev.heap = Some(before.clone());
+            ev.predicate_reading = expr::PredicateReading::HeldIn(mask.clone());
+            let pre = expr::function_hypothesis(&mut ev, f)?;
+            let mut hypotheses = ev.take_axioms();
+            hypotheses.push(pre);
+            let hypothesis = Bool::and(&hypotheses);
+            let bound: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
+            for g in [&decl.full, &decl.limited] {
+                let apply = |h: &Heap| {
+                    let mut args = h.terms();
+                    args.extend(xs.iter().cloned());
+                    let refs: Vec<&dyn Ast> = args.iter().map(|a| a as &dyn Ast).collect();
+                    g.apply(&refs)
+                };
+                let (now, then) = (apply(&after), apply(before));
+                let pattern = z3::Pattern::new(&[&now as &dyn Ast]);
+                let kept = hypothesis.implies(now.eq(&then));
+                self.prover
+                    .assume(z3::ast::forall_const(&bound, &[&pattern], &kept));
+            }
+        }
+        Ok(())
     }
 
     fn call(
@@ -2502,6 +2642,11 @@ fn declare_functions(
             let e = expanded.as_ref().unwrap_or(e);
             assertion::is_pure(e) && !assertion::applies_predicate(e, program)
         });
+        let framed = reads_heap
+            && expr::function_pre(f).into_iter().all(|e| {
+                let expanded = super::inline::expand(e, program);
+                assertion::is_pure(expanded.as_ref().unwrap_or(e))
+            });
         // Only a function that reads the heap can depend on `this` (through its fields); the
         // others keep their signature, and with it Z3's search on the proofs that use them.
         if let (true, true, Some(class)) = (reads_heap, f.has_this(), f.class) {
@@ -2534,6 +2679,8 @@ fn declare_functions(
                 reads_heap,
                 terminates: false,
                 post_usable: false,
+                depth_measure: None,
+                framed,
             },
         );
     }
@@ -2556,10 +2703,14 @@ fn declare_functions(
             continue;
         };
         match definition(world, program, &functions, decl, f, body) {
-            Ok((axioms, terminates)) => {
+            Ok((axioms, termination)) => {
                 let at_applications = decl.reads_heap;
+                let terminates = termination != Termination::Unproved;
                 if let Some(decl) = functions.get_mut(name) {
                     decl.terminates = terminates;
+                    if let Termination::ByDepth(instance) = termination {
+                        decl.depth_measure = Some(instance);
+                    }
                 }
                 if !at_applications {
                     prover.assume(axioms.0);
@@ -2626,6 +2777,29 @@ fn declare_functions(
 
 type Axioms = (Bool, Bool);
 
+/// What an exhale forgets of the heap.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Forget {
+    /// Every location of a kind it took permission from (all kinds, for a predicate
+    /// instance) where no permission is left: others may write it now.
+    Unowned,
+    /// Nothing: the permissions stay in this method (`fold`, `unfold`).
+    Nothing,
+}
+
+/// Why a function's recursion terminates, as far as its definition is concerned.
+#[derive(PartialEq)]
+enum Termination {
+    /// No recursion, `decreases assume;`, or a measure proved decreasing here.
+    Proved,
+    /// Every recursive application is inside `\unfolding` of the predicate of this
+    /// instance of the precondition: its height is the measure, proved lower at each
+    /// application by the function's own check (`check_function_measure`), which fails the
+    /// function, and so the program, where it is not.
+    ByDepth(Expr),
+    Unproved,
+}
+
 fn definition(
     world: &World,
     program: &ProgramInfo<'_>,
@@ -2633,7 +2807,7 @@ fn definition(
     decl: &FunctionDecl,
     f: &Routine<'_>,
     body: &Expr,
-) -> Result<(Axioms, bool), EncodeError> {
+) -> Result<(Axioms, Termination), EncodeError> {
     let name = &f.method.name.name;
     let (heap, store, xs) = bound_arguments(world, decl);
     let decls = Decls {
@@ -2679,22 +2853,46 @@ fn definition(
                 };
                 let old = measure_at(store.clone())?;
                 let mut at_calls = Vec::new();
-                for (guard, args, _) in &calls {
+                for call in &calls {
                     let mut at = store.clone();
-                    for ((n, _), v) in decl.params.iter().zip(args) {
+                    for ((n, _), v) in decl.params.iter().zip(&call.args) {
                         at.insert(n.clone(), v.clone());
                     }
-                    at_calls.push((guard.clone(), measure_at(at)?));
+                    at_calls.push((call.guard.clone(), measure_at(at)?));
                 }
                 recursion::measure_decreases(&pre, &old, &at_calls)
             }
             None => {
-                let calls: Vec<(Bool, Vec<Value>)> =
-                    calls.into_iter().map(|(g, a, _)| (g, a)).collect();
-                recursion::terminates(&decl.params, &store, &pre, &calls, &world.len)
+                let by_params: Vec<(Bool, Vec<Value>)> = calls
+                    .iter()
+                    .map(|c| (c.guard.clone(), c.args.clone()))
+                    .collect();
+                recursion::terminates(&decl.params, &store, &pre, &by_params, &world.len)
             }
         };
-    Ok(((ax1, ax2), terminates))
+    if terminates {
+        return Ok(((ax1, ax2), Termination::Proved));
+    }
+    // Recursion through the unfolding of a predicate instance the precondition holds.
+    let instance = decl
+        .reads_heap
+        .then(|| {
+            expr::function_pre(f).into_iter().find_map(|e| {
+                let expanded = super::inline::expand(e, program);
+                recursion::unconditional_instance(expanded.as_ref().unwrap_or(e), program)
+            })
+        })
+        .flatten();
+    let by_depth = instance.filter(|i| {
+        let pred = super::inline::predicate_call(i).map(|(_, n, _)| n);
+        calls
+            .iter()
+            .all(|c| c.unfolded.iter().any(|u| Some(u.as_str()) == pred))
+    });
+    Ok((
+        (ax1, ax2),
+        by_depth.map_or(Termination::Unproved, Termination::ByDepth),
+    ))
 }
 
 /// Fresh constants for a pure function's arguments, to quantify its axioms over: the heap's

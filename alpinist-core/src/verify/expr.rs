@@ -226,6 +226,14 @@ pub struct FunctionDecl {
     /// `reads_heap`: its postcondition may be assumed at each application (it is not the
     /// function being checked, nor in a cycle of calls).
     pub post_usable: bool,
+    /// Its recursion goes through `\unfolding` of this predicate instance of its
+    /// precondition, whose height ([`World::depth`]) is its measure: `terminates` is set, and
+    /// its own check proves the height lower at each recursive application.
+    pub depth_measure: Option<Expr>,
+    /// `reads_heap`, and the only resources of its precondition are predicate instances: its
+    /// value is kept across a change of the heap while they are held (nothing can write
+    /// what a held instance holds), `exec::Verifier::frame_heap_functions`.
+    pub framed: bool,
 }
 
 pub type Functions = BTreeMap<String, FunctionDecl>;
@@ -253,6 +261,17 @@ pub enum PredicateReading {
     /// instance. Holding it, its body's facts hold on the current heap, as `\unfolding`
     /// assumes (nothing can write what a folded predicate holds).
     HeldIn(Mask),
+}
+
+/// A function's application of itself inside its own definition.
+#[derive(Clone)]
+pub struct RecursiveCall {
+    /// Its path condition.
+    pub guard: Bool,
+    pub args: Vec<Value>,
+    pub span: Span,
+    /// The predicates of the `\unfolding`s around it, outermost first.
+    pub unfolded: Vec<String>,
 }
 
 /// Evaluates expressions in one state. See the module docs.
@@ -295,7 +314,13 @@ pub struct Eval<'a> {
     /// logged for the termination check.
     pub defining: Option<String>,
     /// Each recursive call: its path condition, its arguments, where it is.
-    pub recursive_calls: Vec<(Bool, Vec<Value>, Span)>,
+    pub recursive_calls: Vec<RecursiveCall>,
+    /// The predicates of the `\unfolding`s around the expression being evaluated, innermost
+    /// last (a recursive call inside them may use the predicate depth measure).
+    unfolded: Vec<String>,
+    /// Inhaling the body of the predicate instance at this location (an `\unfolding`): each
+    /// instance inhaled is lower ([`World::depth`]).
+    pub unfolding_parent: Option<(Dynamic, Int)>,
     /// `--int32` in executable code: the mode (exempt and unsigned operations); `None`
     /// outside (`int32.rs`).
     pub int32: Option<&'a int32::Int32>,
@@ -339,6 +364,8 @@ impl<'a> Eval<'a> {
             guards: Vec::new(),
             defining: None,
             recursive_calls: Vec::new(),
+            unfolded: Vec::new(),
+            unfolding_parent: None,
             int32: None,
             inlining: Vec::new(),
             permissions_as_true: false,
@@ -2318,8 +2345,12 @@ impl<'a> Eval<'a> {
         }
         let own = self.defining.as_deref() == Some(name);
         if own {
-            self.recursive_calls
-                .push((self.guard(), vals.clone(), span));
+            self.recursive_calls.push(RecursiveCall {
+                guard: self.guard(),
+                args: vals.clone(),
+                span,
+                unfolded: self.unfolded.clone(),
+            });
         }
         self.function_precondition(name, &vals, span)?;
         if self.int32.is_some() {
@@ -2367,11 +2398,17 @@ impl<'a> Eval<'a> {
         Ok(app)
     }
 
-    /// [`PredicateReading::HeldIn`] this evaluation's mask, where it has one.
+    /// [`PredicateReading::HeldIn`] this evaluation's mask, where it has one; else the mask
+    /// it reads instances in, if any (a heap function's definition unfolded at an
+    /// application reads them as held in the caller's mask).
     fn held_in_mask(&self) -> PredicateReading {
         match &self.mask {
             Some(m) => PredicateReading::HeldIn(m.clone()),
-            None => PredicateReading::Refused,
+            None => match &self.predicate_reading {
+                PredicateReading::HeldIn(m) => PredicateReading::HeldIn(m.clone()),
+                // Never `True`: that reading only weakens a termination hypothesis.
+                _ => PredicateReading::Refused,
+            },
         }
     }
 
@@ -2496,6 +2533,21 @@ impl Eval<'_> {
     /// location's permission is not assumed (as in a pure function's own check: see
     /// `assertion::inhale_unbounded`).
     fn unfolding(&mut self, pred: &Expr, body: &Expr, span: Span) -> Result<Value, EncodeError> {
+        let name = inline::predicate_call(pred).map(|(_, n, _)| n.to_string());
+        self.unfolded.extend(name.clone());
+        let v = self.unfolding_inner(pred, body, span);
+        if name.is_some() {
+            self.unfolded.pop();
+        }
+        v
+    }
+
+    fn unfolding_inner(
+        &mut self,
+        pred: &Expr,
+        body: &Expr,
+        span: Span,
+    ) -> Result<Value, EncodeError> {
         let Some(mask) = self.mask.clone() else {
             return self.value(body);
         };
@@ -2552,6 +2604,10 @@ impl Eval<'_> {
         }
         let mut opened = Collected::default();
         let mut inner = fresh();
+        if let Some((receiver, name, args)) = inline::predicate_call(pred) {
+            let (r, i, _) = fresh().predicate_location(receiver, name, args, pred.span)?;
+            inner.unfolding_parent = Some((r, i));
+        }
         let inside = assertion::inhale_unbounded(&mut opened, &mut inner, mask, &[&instance])?;
         for c in opened.checks {
             self.require_noted(c.goal, c.kind, c.span, c.note);

@@ -16,7 +16,9 @@ use z3::ast::Ast;
 use z3::ast::{Bool, Int};
 use z3::{FuncDecl, Params, SatResult, Solver};
 
-use crate::syntax::{Expr, ExprKind, MethodBody, Stmt, StmtKind};
+use crate::syntax::{BinaryOp, Expr, ExprKind, MethodBody, Stmt, StmtKind};
+
+use super::inline;
 
 use super::program::{ProgramInfo, Routine};
 use super::state::{Store, Term, Ty, Value};
@@ -105,6 +107,26 @@ pub fn lex_decrease(new: &[Int], old: &[Int]) -> Bool {
             Bool::and(&[n.eq(o), lex_decrease(ns, os)]),
         ]),
         _ => Bool::from_bool(false),
+    }
+}
+
+/// The first predicate instance that `pre` (a conjunct of a function's precondition, inline
+/// predicates expanded) holds unconditionally: a conjunct of `**` and `&&`, not under an
+/// implication, a condition or a quantifier. Its height ([`super::state::World::depth`]) is
+/// the measure of recursion through `\unfolding` of it (a list's `contents()` recursing on
+/// `next.contents()` inside `\unfolding state()`).
+pub fn unconditional_instance(pre: &Expr, program: &ProgramInfo<'_>) -> Option<Expr> {
+    match &pre.kind {
+        ExprKind::Binary {
+            op: BinaryOp::Star | BinaryOp::And,
+            lhs,
+            rhs,
+        } => unconditional_instance(lhs, program).or_else(|| unconditional_instance(rhs, program)),
+        ExprKind::Call { .. } => {
+            let (_, name, _) = inline::predicate_call(pre)?;
+            inline::abstract_predicate(program, name).map(|_| pre.clone())
+        }
+        _ => None,
     }
 }
 

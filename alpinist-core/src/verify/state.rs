@@ -202,7 +202,7 @@ pub enum HeapKind {
 }
 
 /// In the order of the enum: `Heap` indexes its arrays by `kind as usize`.
-const HEAP_KINDS: [HeapKind; 10] = [
+pub const HEAP_KINDS: [HeapKind; 10] = [
     HeapKind::Int,
     HeapKind::Bool,
     HeapKind::Perm,
@@ -249,6 +249,24 @@ impl Heap {
 
     /// The arrays of the world's heap kinds, in kind order: what a pure function that reads
     /// the heap takes as its first arguments.
+    /// [`Heap::named`] for every array a pattern may not contain (an `ite` of a join): terms
+    /// over the result may be quantifier patterns.
+    pub fn named_all(&self) -> (Heap, Vec<Bool>) {
+        let mut heap = self.clone();
+        let mut facts = Vec::new();
+        for kind in HEAP_KINDS {
+            let unsafe_array = self.arrays[kind as usize]
+                .as_ref()
+                .is_some_and(|a| !pattern_safe(&Dynamic::from_ast(a)));
+            if unsafe_array {
+                let (h, fact) = heap.named(kind);
+                heap = h;
+                facts.push(fact);
+            }
+        }
+        (heap, facts)
+    }
+
     pub fn terms(&self) -> Vec<Dynamic> {
         self.arrays
             .iter()
@@ -468,6 +486,12 @@ pub struct World {
     pub len: FuncDecl,
     /// Integer `/` and `%` outside the case every semantics agrees on (see `expr.rs`).
     pub div_other: FuncDecl,
+    /// `depth(r, i)`: the height of the predicate instance at location `(r, i)`
+    /// ([`World::predicate_location`]) — how many unfoldings reach its innermost instance.
+    /// Predicates are least fixed points (an instance is built by finitely many folds, and
+    /// its footprint cannot change while it is folded), so an instance that unfolding
+    /// another one yields is strictly lower: the measure of recursion through `\unfolding`.
+    depth: std::cell::OnceCell<FuncDecl>,
     pub mod_other: FuncDecl,
     /// `mul(x, y)`: the product of two integers neither of which is a literal (see
     /// [`World::product`]), and its definition once built.
@@ -551,6 +575,7 @@ impl World {
             null: Dynamic::new_const("null", &ref_sort),
             len: FuncDecl::new("len", &[&ref_sort], &int),
             div_other: FuncDecl::new("div_unspecified", &[&int, &int], &int),
+            depth: std::cell::OnceCell::new(),
             mod_other: FuncDecl::new("mod_unspecified", &[&int, &int], &int),
             product: std::cell::OnceCell::new(),
             product_axiom: std::cell::OnceCell::new(),
@@ -668,6 +693,19 @@ impl World {
     /// the references infinite or hard to find (libz3 4.8.12 ran out of budget on
     /// `this != null` and one injective `Ref -> Ref` function), so a failing obligation near
     /// a predicate came back unknown instead of failed.
+    /// The height of the predicate instance at `(r, i)` (see the field `depth`).
+    /// Declared on first use: a declaration shifts Z3's term ids, and with them its search
+    /// on unrelated proofs.
+    pub fn depth(&self, r: &Dynamic, i: &Int) -> Int {
+        self.depth
+            .get_or_init(|| {
+                FuncDecl::new("depth'", &[&self.ref_sort, &Z3Sort::int()], &Z3Sort::int())
+            })
+            .apply(&[r as &dyn Ast, i as &dyn Ast])
+            .as_int()
+            .expect("an integer")
+    }
+
     pub fn predicate_location(&self, name: &str, args: &[Dynamic]) -> (Dynamic, Int, Vec<Bool>) {
         let id = {
             let mut names = self.predicates.borrow_mut();
