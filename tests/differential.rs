@@ -27,6 +27,16 @@ fn lines<'o>(out: &'o str, version: &str) -> Vec<&'o str> {
         .collect()
 }
 
+/// `alpinist run examples/basic/vector_add.pvl --against TWIN [extra..]`, requiring exit
+/// `code`: the output and its stdout.
+fn vector_add_against(twin: &str, extra: &[&str], code: i32) -> (Output, String) {
+    let mut args = vec!["run", "examples/basic/vector_add.pvl", "--against", twin];
+    args.extend_from_slice(extra);
+    let output = exits(&args, code);
+    let out = stdout(&output);
+    (output, out)
+}
+
 /// Runs `alpinist args` and requires exit `code`.
 fn exits(args: &[&str], code: i32) -> Output {
     let output = run(args);
@@ -120,16 +130,11 @@ fn a_linearised_matrix_is_compared_through_its_layout_and_runs_on_devices_linear
 #[test]
 fn a_wrong_version_is_a_mismatch_with_its_location_and_a_replay_that_reproduces_it() {
     let devices = devices_expected();
-    let args = [
-        "run",
-        "examples/basic/vector_add.pvl",
-        "--against",
+    let (_, out) = vector_add_against(
         "tests/data/run/vector_add_off_by_one.pvl",
-        "--seed",
-        "7",
-    ];
-    let output = exits(&args, 1);
-    let out = stdout(&output);
+        &["--seed", "7"],
+        1,
+    );
     let differing = lines(&out, "optimised");
     assert_eq!(differing.len(), 1 + usize::from(devices), "{out}");
     for line in differing {
@@ -153,14 +158,7 @@ fn a_wrong_version_is_a_mismatch_with_its_location_and_a_replay_that_reproduces_
 #[test]
 fn a_version_that_fails_on_the_interpreter_is_not_run_on_a_device() {
     let devices = devices_expected();
-    let args = [
-        "run",
-        "examples/basic/vector_add.pvl",
-        "--against",
-        "tests/data/run/vector_add_out_of_bounds.pvl",
-    ];
-    let output = exits(&args, 1);
-    let out = stdout(&output);
+    let (output, out) = vector_add_against("tests/data/run/vector_add_out_of_bounds.pvl", &[], 1);
     let optimised = lines(&out, "optimised");
     assert!(optimised[0].ends_with("  fails"), "{out}");
     assert!(
@@ -179,14 +177,7 @@ fn a_version_that_fails_on_the_interpreter_is_not_run_on_a_device() {
 
 #[test]
 fn a_version_the_interpreter_cannot_run_is_bad_input_not_a_failure() {
-    let args = [
-        "run",
-        "examples/basic/vector_add.pvl",
-        "--against",
-        "tests/data/run/vector_add_with_a_set.pvl",
-    ];
-    let output = exits(&args, 2);
-    let out = stdout(&output);
+    let (output, out) = vector_add_against("tests/data/run/vector_add_with_a_set.pvl", &[], 2);
     assert!(
         lines(&out, "optimised")[0].ends_with("  cannot run"),
         "{out}"

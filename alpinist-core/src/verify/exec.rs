@@ -869,15 +869,11 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let Some((Decreases::Measure(exprs), _)) = termination::explicit(routine.contract) else {
             return Ok(());
         };
-        let Some(decl) = self.ctx.functions.get(&routine.method.name.name) else {
+        if !self.ctx.functions.contains_key(&routine.method.name.name) {
             return Ok(());
-        };
-        let names: Vec<String> = decl.params.iter().map(|(n, _)| n.clone()).collect();
+        }
         for call in calls {
-            let mut ev = eval(self.ctx, st, false);
-            for (n, v) in names.iter().zip(&call.args) {
-                ev.store.insert(n.clone(), v.clone());
-            }
+            let mut ev = self.eval_at_call(routine, st, call);
             let new = exprs
                 .iter()
                 .map(|e| ev.int(e))
@@ -885,6 +881,18 @@ impl<'c, 'p> Verifier<'c, 'p> {
             self.decrease_at_call(call, &new, &old, "at this recursive application");
         }
         Ok(())
+    }
+
+    /// An evaluation in `st` with `routine`'s parameters bound to a recursive application's
+    /// arguments (its measure there).
+    fn eval_at_call(&self, routine: &Routine<'p>, st: &State, call: &RecursiveCall) -> Eval<'_> {
+        let mut ev = eval(self.ctx, st, false);
+        if let Some(decl) = self.ctx.functions.get(&routine.method.name.name) {
+            for ((n, _), v) in decl.params.iter().zip(&call.args) {
+                ev.store.insert(n.clone(), v.clone());
+            }
+        }
+        ev
     }
 
     /// `check_decrease` at a recursive application, under its path condition.
@@ -909,11 +917,6 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let Some((receiver, pred, args)) = super::inline::predicate_call(instance) else {
             return Ok(());
         };
-        let names: Vec<String> = self.ctx.functions[&routine.method.name.name]
-            .params
-            .iter()
-            .map(|(n, _)| n.clone())
-            .collect();
         let world = &self.ctx.world;
         let height = |ev: &mut Eval<'_>| -> Result<Int, EncodeError> {
             let (r, i, _) = ev.predicate_location(receiver, pred, args, instance.span)?;
@@ -929,11 +932,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             crate::syntax::print_expr(instance)
         );
         for call in calls {
-            let mut ev = eval(self.ctx, st, false);
-            for (n, v) in names.iter().zip(&call.args) {
-                ev.store.insert(n.clone(), v.clone());
-            }
-            let new = height(&mut ev)?;
+            let new = height(&mut self.eval_at_call(routine, st, call))?;
             self.decrease_at_call(call, &[new], std::slice::from_ref(&old), &what);
         }
         Ok(())
@@ -2637,16 +2636,15 @@ fn declare_functions(
         }
         // A precondition that holds permissions or a predicate instance: the function reads
         // the heap they cover.
-        let reads_heap = !expr::function_pre(f).into_iter().all(|e| {
-            let expanded = super::inline::expand(e, program);
-            let e = expanded.as_ref().unwrap_or(e);
-            assertion::is_pure(e) && !assertion::applies_predicate(e, program)
-        });
-        let framed = reads_heap
-            && expr::function_pre(f).into_iter().all(|e| {
-                let expanded = super::inline::expand(e, program);
-                assertion::is_pure(expanded.as_ref().unwrap_or(e))
-            });
+        let pre: Vec<Expr> = expr::function_pre(f)
+            .into_iter()
+            .map(|e| super::inline::expand(e, program).unwrap_or_else(|| e.clone()))
+            .collect();
+        let no_permissions = pre.iter().all(assertion::is_pure);
+        let reads_heap =
+            !no_permissions || pre.iter().any(|e| assertion::applies_predicate(e, program));
+        // Only predicate instances: kept across heap changes that leave them held.
+        let framed = reads_heap && no_permissions;
         // Only a function that reads the heap can depend on `this` (through its fields); the
         // others keep their signature, and with it Z3's search on the proofs that use them.
         if let (true, true, Some(class)) = (reads_heap, f.has_this(), f.class) {
