@@ -1008,7 +1008,27 @@ impl<'w, 'a> Walker<'w, 'a> {
         if let Some(layout) = &row_major {
             self.check_row_major(&binders, layout, &positive, &i, atom);
         } else if !binders.is_empty() && !injective_by_construction {
-            self.check_injective(&binders, &positive, &r, &i, atom);
+            // Where the location's object depends on the binder (`xs[i].f`: objects read
+            // from the heap or a sequence), inhaled write permissions to all of them say
+            // the objects are distinct: in a bounded heap, two amounts that sum past one full
+            // permission never name one location (the update below assumes injectivity where
+            // the amount is positive), as two scalar write permissions imply two locations.
+            // Smaller amounts still need the proof. Where only the index depends on the
+            // binders (`a[i / 2]`), injectivity is arithmetic and is always proved: a contract
+            // handing one cell out twice would hold in no state, never what was meant. With
+            // several binders (`m[i][j]`), distinct rows are what `\matrix` states; without
+            // it the proof is asked for here too, where the error names the cause (a later
+            // exhale would have to prove the rows distinct from the inverse functions alone,
+            // for which Z3 finds no instance: unknown).
+            let objects_vary = binders.len() == 1 && {
+                let others: Vec<Int> = binders.iter().map(|_| Int::fresh_const("other")).collect();
+                let pairs: Vec<(&Int, &Int)> = binders.iter().zip(&others).collect();
+                r.substitute(&pairs) != r
+            };
+            let bounded_amount =
+                (self.mode == Mode::Inhale && self.bounded && ty.is_some() && objects_vary)
+                    .then_some(&p);
+            self.check_injective(&binders, &positive, bounded_amount, &r, &i, atom);
         }
         let held = self.mask.amount(&r, &i);
         let w = self.eval.decls.world;
@@ -1113,8 +1133,17 @@ impl<'w, 'a> Walker<'w, 'a> {
     }
 
     /// Two different values of the binders, both with a positive amount, name two different
-    /// locations.
-    fn check_injective(&mut self, xs: &[Int], positive: &Bool, r: &Dynamic, i: &Int, atom: &Expr) {
+    /// locations — where `bounded_amount` is given (an inhale into a bounded heap), only
+    /// for two values whose amounts together are at most one.
+    fn check_injective(
+        &mut self,
+        xs: &[Int],
+        positive: &Bool,
+        bounded_amount: Option<&Real>,
+        r: &Dynamic,
+        i: &Int,
+        atom: &Expr,
+    ) {
         let ys: Vec<Int> = xs.iter().map(|_| Int::fresh_const("other")).collect();
         let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&ys).collect();
         let positive2 = positive.substitute(&pairs);
@@ -1128,7 +1157,12 @@ impl<'w, 'a> Walker<'w, 'a> {
         );
         let same_location = Bool::and(&[r.eq(&r2), i.eq(&i2)]);
         let all: Vec<Int> = xs.iter().chain(&ys).cloned().collect();
-        let body = Bool::and(&[positive.clone(), positive2, differ]).implies(same_location.not());
+        let mut hypotheses = vec![positive.clone(), positive2, differ];
+        if let Some(p) = bounded_amount {
+            let p2 = p.substitute(&pairs);
+            hypotheses.push(Real::add(&[p.clone(), p2]).le(real(1)));
+        }
+        let body = Bool::and(&hypotheses).implies(same_location.not());
         self.prover.check(Check {
             goal: close(&all, &body),
             kind: ObligationKind::NotInjective,
@@ -1191,7 +1225,6 @@ impl<'w, 'a> Walker<'w, 'a> {
             solved[row] = solved_row;
             solved[col] = solved_col;
         } else {
-            let id = super::solver::declaration_id();
             let mut inv_at_loc = Vec::new();
             for (k, x) in xs.iter().enumerate() {
                 if let Some((_, a)) = linear.filter(|(lk, _)| *lk == k) {
@@ -1206,11 +1239,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                     solved.push(f.apply(&[&rr as &dyn Ast]).as_int().expect("int"));
                     continue;
                 }
-                let f = FuncDecl::new(
-                    format!("inv{id}_{k}"),
-                    &[&w.ref_sort, &Z3Sort::int()],
-                    &Z3Sort::int(),
-                );
+                let f = w.inverse_function(xs, k, positive, r, i);
                 let at_loc = f
                     .apply(&[r as &dyn Ast, i as &dyn Ast])
                     .as_int()

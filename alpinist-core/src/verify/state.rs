@@ -509,6 +509,9 @@ pub struct World {
     /// Each inhaled `\matrix(m, ..)`: the matrix, the reference heap its rows were read from,
     /// and the inverse `row(m[x]) == x` assumed for its rows (see `assertion.rs`).
     matrices: std::cell::RefCell<Vec<(Dynamic, Array, std::rc::Rc<FuncDecl>)>>,
+    /// The inverse functions of quantified permission updates, by the update's canonical
+    /// form (see [`World::inverse_function`]).
+    inverses: std::cell::RefCell<Vec<(InverseKey, std::rc::Rc<FuncDecl>)>>,
     /// Predicates whose instances were located, by id (see [`World::predicate_location`]).
     predicates: std::cell::RefCell<Vec<String>>,
     /// Per sequence sort indexed so far (by name): its indexing function and axioms
@@ -517,6 +520,15 @@ pub struct World {
     /// The datatype of each tuple type used so far (one per pair of element types: two
     /// datatypes of the same name would be two sorts).
     tuple_sorts: std::cell::RefCell<Vec<(Ty, Ty, std::rc::Rc<z3::DatatypeSort>)>>,
+}
+
+/// The canonical form of a quantified permission update, for [`World::inverse_function`].
+#[derive(PartialEq)]
+struct InverseKey {
+    positive: Bool,
+    r: Dynamic,
+    i: Int,
+    k: usize,
 }
 
 /// The indexing function of one sequence sort and its axioms ([`World::seq_at`]).
@@ -586,6 +598,7 @@ impl World {
             sum_limited: sum_decl("sum_limited"),
             sum_axioms: std::cell::OnceCell::new(),
             matrices: std::cell::RefCell::new(Vec::new()),
+            inverses: std::cell::RefCell::new(Vec::new()),
             predicates: std::cell::RefCell::new(Vec::new()),
             tuple_sorts: std::cell::RefCell::new(Vec::new()),
         }
@@ -668,6 +681,46 @@ impl World {
         self.matrices
             .borrow_mut()
             .push((m.clone(), rows.clone(), inverse));
+    }
+
+    /// The inverse function of binder `k` of a quantified permission update whose binders
+    /// `xs` have a positive amount where `positive` holds, at location `(r, i)`: the one an
+    /// earlier update of the same form got (the same terms once the binders are replaced by
+    /// canonical constants), else a new one. Its axiom, `positive ⇒ inv(r, i) == x_k`, is
+    /// then the same, so sharing adds no fact, and an exhale and a later inhale of one
+    /// assertion (a par block's contract, taken and given back) test the same condition:
+    /// Z3 sees the two updates cancel instead of relating two inverses through the index
+    /// (`g * N + k` across a nested par block: two minutes, against a tenth of a second).
+    pub fn inverse_function(
+        &self,
+        xs: &[Int],
+        k: usize,
+        positive: &Bool,
+        r: &Dynamic,
+        i: &Int,
+    ) -> std::rc::Rc<FuncDecl> {
+        let canonical: Vec<Int> = (0..xs.len())
+            .map(|n| Int::new_const(format!("binder'{n}")))
+            .collect();
+        let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&canonical).collect();
+        let key = InverseKey {
+            positive: positive.substitute(&pairs),
+            r: r.substitute(&pairs),
+            i: i.substitute(&pairs),
+            k,
+        };
+        let mut inverses = self.inverses.borrow_mut();
+        if let Some((_, f)) = inverses.iter().find(|(known, _)| *known == key) {
+            return f.clone();
+        }
+        let id = super::solver::declaration_id();
+        let f = std::rc::Rc::new(FuncDecl::new(
+            format!("inv{id}_{k}"),
+            &[&self.ref_sort, &Z3Sort::int()],
+            &Z3Sort::int(),
+        ));
+        inverses.push((key, f.clone()));
+        f
     }
 
     /// The row inverse of the latest `\matrix(m, ..)` inhaled with the same reference heap

@@ -15,6 +15,10 @@
 //!   uniform: joins only add taint, strong updates happen only for assignments under a uniform
 //!   condition, anything the analysis does not model is tainted. Heap reads taint also outside
 //!   par blocks (design.md: "not derived from a heap read"), which may reject a correct program.
+//!   The one exception is relative to the barrier's block L: a local that neither L nor a
+//!   sibling block of its group assigns (`Stmt::assigned_locals`) holds, in all of L's threads,
+//!   the value it had when L started — one value, however it was derived from the thread id of
+//!   an enclosing block (a work-group's local array allocated by its group thread).
 //! - Never panics; an unknown barrier label (E0205, `check`'s) is simply skipped.
 //! - Errors are deduplicated per (barrier, guard or name) and come in source order.
 //!
@@ -289,6 +293,9 @@ struct Frame {
     iters: Vec<String>,
     /// `conds.len()` when the block was entered.
     cond_depth: usize,
+    /// The locals that this block or a sibling block of its group may assign: every other
+    /// local keeps, for all threads of the block, the value it had when the block started.
+    assigned: HashSet<String>,
 }
 
 struct Analysis<'a> {
@@ -627,12 +634,20 @@ impl<'a> Analysis<'a> {
 
     fn par(&mut self, group: &ParGroup, state: &mut State) {
         let mut out = state.clone();
+        let assigned: HashSet<String> = group
+            .blocks
+            .iter()
+            .flat_map(|block| block.body.stmts.iter())
+            .flat_map(Stmt::assigned_locals)
+            .map(|a| a.name)
+            .collect();
         for block in &group.blocks {
             // Iterator bounds are evaluated once, before the threads start: not checked here.
             self.frames.push(Frame {
                 label: block.label.as_ref().map(|l| l.name.clone()),
                 iters: block.iters.iter().map(|i| i.name.name.clone()).collect(),
                 cond_depth: self.conds.len(),
+                assigned: assigned.clone(),
             });
             let mut inner = state.clone();
             for s in &block.body.stmts {
@@ -692,8 +707,12 @@ impl<'a> Analysis<'a> {
             let taint = if self.is_thread_id(&name) {
                 // A thread id of a block nested inside L.
                 Some(usage)
-            } else if self.locals.contains(&name) {
+            } else if self.locals.contains(&name) && self.frames[pos].assigned.contains(&name) {
                 state.get(&name).copied().flatten()
+            } else if self.locals.contains(&name) {
+                // Set before block L started and not written by it: one value for all its
+                // threads, however it depends on an enclosing thread.
+                None
             } else {
                 None // not a local: a field or a ghost name, framed by the contract itself
             };

@@ -357,3 +357,39 @@ fn ghost_results_taint_the_callers_target() {
         assert_eq!(errs[0].code_str(), "E0510", "{call}");
     }
 }
+
+/// A kernel with a group thread `g` around a par block `inner(int t = 0 .. m)` whose body
+/// is `body`; `before` runs in the group thread before the inner block starts.
+fn nested_kernel(before: &str, body: &str) -> String {
+    format!(
+        "class C {{\n  context_everywhere a != null && a.length == n * m && n > 0 && m > 0;\n  \
+         void k(int n, int m, int[] a) {{\n    par outer(int g = 0 .. n) {{\n{before}\n      \
+         par inner(int t = 0 .. m) {{\n{body}\n      }}\n    }}\n  }}\n}}\n"
+    )
+}
+
+#[test]
+fn contract_local_of_the_enclosing_thread_is_uniform_for_the_inner_block() {
+    // `base` and `scratch` depend on the group thread `g` (a product with it, an allocation
+    // per group), but every thread of `inner` sees the one value its group set.
+    let src = nested_kernel(
+        "int base = g * m;\nint[] scratch = new int[m];",
+        "barrier(inner) { context base >= 0 && scratch != null; }",
+    );
+    assert_eq!(errors(&src), []);
+}
+
+#[test]
+fn contract_local_of_the_enclosing_thread_assigned_in_the_inner_block() {
+    // Broken twin: `base` is declared by the group thread but written by each inner thread
+    // with its own id, so the inner block's threads disagree on it at the barrier.
+    let src = nested_kernel(
+        "int base = g * m;",
+        "base = t;\nbarrier(inner) { context base >= 0; }",
+    );
+    let parsed = syntax::parse(&src).unwrap_or_else(|e| panic!("syntax: {e:?}"));
+    let errs = check_program_uniformity(&parsed.program);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].code_str(), "E0511");
+    assert_eq!(text(&src, errs[0].origin()), "base = t;");
+}
