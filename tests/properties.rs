@@ -405,14 +405,13 @@ fn pred_call(inner: BoxedStrategy<Expr>) -> BoxedStrategy<Expr> {
         .boxed()
 }
 
-/// The body of a quantifier: possibly with a trigger `{: e :}` as (part of) it.
+/// The body of a quantifier: possibly with a trigger `{: e :}` or `{:n: e :}` as (part of) it.
 ///
 /// RESTRICTION: `Trigger` only directly as the body or an operand of the body's top operator;
 /// the IR allows it anywhere, PVL only inside quantifier bodies.
 fn quantifier_body(inner: BoxedStrategy<Expr>) -> BoxedStrategy<Expr> {
-    let trig = inner
-        .clone()
-        .prop_map(|e| ex(ExprKind::Trigger(Box::new(e))));
+    let trig = (inner.clone(), proptest::option::of(0u32..1000))
+        .prop_map(|(e, group)| ex(ExprKind::Trigger(Box::new(e), group)));
     let ops = select(vec![
         BinaryOp::Implies,
         BinaryOp::And,

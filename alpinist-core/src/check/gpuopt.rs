@@ -376,7 +376,7 @@ fn mentions(e: &Expr, name: &str) -> bool {
             receiver.as_deref().is_some_and(m) || args.iter().any(m)
         }
         ExprKind::New { args, .. } | ExprKind::Builtin { args, .. } => args.iter().any(m),
-        ExprKind::Old(x) | ExprKind::Length(x) | ExprKind::Trigger(x) => m(x),
+        ExprKind::Old(x) | ExprKind::Length(x) | ExprKind::Trigger(x, _) => m(x),
         ExprKind::Quantifier(q) => q.cond.as_ref().is_some_and(m) || m(&q.body),
         ExprKind::Let { value, body, .. } => m(value) || m(body),
         ExprKind::Unfolding { pred, body } => m(pred) || m(body),

@@ -1206,7 +1206,7 @@ impl<'a> Checker<'a> {
                 }
                 Ty::Map(Box::new(k), Box::new(v))
             }
-            ExprKind::Trigger(inner) => self.expr(inner),
+            ExprKind::Trigger(inner, _) => self.expr(inner),
             ExprKind::Unfolding { pred, body } => {
                 self.predicate_application(pred, "unfolding");
                 self.expr(body)
@@ -1463,7 +1463,7 @@ impl<'a> Checker<'a> {
             });
         };
         match &e.kind {
-            ExprKind::Trigger(inner) => self.heap_location(inner),
+            ExprKind::Trigger(inner, _) => self.heap_location(inner),
             ExprKind::Name(id) => {
                 if let Some(v) = self.lookup(&id.name) {
                     let t = v.ty.clone();

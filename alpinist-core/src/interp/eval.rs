@@ -146,7 +146,7 @@ impl<'p> Machine<'p, '_> {
                 env.pop_scope();
                 result
             }
-            ExprKind::Trigger(inner) => self.eval(env, inner),
+            ExprKind::Trigger(inner, _) => self.eval(env, inner),
             // `unfolding p in e` means `e` at run time.
             ExprKind::Unfolding { body, .. } => self.eval(env, body),
             ExprKind::This | ExprKind::New { .. } => Err(InterpError::unsupported(
@@ -932,7 +932,7 @@ fn children<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
             out.extend(args);
         }
         ExprKind::New { args, .. } => out.extend(args),
-        ExprKind::Old(x) | ExprKind::Length(x) | ExprKind::Trigger(x) => out.push(x),
+        ExprKind::Old(x) | ExprKind::Length(x) | ExprKind::Trigger(x, _) => out.push(x),
         ExprKind::Builtin { args, .. } => out.extend(args),
         ExprKind::Quantifier(q) => {
             for b in &q.binders {

@@ -572,8 +572,10 @@ pub enum ExprKind {
         amount: Box<Expr>,
         pred: Box<Expr>,
     },
-    /// A trigger `{: e :}` inside a quantifier body; means `e`.
-    Trigger(Box<Expr>),
+    /// A trigger `{: e :}` inside a quantifier body; means `e`. Numbered, `{:n: e :}`, it is
+    /// one term of the multi-pattern `n` (the terms with one number match together); else a
+    /// pattern of its own.
+    Trigger(Box<Expr>, Option<u32>),
     /// `unfolding p(args) in e`
     Unfolding {
         pred: Box<Expr>,
@@ -653,7 +655,7 @@ macro_rules! for_each_child {
             ExprKind::Unary { operand: x, .. }
             | ExprKind::Old(x)
             | ExprKind::Length(x)
-            | ExprKind::Trigger(x)
+            | ExprKind::Trigger(x, _)
             | ExprKind::Field { base: x, .. } => $f(x),
             ExprKind::Binary { lhs, rhs, .. }
             | ExprKind::Scaled {
@@ -742,7 +744,7 @@ impl Expr {
     /// instantiation, so `Perm({: a[i] :}, p)` names the location `a[i]`.
     pub fn peel_triggers(&self) -> &Expr {
         let mut e = self;
-        while let ExprKind::Trigger(inner) = &e.kind {
+        while let ExprKind::Trigger(inner, _) = &e.kind {
             e = inner;
         }
         e

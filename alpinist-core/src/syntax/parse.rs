@@ -742,6 +742,20 @@ struct Builder {
     errors: RefCell<Vec<SyntaxError>>,
 }
 
+/// The number of a multi-pattern trigger `{:n: e :}`, shared by both parsers: at most nine
+/// digits (a `u32`), else E0107 as for any overlong literal.
+fn trigger_group(digits: &str, span: Span) -> Result<u32, SyntaxError> {
+    const MAX_DIGITS: usize = 9;
+    if digits.len() > MAX_DIGITS {
+        return Err(SyntaxError::LiteralTooLong {
+            digits: digits.len(),
+            limit: MAX_DIGITS,
+            span,
+        });
+    }
+    Ok(digits.parse().expect("at most nine decimal digits"))
+}
+
 fn span_of(pair: &Pair<'_, Rule>) -> Span {
     let s = pair.as_span();
     Span::new(s.start(), s.end())
@@ -1883,9 +1897,19 @@ impl Builder {
             Rule::old_expr => ExprKind::Old(Box::new(sub_expr(
                 self.expr_built(kids.next("an expression")?)?,
             ))),
-            Rule::trigger => ExprKind::Trigger(Box::new(sub_expr(
-                self.expr_built(kids.next("an expression")?)?,
-            ))),
+            Rule::trigger => {
+                let group = match kids.next_if(Rule::trigger_group) {
+                    Some(g) => Some(trigger_group(
+                        g.as_str().trim_end_matches(':'),
+                        span_of(&g),
+                    )?),
+                    None => None,
+                };
+                ExprKind::Trigger(
+                    Box::new(sub_expr(self.expr_built(kids.next("an expression")?)?)),
+                    group,
+                )
+            }
             Rule::builtin => {
                 let op = match kids.next("a built-in")?.as_rule() {
                     Rule::b_perm => Builtin::Perm,

@@ -502,8 +502,11 @@ fn write_expr_bare(out: &mut String, expr: &Expr) {
             // A call, or another scale: `[p][q]P()`.
             write_expr(out, pred, LEVEL_UNARY);
         }
-        ExprKind::Trigger(inner) => {
-            out.push_str("{: ");
+        ExprKind::Trigger(inner, group) => {
+            match group {
+                Some(n) => out.push_str(&format!("{{:{n}: ")),
+                None => out.push_str("{: "),
+            }
             write_expr(out, inner, LOOSEST);
             out.push_str(" :}");
         }
@@ -1874,7 +1877,7 @@ mod tests {
                 None,
                 bin(Eq, var("k"), {
                     let mut trigger = index(var("a"), i.clone());
-                    trigger = ex(ExprKind::Trigger(Box::new(trigger)));
+                    trigger = ex(ExprKind::Trigger(Box::new(trigger), None));
                     trigger
                 }),
             ),

@@ -388,7 +388,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                 self.eval.restore(mark);
                 r
             }
-            ExprKind::Trigger(inner) => self.walk(inner),
+            ExprKind::Trigger(inner, _) => self.walk(inner),
             ExprKind::Builtin {
                 op: Builtin::Perm,
                 args,
@@ -1008,27 +1008,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         if let Some(layout) = &row_major {
             self.check_row_major(&binders, layout, &positive, &i, atom);
         } else if !binders.is_empty() && !injective_by_construction {
-            // Where the location's object depends on the binder (`xs[i].f`: objects read
-            // from the heap or a sequence), inhaled write permissions to all of them say
-            // the objects are distinct: in a bounded heap, two amounts that sum past one full
-            // permission never name one location (the update below assumes injectivity where
-            // the amount is positive), as two scalar write permissions imply two locations.
-            // Smaller amounts still need the proof. Where only the index depends on the
-            // binders (`a[i / 2]`), injectivity is arithmetic and is always proved: a contract
-            // handing one cell out twice would hold in no state, never what was meant. With
-            // several binders (`m[i][j]`), distinct rows are what `\matrix` states; without
-            // it the proof is asked for here too, where the error names the cause (a later
-            // exhale would have to prove the rows distinct from the inverse functions alone,
-            // for which Z3 finds no instance: unknown).
-            let objects_vary = binders.len() == 1 && {
-                let others: Vec<Int> = binders.iter().map(|_| Int::fresh_const("other")).collect();
-                let pairs: Vec<(&Int, &Int)> = binders.iter().zip(&others).collect();
-                r.substitute(&pairs) != r
-            };
-            let bounded_amount =
-                (self.mode == Mode::Inhale && self.bounded && ty.is_some() && objects_vary)
-                    .then_some(&p);
-            self.check_injective(&binders, &positive, bounded_amount, &r, &i, atom);
+            self.check_injective(&binders, &positive, &r, &i, atom);
         }
         let held = self.mask.amount(&r, &i);
         let w = self.eval.decls.world;
@@ -1133,17 +1113,10 @@ impl<'w, 'a> Walker<'w, 'a> {
     }
 
     /// Two different values of the binders, both with a positive amount, name two different
-    /// locations — where `bounded_amount` is given (an inhale into a bounded heap), only
-    /// for two values whose amounts together are at most one.
-    fn check_injective(
-        &mut self,
-        xs: &[Int],
-        positive: &Bool,
-        bounded_amount: Option<&Real>,
-        r: &Dynamic,
-        i: &Int,
-        atom: &Expr,
-    ) {
+    /// locations. Checked on inhale too, as VerCors does (its suite expects `notInjective`
+    /// for write permissions to the field of every element of a sequence of objects): a
+    /// precondition holding a field twice would otherwise hold in no state at all.
+    fn check_injective(&mut self, xs: &[Int], positive: &Bool, r: &Dynamic, i: &Int, atom: &Expr) {
         let ys: Vec<Int> = xs.iter().map(|_| Int::fresh_const("other")).collect();
         let pairs: Vec<(&Int, &Int)> = xs.iter().zip(&ys).collect();
         let positive2 = positive.substitute(&pairs);
@@ -1157,12 +1130,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         );
         let same_location = Bool::and(&[r.eq(&r2), i.eq(&i2)]);
         let all: Vec<Int> = xs.iter().chain(&ys).cloned().collect();
-        let mut hypotheses = vec![positive.clone(), positive2, differ];
-        if let Some(p) = bounded_amount {
-            let p2 = p.substitute(&pairs);
-            hypotheses.push(Real::add(&[p.clone(), p2]).le(real(1)));
-        }
-        let body = Bool::and(&hypotheses).implies(same_location.not());
+        let body = Bool::and(&[positive.clone(), positive2, differ]).implies(same_location.not());
         self.prover.check(Check {
             goal: close(&all, &body),
             kind: ObligationKind::NotInjective,

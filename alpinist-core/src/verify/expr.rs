@@ -304,6 +304,9 @@ pub struct Eval<'a> {
     /// The facts about set sizes (`Eval::set_size`), kept apart: inside a quantifier they
     /// become the body's hypotheses, where the binders are.
     size_facts: Vec<Bool>,
+    /// The terms of the user's triggers (`{: e :}`, `{:n: e :}` with its group) met since the
+    /// innermost quantifier being encoded began its body: its patterns.
+    triggers: Vec<(Option<u32>, Dynamic)>,
     /// Names bound inside the expression (quantifiers, `\let`), innermost last.
     scopes: Vec<(String, Value)>,
     /// Quantifier-bound constants in scope: checks are closed over them.
@@ -359,6 +362,7 @@ impl<'a> Eval<'a> {
             indexed: Vec::new(),
             definitions: Vec::new(),
             size_facts: Vec::new(),
+            triggers: Vec::new(),
             scopes: Vec::new(),
             bound: Vec::new(),
             guards: Vec::new(),
@@ -724,7 +728,11 @@ impl<'a> Eval<'a> {
                 self.restore(mark);
                 Value::bool(r?)
             }
-            ExprKind::Trigger(inner) => self.value(inner)?,
+            ExprKind::Trigger(inner, group) => {
+                let v = self.value(inner)?;
+                self.triggers.push((*group, v.term.as_dynamic()));
+                v
+            }
             ExprKind::Scaled { .. } => {
                 return Err(unsupported(
                     "a scaled predicate `[p]P(..)` of a predicate that is not inline (or of a \
@@ -1354,8 +1362,11 @@ impl<'a> Eval<'a> {
         let ExprKind::Quantifier(q) = &e.kind else {
             return Ok(None);
         };
-        if q.kind != QuantifierKind::Forall || !q.binders.iter().all(|b| b.ty.kind == TypeKind::Int)
+        if q.kind != QuantifierKind::Forall
+            || !q.binders.iter().all(|b| b.ty.kind == TypeKind::Int)
+            || has_trigger(&q.body)
         {
+            // With the user's triggers, the quantifier as written: they are its patterns.
             return Ok(None);
         }
         self.open_quantifier(q)?;
@@ -1408,6 +1419,7 @@ impl<'a> Eval<'a> {
         if !q.binders.iter().all(|b| b.ty.kind == TypeKind::Int) {
             return self.quantifier_over_values(q, is_forall);
         }
+        let triggers = self.triggers.len();
         let (xs, range) = self.open_quantifier(q)?;
         let facts = self.size_facts.len();
         let body = self.bool(&q.body)?;
@@ -1417,10 +1429,18 @@ impl<'a> Eval<'a> {
         // terms) changed Z3's search, and two optimised examples (`allocate_and_fill`
         // linearised, `pairs_in_groups` fused) came back unknown.
         let bounds: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
-        Ok(if is_forall {
-            ast::forall_const(&bounds, &[], &guard.implies(&body))
+        let triggers = self.triggers.split_off(triggers);
+        let patterns = if triggers.is_empty() {
+            Vec::new()
         } else {
-            ast::exists_const(&bounds, &[], &Bool::and(&[guard, body]))
+            let binders: Vec<Dynamic> = xs.iter().map(|x| Dynamic::from_ast(x)).collect();
+            user_patterns(&binders, triggers)
+        };
+        let patterns: Vec<&z3::Pattern> = patterns.iter().collect();
+        Ok(if is_forall {
+            ast::forall_const(&bounds, &patterns, &guard.implies(&body))
+        } else {
+            ast::exists_const(&bounds, &patterns, &Bool::and(&[guard, body]))
         })
     }
 
@@ -1474,9 +1494,11 @@ impl<'a> Eval<'a> {
             Bool::and(&finite)
         };
         let facts = self.size_facts.len();
+        let triggers = self.triggers.len();
         let body = self.bool(&q.body)?;
         let body = self.with_size_facts(facts, body, is_forall);
-        Ok(quantified(is_forall, &xs, cond, body))
+        let patterns = user_patterns(&xs, self.triggers.split_off(triggers));
+        Ok(quantified(is_forall, &xs, &patterns, cond, body))
     }
 
     /// A quantifier's `body` with the size facts gathered while it was encoded (from
@@ -2846,14 +2868,70 @@ impl Eval<'_> {
     }
 }
 
-/// `∀xs. guard ⇒ body` or `∃xs. guard ∧ body`.
-fn quantified(is_forall: bool, xs: &[Dynamic], guard: Bool, body: Bool) -> Bool {
+/// `∀xs. guard ⇒ body` or `∃xs. guard ∧ body`, instantiated on `patterns` (none: Z3 chooses).
+fn quantified(
+    is_forall: bool,
+    xs: &[Dynamic],
+    patterns: &[z3::Pattern],
+    guard: Bool,
+    body: Bool,
+) -> Bool {
     let bounds: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
+    let patterns: Vec<&z3::Pattern> = patterns.iter().collect();
     if is_forall {
-        ast::forall_const(&bounds, &[], &guard.implies(&body))
+        ast::forall_const(&bounds, &patterns, &guard.implies(&body))
     } else {
-        ast::exists_const(&bounds, &[], &Bool::and(&[guard, body]))
+        ast::exists_const(&bounds, &patterns, &Bool::and(&[guard, body]))
     }
+}
+
+/// Whether `e` holds a trigger `{: .. :}`.
+fn has_trigger(e: &Expr) -> bool {
+    if let ExprKind::Trigger(..) = e.kind {
+        return true;
+    }
+    let mut found = false;
+    e.for_each_child(&mut |c| found = found || has_trigger(c));
+    found
+}
+
+/// The patterns of a quantifier over `binders` from the user's triggers met in its body: each
+/// unnumbered trigger a pattern of its own, the triggers of one number one multi-pattern. A
+/// pattern is kept only where Z3 takes it — every term [`super::state::pattern_safe`] and
+/// no bare binder, the binders all among its terms (Z3 warns and builds no quantifier
+/// otherwise, on which the z3 crate panics). A pattern says only when to instantiate, so
+/// one left out leaves the choice to Z3, as without triggers: never a different meaning.
+fn user_patterns(binders: &[Dynamic], triggers: Vec<(Option<u32>, Dynamic)>) -> Vec<z3::Pattern> {
+    if binders.is_empty() || triggers.is_empty() {
+        return Vec::new();
+    }
+    let mut groups: Vec<(Option<u32>, Vec<Dynamic>)> = Vec::new();
+    for (group, term) in triggers {
+        match groups
+            .iter_mut()
+            .find(|(g, _)| group.is_some() && *g == group)
+        {
+            Some((_, terms)) => terms.push(term),
+            None => groups.push((group, vec![term])),
+        }
+    }
+    let covers = |terms: &[Dynamic], x: &Dynamic| {
+        let other = Dynamic::fresh_const("other", &x.get_sort());
+        terms.iter().any(|t| t.substitute(&[(x, &other)]) != *t)
+    };
+    groups
+        .into_iter()
+        .filter(|(_, terms)| {
+            terms
+                .iter()
+                .all(|t| !binders.contains(t) && super::state::pattern_safe(t))
+                && binders.iter().all(|x| covers(terms, x))
+        })
+        .map(|(_, terms)| {
+            let refs: Vec<&dyn Ast> = terms.iter().map(|t| t as &dyn Ast).collect();
+            z3::Pattern::new(&refs)
+        })
+        .collect()
 }
 
 /// `∀ xs. body` (just `body` without binders).

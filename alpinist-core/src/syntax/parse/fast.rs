@@ -1600,10 +1600,30 @@ impl<'s> Fast<'s> {
             b'{' if self.at(start + 1) == b':' => {
                 self.pos += 2;
                 self.skip();
+                // `{:n: e :}`: pest's atomic `trigger_group`, digits and `:` with nothing
+                // between; once it is read, `e` must follow (`{:1:}` is an error in pest,
+                // which this leaves to pest by giving up).
+                let digits = self.b[self.pos..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_digit())
+                    .count();
+                let group = if digits > 0 && self.at(self.pos + digits) == b':' {
+                    if digits > 9 {
+                        return bail();
+                    }
+                    let n = self.src[self.pos..self.pos + digits]
+                        .parse()
+                        .map_err(|_| Bail)?;
+                    self.pos += digits + 1;
+                    self.skip();
+                    Some(n)
+                } else {
+                    None
+                };
                 let b = self.expr()?;
                 self.skip();
                 self.expect(b":}")?;
-                return self.wrap(ExprKind::Trigger(Box::new(b.expr)), start, b.depth);
+                return self.wrap(ExprKind::Trigger(Box::new(b.expr), group), start, b.depth);
             }
             _ => {}
         }

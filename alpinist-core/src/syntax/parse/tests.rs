@@ -158,7 +158,8 @@ fn sexp(e: &Expr) -> String {
         ExprKind::Tuple { first, second, .. } => {
             format!("(tuple {} {})", sexp(first), sexp(second))
         }
-        ExprKind::Trigger(e) => format!("(trigger {})", sexp(e)),
+        ExprKind::Trigger(e, None) => format!("(trigger {})", sexp(e)),
+        ExprKind::Trigger(e, Some(n)) => format!("(trigger#{n} {})", sexp(e)),
         ExprKind::Scaled { amount, pred } => format!("(scale {} {})", sexp(amount), sexp(pred)),
         ExprKind::Unfolding { pred, body } => {
             format!("(unfolding {} {})", sexp(pred), sexp(body))
@@ -324,6 +325,24 @@ fn quantifiers() {
         shape("(\\forall int i; c; {: f(i) :} > 0)"),
         "(Forall [i] c (> (trigger (call f i)) 0))"
     );
+    // Numbered: the terms of one multi-pattern; the number needs its `:` right after it.
+    assert_eq!(
+        shape("(\\forall int i; {:1: a[i] :} == {:12:b[i]:})"),
+        "(Forall [i] _ (== (trigger#1 (idx a i)) (trigger#12 (idx b i))))"
+    );
+    assert_eq!(
+        shape("(\\forall int i; {: 1 :} == a[i])"),
+        "(Forall [i] _ (== (trigger 1) (idx a i)))"
+    );
+}
+
+#[test]
+fn trigger_group_too_long() {
+    let err = crate::syntax::parse(
+        "requires (\\forall int i; {:1234567890: a[i] :} > 0);\nvoid m(seq<int> a);",
+    )
+    .expect_err("ten digits");
+    assert!(format!("{err:?}").contains("LiteralTooLong"), "{err:?}");
 }
 
 #[test]
