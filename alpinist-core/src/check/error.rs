@@ -459,6 +459,21 @@ pub enum CheckWarning {
         shadowed: Span,
     },
 
+    #[error("this trigger cannot be a pattern: {reason}")]
+    #[diagnostic(
+        code(W0203),
+        severity(Warning),
+        help(
+            "a pattern is an expression over all the quantifier's binders (a call, an index), \
+              not a binder alone; without one the prover chooses the patterns itself"
+        )
+    )]
+    UnusableTrigger {
+        reason: String,
+        #[label("this trigger")]
+        span: Span,
+    },
+
     #[error("`{what}` is not supported by the verifier")]
     #[diagnostic(
         code(W0202),

@@ -796,3 +796,33 @@ fn ghost_code_with_a_real_effect_is_rejected() {
         );
     }
 }
+
+#[test]
+fn triggers_that_cannot_be_patterns_are_warned_about() {
+    let checked = check_src(
+        "requires |a| == n;\n\
+         requires (\\forall int i, int j; 0 <= i && i < j && j < n; {: a[i] :} <= a[j]);\n\
+         requires (\\forall int i; 0 <= i && i < n; {: i :} >= 0);\n\
+         requires (\\forall int i, int j; 0 <= i && i < j && j < n; {:1: a[i] :} <= {:1: a[j] :});\n\
+         requires (\\forall int i; 0 <= i && i < n; (\\forall int j; {: a[j] :} >= a[i]));\n\
+         void m(seq<int> a, int n);",
+    )
+    .expect("checks");
+    let reasons: Vec<String> = checked
+        .warnings
+        .iter()
+        .filter_map(|w| match w {
+            CheckWarning::UnusableTrigger { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect();
+    // The multi-pattern `{:1: a[i] :}`, `{:1: a[j] :}` mentions both binders; the nested
+    // quantifier's trigger is its own, over its one binder `j`.
+    assert_eq!(
+        reasons,
+        [
+            "it does not mention the binder `j`",
+            "it is the binder `i` alone"
+        ]
+    );
+}
