@@ -1970,62 +1970,44 @@ impl ClauseSite {
     }
 }
 
-/// W0203 for each trigger group of `q` (an unnumbered trigger alone, the triggers of one number
-/// together) that can be no pattern: a bare binder, or a binder of `q` it does not mention.
-/// The verifier leaves such a group out (`verify::expr::user_patterns`); this says so where
-/// the user wrote it. Triggers of nested quantifiers are theirs.
+/// W0203 for each trigger group of `q` ([`Expr::trigger_groups`]) that can be no pattern: a
+/// bare binder, or a binder of `q` it does not mention. The verifier leaves such a group out
+/// (`verify::expr::user_patterns`); this says so where the user wrote it.
 fn unusable_triggers(q: &Quantifier) -> Vec<CheckWarning> {
-    /// A trigger: its group, the names it mentions, the name it is alone (if a name), its span.
-    type Found = (Option<u32>, Vec<String>, Option<String>, Span);
     fn names(e: &Expr, out: &mut Vec<String>) {
         if let ExprKind::Name(id) = &e.kind {
             out.push(id.name.clone());
         }
         e.for_each_child(&mut |c| names(c, out));
     }
-    fn collect(e: &Expr, out: &mut Vec<Found>) {
-        match &e.kind {
-            ExprKind::Trigger(inner, group) => {
-                let mut mentioned = Vec::new();
-                names(inner, &mut mentioned);
-                let alone = match &inner.kind {
-                    ExprKind::Name(id) => Some(id.name.clone()),
-                    _ => None,
-                };
-                out.push((*group, mentioned, alone, e.span));
-            }
-            ExprKind::Quantifier(_) => {}
-            _ => e.for_each_child(&mut |c| collect(c, out)),
-        }
-    }
-    let mut found = Vec::new();
-    collect(&q.body, &mut found);
-    let mut groups: Vec<Found> = Vec::new();
-    for (group, mentioned, alone, span) in found {
-        match groups
-            .iter_mut()
-            .find(|(g, ..)| group.is_some() && *g == group)
-        {
-            Some((_, names, first_alone, _)) => {
-                names.extend(mentioned);
-                if first_alone.is_none() {
-                    *first_alone = alone;
-                }
-            }
-            None => groups.push((group, mentioned, alone, span)),
-        }
-    }
     let binders: Vec<&str> = q.binders.iter().map(|b| b.name.name.as_str()).collect();
     let mut warnings = Vec::new();
-    for (_, mentioned, alone, span) in groups {
-        let bare = alone.filter(|name| binders.contains(&name.as_str()));
+    for group in q.body.trigger_groups() {
+        let terms: Vec<&Expr> = group
+            .iter()
+            .filter_map(|t| match &t.kind {
+                ExprKind::Trigger(term, _) => Some(&**term),
+                _ => None,
+            })
+            .collect();
+        let bare = terms.iter().find_map(|t| match &t.kind {
+            ExprKind::Name(id) if binders.contains(&id.name.as_str()) => Some(id.name.clone()),
+            _ => None,
+        });
+        let mut mentioned = Vec::new();
+        for t in &terms {
+            names(t, &mut mentioned);
+        }
         let missing = binders.iter().find(|b| !mentioned.iter().any(|m| m == *b));
         let reason = match (bare, missing) {
             (Some(b), _) => format!("it is the binder `{b}` alone"),
             (None, Some(b)) => format!("it does not mention the binder `{b}`"),
             (None, None) => continue,
         };
-        warnings.push(CheckWarning::UnusableTrigger { reason, span });
+        warnings.push(CheckWarning::UnusableTrigger {
+            reason,
+            span: group[0].span,
+        });
     }
     warnings
 }

@@ -843,6 +843,22 @@ impl Expr {
         out
     }
 
+    /// The triggers written in this quantifier body, grouped into the patterns they stand
+    /// for ([`group_triggers`]); those of nested quantifiers are theirs. Each is the whole
+    /// `{: e :}` node.
+    pub fn trigger_groups(&self) -> Vec<Vec<&Expr>> {
+        fn collect<'a>(e: &'a Expr, out: &mut Vec<(Option<u32>, &'a Expr)>) {
+            match &e.kind {
+                ExprKind::Trigger(_, group) => out.push((*group, e)),
+                ExprKind::Quantifier(_) => {}
+                _ => e.children().into_iter().for_each(|c| collect(c, out)),
+            }
+        }
+        let mut found = Vec::new();
+        collect(self, &mut found);
+        group_triggers(found)
+    }
+
     /// [`Expr::for_each_child`], mutably.
     pub fn for_each_child_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
         for_each_child!(self, f, iter_mut, mut)
@@ -1213,4 +1229,21 @@ mod tests {
         let by = Expr::name("y", Span::default());
         assert_eq!(names(&e.substitute("x", &by)), ["y"]);
     }
+}
+
+/// Triggers in the patterns they stand for, in order of first occurrence: an unnumbered one
+/// alone, the ones of one number `{:n: e :}` together (a multi-pattern). One rule for the
+/// checker's warnings (over the IR) and the verifier's patterns (over Z3 terms).
+pub fn group_triggers<T>(triggers: impl IntoIterator<Item = (Option<u32>, T)>) -> Vec<Vec<T>> {
+    let mut groups: Vec<(Option<u32>, Vec<T>)> = Vec::new();
+    for (group, term) in triggers {
+        match groups
+            .iter_mut()
+            .find(|(g, _)| group.is_some() && *g == group)
+        {
+            Some((_, terms)) => terms.push(term),
+            None => groups.push((group, vec![term])),
+        }
+    }
+    groups.into_iter().map(|(_, terms)| terms).collect()
 }

@@ -448,11 +448,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                         // Whoever receives the instance may unfold it and write what it
                         // holds, of any kind: the heap kept under it (`fold` forgets
                         // nothing) is forgotten wherever no permission is left.
-                        for kind in HEAP_KINDS {
-                            if !self.removed.contains(&kind) {
-                                self.removed.push(kind);
-                            }
-                        }
+                        HEAP_KINDS.into_iter().for_each(|kind| self.forget(kind));
                     }
                     let before = self.mask.amount(&at.0, &at.1);
                     self.acc(e, e, None, Some(at.clone()))?;
@@ -677,6 +673,14 @@ impl<'w, 'a> Walker<'w, 'a> {
         // A whole instance is inhaled (where the guards hold): none may have been held before.
         let fact = Bool::and(self.eval.guards()).implies(before.le(real(0)));
         self.prover.assume(fact);
+    }
+
+    /// After an exhale, the heap of `kind` may be written by others where no permission is
+    /// left ([`exhale`]'s second result).
+    fn forget(&mut self, kind: HeapKind) {
+        if !self.removed.contains(&kind) {
+            self.removed.push(kind);
+        }
     }
 
     /// Inhaling the body of an unfolded instance (`Eval::unfolding_parent`): the instance at
@@ -1048,9 +1052,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         match self.mode {
             Mode::Exhale(_) => {
                 if let Some(kind) = ty.as_ref().map(Ty::heap_kind).filter(|_| !wildcard) {
-                    if !self.removed.contains(&kind) {
-                        self.removed.push(kind);
-                    }
+                    self.forget(kind);
                 }
             }
             Mode::Inhale => {

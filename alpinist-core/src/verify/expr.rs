@@ -1429,13 +1429,7 @@ impl<'a> Eval<'a> {
         // terms) changed Z3's search, and two optimised examples (`allocate_and_fill`
         // linearised, `pairs_in_groups` fused) came back unknown.
         let bounds: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
-        let triggers = self.triggers.split_off(triggers);
-        let patterns = if triggers.is_empty() {
-            Vec::new()
-        } else {
-            let binders: Vec<Dynamic> = xs.iter().map(|x| Dynamic::from_ast(x)).collect();
-            user_patterns(&binders, triggers)
-        };
+        let patterns = user_patterns(&bounds, self.triggers.split_off(triggers));
         let patterns: Vec<&z3::Pattern> = patterns.iter().collect();
         Ok(if is_forall {
             ast::forall_const(&bounds, &patterns, &guard.implies(&body))
@@ -1497,7 +1491,8 @@ impl<'a> Eval<'a> {
         let triggers = self.triggers.len();
         let body = self.bool(&q.body)?;
         let body = self.with_size_facts(facts, body, is_forall);
-        let patterns = user_patterns(&xs, self.triggers.split_off(triggers));
+        let bounds: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
+        let patterns = user_patterns(&bounds, self.triggers.split_off(triggers));
         Ok(quantified(is_forall, &xs, &patterns, cond, body))
     }
 
@@ -2901,33 +2896,24 @@ fn has_trigger(e: &Expr) -> bool {
 /// no bare binder, the binders all among its terms (Z3 warns and builds no quantifier
 /// otherwise, on which the z3 crate panics). A pattern says only when to instantiate, so
 /// one left out leaves the choice to Z3, as without triggers: never a different meaning.
-fn user_patterns(binders: &[Dynamic], triggers: Vec<(Option<u32>, Dynamic)>) -> Vec<z3::Pattern> {
+fn user_patterns(binders: &[&dyn Ast], triggers: Vec<(Option<u32>, Dynamic)>) -> Vec<z3::Pattern> {
     if binders.is_empty() || triggers.is_empty() {
         return Vec::new();
     }
-    let mut groups: Vec<(Option<u32>, Vec<Dynamic>)> = Vec::new();
-    for (group, term) in triggers {
-        match groups
-            .iter_mut()
-            .find(|(g, _)| group.is_some() && *g == group)
-        {
-            Some((_, terms)) => terms.push(term),
-            None => groups.push((group, vec![term])),
-        }
-    }
+    let binders: Vec<Dynamic> = binders.iter().map(|x| Dynamic::from_ast(*x)).collect();
     let covers = |terms: &[Dynamic], x: &Dynamic| {
         let other = Dynamic::fresh_const("other", &x.get_sort());
         terms.iter().any(|t| t.substitute(&[(x, &other)]) != *t)
     };
-    groups
+    crate::syntax::group_triggers(triggers)
         .into_iter()
-        .filter(|(_, terms)| {
+        .filter(|terms| {
             terms
                 .iter()
                 .all(|t| !binders.contains(t) && super::state::pattern_safe(t))
                 && binders.iter().all(|x| covers(terms, x))
         })
-        .map(|(_, terms)| {
+        .map(|terms| {
             let refs: Vec<&dyn Ast> = terms.iter().map(|t| t as &dyn Ast).collect();
             z3::Pattern::new(&refs)
         })

@@ -247,8 +247,6 @@ impl Heap {
         }
     }
 
-    /// The arrays of the world's heap kinds, in kind order: what a pure function that reads
-    /// the heap takes as its first arguments.
     /// [`Heap::named`] for every array a pattern may not contain (an `ite` of a join): terms
     /// over the result may be quantifier patterns.
     pub fn named_all(&self) -> (Heap, Vec<Bool>) {
@@ -267,6 +265,8 @@ impl Heap {
         (heap, facts)
     }
 
+    /// The arrays of the world's heap kinds, in kind order: what a pure function that reads
+    /// the heap takes as its first arguments.
     pub fn terms(&self) -> Vec<Dynamic> {
         self.arrays
             .iter()
@@ -734,18 +734,6 @@ impl World {
             .map(|(_, _, f)| f.clone())
     }
 
-    /// The location of the predicate instance `name(args)`: `(inst(args), index)` for a
-    /// function `inst` of the predicate and an index of its own (below every field's), so
-    /// instances of different predicates, fields and cells never share a location. Returned
-    /// with the facts making `inst` injective (an inverse per argument), which the caller
-    /// assumes (every time: a scope may have dropped them).
-    ///
-    /// A predicate of one reference (`p()` of a class, applied to its object, or `list(n)`)
-    /// sits on that object itself, as tokens do: injective by construction, no facts. The
-    /// inverse-function facts are what the other shapes need, but they make every model of
-    /// the references infinite or hard to find (libz3 4.8.12 ran out of budget on
-    /// `this != null` and one injective `Ref -> Ref` function), so a failing obligation near
-    /// a predicate came back unknown instead of failed.
     /// The height of the predicate instance at `(r, i)` (see the field `depth`).
     /// Declared on first use: a declaration shifts Z3's term ids, and with them its search
     /// on unrelated proofs.
@@ -759,6 +747,18 @@ impl World {
             .expect("an integer")
     }
 
+    /// The location of the predicate instance `name(args)`: `(inst(args), index)` for a
+    /// function `inst` of the predicate and an index of its own (below every field's), so
+    /// instances of different predicates, fields and cells never share a location. Returned
+    /// with the facts making `inst` injective (an inverse per argument), which the caller
+    /// assumes (every time: a scope may have dropped them).
+    ///
+    /// A predicate of one reference (`p()` of a class, applied to its object, or `list(n)`)
+    /// sits on that object itself, as tokens do: injective by construction, no facts. The
+    /// inverse-function facts are what the other shapes need, but they make every model of
+    /// the references infinite or hard to find (libz3 4.8.12 ran out of budget on
+    /// `this != null` and one injective `Ref -> Ref` function), so a failing obligation near
+    /// a predicate came back unknown instead of failed.
     pub fn predicate_location(&self, name: &str, args: &[Dynamic]) -> (Dynamic, Int, Vec<Bool>) {
         let id = {
             let mut names = self.predicates.borrow_mut();

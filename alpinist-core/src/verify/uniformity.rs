@@ -709,12 +709,11 @@ impl<'a> Analysis<'a> {
                 Some(usage)
             } else if self.locals.contains(&name) && self.frames[pos].assigned.contains(&name) {
                 state.get(&name).copied().flatten()
-            } else if self.locals.contains(&name) {
-                // Set before block L started and not written by it: one value for all its
-                // threads, however it depends on an enclosing thread.
-                None
             } else {
-                None // not a local: a field or a ghost name, framed by the contract itself
+                // A local set before block L started and not written by it: one value for all
+                // its threads, however it depends on an enclosing thread. Not a local: a field
+                // or a ghost name, framed by the contract itself.
+                None
             };
             if let Some(origin) = taint {
                 if self.seen.insert((at, Span::default(), name.clone())) {

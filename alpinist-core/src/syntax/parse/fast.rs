@@ -1608,11 +1608,8 @@ impl<'s> Fast<'s> {
                     .take_while(|c| c.is_ascii_digit())
                     .count();
                 let group = if digits > 0 && self.at(self.pos + digits) == b':' {
-                    if digits > 9 {
-                        return bail();
-                    }
-                    let n = self.src[self.pos..self.pos + digits]
-                        .parse()
+                    let span = Span::new(self.pos, self.pos + digits + 1);
+                    let n = super::trigger_group(&self.src[self.pos..self.pos + digits], span)
                         .map_err(|_| Bail)?;
                     self.pos += digits + 1;
                     self.skip();
