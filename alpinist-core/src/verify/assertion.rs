@@ -119,26 +119,46 @@ pub fn exhale(
     Ok((walker.mask, walker.removed))
 }
 
-/// True when `e` holds no permission (no `Perm`, `PointsTo` or `\matrix`).
+/// True when `e` holds no permission (no `Perm`, `PointsTo`, `Value`, `\matrix` or thread
+/// token).
 pub fn is_pure(e: &Expr) -> bool {
-    let mut pure = true;
+    !uses_builtin(
+        e,
+        &[
+            Builtin::Perm,
+            Builtin::PointsTo,
+            Builtin::Matrix,
+            Builtin::Value,
+            Builtin::Idle,
+            Builtin::Running,
+            Builtin::Held,
+        ],
+    )
+}
+
+/// True when the only resources of `e` are `Perm` and `Value` (locations) and predicate
+/// instances: what a heap function's frame can read as "unchanged" (`Eval::unchanged_in`).
+pub fn only_locations_and_instances(e: &Expr) -> bool {
+    !uses_builtin(
+        e,
+        &[
+            Builtin::PointsTo,
+            Builtin::Matrix,
+            Builtin::Idle,
+            Builtin::Running,
+            Builtin::Held,
+        ],
+    )
+}
+
+fn uses_builtin(e: &Expr, ops: &[Builtin]) -> bool {
+    let mut found = false;
     e.visit(&mut |x| {
-        if let ExprKind::Builtin {
-            op:
-                Builtin::Perm
-                | Builtin::PointsTo
-                | Builtin::Matrix
-                | Builtin::Value
-                | Builtin::Idle
-                | Builtin::Running
-                | Builtin::Held,
-            ..
-        } = x.kind
-        {
-            pure = false;
+        if let ExprKind::Builtin { op, .. } = &x.kind {
+            found = found || ops.contains(op);
         }
     });
-    pure
+    found
 }
 
 /// A conjunct of `body` (through `**` and `&&` only) is `Perm(loc, write)` or
@@ -165,7 +185,7 @@ fn holds_write_unconditionally(body: &Expr) -> bool {
 /// `Perm(a[*], p)` (also `PointsTo`, `Value`) as the quantified permission it stands for:
 /// `(\forall* int i; 0 <= i && i < a.length; Perm(a[i], p))`, the binder a name no source can
 /// write. `None` for any other atom.
-fn every_cell(op: Builtin, args: &[Expr]) -> Option<Expr> {
+pub(super) fn every_cell(op: Builtin, args: &[Expr]) -> Option<Expr> {
     if !matches!(op, Builtin::Perm | Builtin::PointsTo | Builtin::Value) {
         return None;
     }

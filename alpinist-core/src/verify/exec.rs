@@ -42,7 +42,7 @@ use super::obligation::{Check, Obligation, ObligationKind, Status, Trusted, Warn
 use super::program::{clauses, post_clauses, pre_clauses, ty_of, ProgramInfo, Routine};
 use super::recursion;
 use super::solver::{model_value, Limits};
-use super::state::{real, value_of, Heap, Mask, Snapshot, Store, Term, Ty, Value, World};
+use super::state::{real, value_of, Heap, HeapStep, Mask, Snapshot, Store, Term, Ty, Value, World};
 use super::termination;
 
 mod effects;
@@ -1087,7 +1087,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 self.prover.assume(f);
             }
             // Others may write only what this method no longer holds.
-            self.frame_heap_functions(&st.heap, &heap, &mask)?;
+            self.frame_heap_functions(&st.heap, &heap, &mask);
             heap
         } else {
             st.heap.clone()
@@ -1722,78 +1722,46 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let before = st.heap.clone();
         st.heap = st.heap.write(kind, &r, &i, &v.term.as_dynamic());
         // The location is held whole here, so it is in no held predicate instance.
-        self.frame_heap_functions(&before, &st.heap, &st.mask)?;
+        self.frame_heap_functions(&before, &st.heap, &st.mask);
         Ok(st)
     }
 
-    /// The heap changed from `before` to `after` only where nothing `mask` holds is: a
-    /// function whose precondition holds only predicate instances ([`FunctionDecl::framed`])
-    /// keeps its value wherever they are held in `mask`, `∀ args. pre(args) ⇒ f(after, args)
-    /// == f(before, args)` (and for its limited twin), instantiated by the application in
-    /// `after`. Sound because a held instance's footprint is held by no one else in full:
-    /// the writes and the havoc behind the change (a location held whole, what others may
-    /// write after an exhale) are all outside it.
-    fn frame_heap_functions(
-        &mut self,
-        before: &Heap,
-        after: &Heap,
-        mask: &Mask,
-    ) -> Result<(), EncodeError> {
-        let decls = Decls {
-            world: &self.ctx.world,
-            program: Some(self.ctx.program),
-            functions: Some(&self.ctx.functions),
-        };
-        let framed: Vec<_> = self
-            .ctx
-            .program
-            .functions()
-            .filter(|f| {
-                self.ctx
-                    .functions
-                    .get(&f.method.name.name)
-                    .is_some_and(|d| d.framed)
-            })
-            .collect();
-        if framed.is_empty() {
-            return Ok(());
+    /// [`join`], recorded as a step of the heap where it joined two heaps
+    /// ([`Verifier::frame_heap_functions`]).
+    fn join_paths(&mut self, c: &Bool, a: State, b: State) -> State {
+        let (then, other) = (a.heap.clone(), b.heap.clone());
+        let joined = join(c, a, b);
+        if self.frames_recorded() && !then.same(&other) {
+            self.ctx.world.record_heap_step(HeapStep::Join {
+                cond: c.clone(),
+                then,
+                other,
+                joined: joined.heap.clone(),
+            });
         }
-        let (after, named) = after.named_all();
-        for fact in named {
-            self.prover.assume(fact);
+        joined
+    }
+
+    /// Whether heap steps are recorded: only where some function is framed, since a
+    /// recorded step keeps its terms alive, which changes the ids of later terms and with
+    /// them Z3's search (a broken insertion sort without functions went from failed in 0.6 s
+    /// to unknown after 7 s).
+    fn frames_recorded(&self) -> bool {
+        self.ctx.functions.values().any(|d| d.framed)
+    }
+
+    /// The heap changed from `before` to `after` only where nothing `mask` holds is (or at a
+    /// location it holds whole): recorded, so that an application of a heap function in
+    /// `after` can keep the value it had in `before` (`expr::Eval::frames`).
+    fn frame_heap_functions(&mut self, before: &Heap, after: &Heap, mask: &Mask) {
+        if !self.frames_recorded() {
+            return;
         }
-        for f in framed {
-            let decl = &self.ctx.functions[&f.method.name.name];
-            let mut store = Store::new();
-            let mut xs = Vec::new();
-            for (p, t) in &decl.params {
-                let v = self.ctx.world.bound(p, t);
-                xs.push(v.term.as_dynamic());
-                store.insert(p.clone(), v);
-            }
-            let mut ev = Eval::new(decls, store);
-            ev.heap = Some(before.clone());
-            ev.predicate_reading = expr::PredicateReading::HeldIn(mask.clone());
-            let pre = expr::function_hypothesis(&mut ev, f)?;
-            let mut hypotheses = ev.take_axioms();
-            hypotheses.push(pre);
-            let hypothesis = Bool::and(&hypotheses);
-            let bound: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
-            for g in [&decl.full, &decl.limited] {
-                let apply = |h: &Heap| {
-                    let mut args = h.terms();
-                    args.extend(xs.iter().cloned());
-                    let refs: Vec<&dyn Ast> = args.iter().map(|a| a as &dyn Ast).collect();
-                    g.apply(&refs)
-                };
-                let (now, then) = (apply(&after), apply(before));
-                let pattern = z3::Pattern::new(&[&now as &dyn Ast]);
-                let kept = hypothesis.implies(now.eq(&then));
-                self.prover
-                    .assume(z3::ast::forall_const(&bound, &[&pattern], &kept));
-            }
-        }
-        Ok(())
+        self.ctx.world.record_heap_step(HeapStep::Change {
+            before: before.clone(),
+            after: after.clone(),
+            mask: mask.clone(),
+        });
     }
 
     fn call(
@@ -2051,7 +2019,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             (Flow::Normal(x), Flow::Normal(y)) => {
                 self.prover.assume(c.implies(&facts_a));
                 self.prover.assume(c.not().implies(&facts_b));
-                Flow::Normal(join(&c, x, y))
+                Flow::Normal(self.join_paths(&c, x, y))
             }
             (Flow::Normal(x), Flow::Returned) => {
                 self.prover.assume(c);
@@ -2543,7 +2511,8 @@ fn fraction_argument(ev: &mut Eval<'_>, p: &crate::syntax::Param, v: &Value, spa
     }
 }
 
-/// The join of two states after an `if`: `c ? a : b` everywhere.
+/// The join of two states after an `if`: `c ? a : b` everywhere (a heap that neither path
+/// changed stays the same term: `Verifier::join_paths`).
 fn join(c: &Bool, a: State, b: State) -> State {
     let mut store = Store::new();
     for (name, va) in &a.store {
@@ -2643,8 +2612,10 @@ fn declare_functions(
         let no_permissions = pre.iter().all(assertion::is_pure);
         let reads_heap =
             !no_permissions || pre.iter().any(|e| assertion::applies_predicate(e, program));
-        // Only predicate instances: kept across heap changes that leave them held.
-        let framed = reads_heap && no_permissions;
+        // Kept across heap changes that leave its footprint unchanged: the locations its
+        // `Perm`s and `Value`s name (read in the heap before the change) and the predicate
+        // instances it holds. Other resources (`PointsTo`, `\matrix`, tokens) are not read.
+        let framed = reads_heap && pre.iter().all(assertion::only_locations_and_instances);
         // Only a function that reads the heap can depend on `this` (through its fields); the
         // others keep their signature, and with it Z3's search on the proofs that use them.
         if let (true, true, Some(class)) = (reads_heap, f.has_this(), f.class) {

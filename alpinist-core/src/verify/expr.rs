@@ -37,7 +37,8 @@ use super::obligation::{Check, ObligationKind};
 use super::one_point;
 use super::program::{element, ty_of, ProgramInfo, Routine};
 use super::state::{
-    real, seq_extract, value_of, Heap, MapTerm, Mask, Snapshot, Store, Term, Ty, Value, World,
+    real, seq_extract, value_of, Heap, HeapStep, MapTerm, Mask, Snapshot, Store, Term, Ty, Value,
+    World,
 };
 
 /// The sorts of [`Env`] (the pure-expression entry point, [`super::check_pure`]).
@@ -230,9 +231,10 @@ pub struct FunctionDecl {
     /// precondition, whose height ([`World::depth`]) is its measure: `terminates` is set, and
     /// its own check proves the height lower at each recursive application.
     pub depth_measure: Option<Expr>,
-    /// `reads_heap`, and the only resources of its precondition are predicate instances: its
-    /// value is kept across a change of the heap while they are held (nothing can write
-    /// what a held instance holds), `exec::Verifier::frame_heap_functions`.
+    /// `reads_heap`, and the only resources of its precondition are locations (`Perm`,
+    /// `Value`) and predicate instances: its value is kept across a change of the heap that
+    /// leaves those locations' values unchanged while the instances are held (nothing can
+    /// write what a held instance holds), `exec::Verifier::frame_heap_functions`.
     pub framed: bool,
 }
 
@@ -332,6 +334,15 @@ pub struct Eval<'a> {
     pub permissions_as_true: bool,
     /// With `permissions_as_true`: how a predicate instance reads.
     pub predicate_reading: PredicateReading,
+    /// With `permissions_as_true`: `Perm(loc, p)` and `Value(loc)` read as "`loc` holds the
+    /// same value here as in this heap" instead of `true` (`a[*]` as every cell of `a`), so
+    /// a function's precondition reads as "it holds, and its footprint did not change": the
+    /// hypothesis of a frame ([`Eval::frames`]).
+    pub unchanged_in: Option<Heap>,
+    /// An application of a framed heap function comes with its frames across the heap
+    /// changes that led to the current heap ([`Eval::frames`]); off where a frame's own
+    /// hypothesis is evaluated.
+    framing: bool,
     /// Facts the terms built so far come with (a recursive call's postcondition, a heap
     /// function's axioms at its application), handed out by [`Eval::take_axioms`].
     facts: Vec<Bool>,
@@ -374,6 +385,8 @@ impl<'a> Eval<'a> {
             inlining: Vec::new(),
             permissions_as_true: false,
             predicate_reading: PredicateReading::Refused,
+            unchanged_in: None,
+            framing: true,
             facts: Vec::new(),
             instantiating: Vec::new(),
             precomputed: Vec::new(),
@@ -776,9 +789,12 @@ impl<'a> Eval<'a> {
                 Value::bool(Bool::and(&[r.eq(&w.null).not(), w.len_of(&r).eq(&n)]))
             }
             ExprKind::Builtin {
-                op: Builtin::Perm | Builtin::Value,
-                ..
-            } if self.permissions_as_true => Value::bool(Bool::from_bool(true)),
+                op: op @ (Builtin::Perm | Builtin::Value),
+                args,
+            } if self.permissions_as_true => match self.unchanged_in.clone() {
+                None => Value::bool(Bool::from_bool(true)),
+                Some(other) => self.unchanged_location(*op, args, &other, span)?,
+            },
             ExprKind::Builtin {
                 op: Builtin::Committed,
                 args,
@@ -1600,6 +1616,36 @@ impl<'a> Eval<'a> {
         self.location_with(e, None, true)
     }
 
+    /// `Perm(loc, p)` or `Value(loc)` read as "`loc` holds the same value in the current heap
+    /// as in `other`" ([`Eval::unchanged_in`]); `a[*]` as every cell of `a` (its quantified
+    /// form, whose atoms come back here).
+    fn unchanged_location(
+        &mut self,
+        op: Builtin,
+        args: &[Expr],
+        other: &Heap,
+        span: Span,
+    ) -> Result<Value, EncodeError> {
+        if let Some(quantified) = assertion::every_cell(op, args) {
+            return self.value(&quantified);
+        }
+        let Some(target) = args.first() else {
+            return Err(unsupported(
+                format!("`{}` without a location", op.spelling()),
+                span,
+            ));
+        };
+        let (r, i, ty) = self.permission_location(target)?;
+        let kind = self.decls.world.heap_kind(&ty, target.span)?;
+        let heap = self
+            .heap
+            .as_ref()
+            .ok_or_else(|| unsupported("a heap location in a pure context", target.span))?;
+        Ok(Value::bool(
+            heap.read(kind, &r, &i).eq(other.read(kind, &r, &i)),
+        ))
+    }
+
     /// [`Eval::location`] as a permission names it (`Perm(loc, p)`, `PointsTo`, `Value`): the
     /// receiver of a field is not required to be non-null. As in Viper (and VerCors), a
     /// positive permission to `x.f` implies `x != null` where it is inhaled, and no
@@ -2387,6 +2433,13 @@ impl<'a> Eval<'a> {
             // to model-based search (10 s, or unknown, for the merged `even_sum`).
             self.instantiate(name, f, &vals, &app, None)?;
         }
+        if f.framed {
+            // Also the limited twin where its definition is being unfolded (`next.sum()` in
+            // `sum()`): it keeps its value across the changes that keep its own footprint.
+            let frames = self.frames(name, f, &vals)?;
+            let fact = self.close(&Bool::and(&frames));
+            self.facts.push(fact);
+        }
         if own && f.terminates {
             // Induction on the measure the termination proof found decreasing: the recursive
             // call satisfies the postcondition being proved. (Elsewhere the postcondition is
@@ -2696,6 +2749,103 @@ impl Eval<'_> {
         let fact = self.close(&Bool::and(&facts));
         self.facts.push(fact);
         Ok(())
+    }
+}
+
+/// How many steps of the heap's history an application's frames follow back: enough for the
+/// methods of the corpus (a few dozen writes and calls on a path), bounded so that a long
+/// method does not build a frame per step at every application.
+const FRAME_STEPS: usize = 64;
+
+impl Eval<'_> {
+    /// The frames of an application (and of its limited twin) of the framed heap function
+    /// `name` ([`FunctionDecl::framed`]) on `args`: for each heap change that led to the
+    /// current heap (`World::heap_history_of`, at most [`FRAME_STEPS`]), `pre(before) ∧
+    /// unchanged ∧ pre(after) ⇒ f(after, args) == f(before, args)`, where `pre(h)` is the
+    /// precondition read in heap `h` and `unchanged` says every location a `Perm` or `Value`
+    /// of it names (before the change) holds the same value after it
+    /// ([`Eval::unchanged_in`]), its predicate instances held in the mask after the change;
+    /// for each join of two heaps after an `if`, `f(c ? h1 : h2, args) == c ? f(h1, args) :
+    /// f(h2, args)`. Chained, they carry a value computed
+    /// before a call or a write to an application after it.
+    ///
+    /// Sound because the function's body reads only what its precondition holds (its own
+    /// check), and the precondition's own reads are framed by its earlier permissions, so
+    /// it names the same locations after the change; and because a held instance's footprint
+    /// is held by no one else in full: the writes and the havoc behind a change (a location
+    /// held whole, what others may write after an exhale) are all outside it. Ground
+    /// instances at the applications, not one axiom over all arguments: the latter made
+    /// model-based search answer unknown where a broken program must fail.
+    fn frames(
+        &mut self,
+        name: &str,
+        f: &FunctionDecl,
+        args: &[Value],
+    ) -> Result<Vec<Bool>, EncodeError> {
+        let routine = self.decls.program.and_then(|p| p.routine(name)).copied();
+        let (true, Some(routine)) = (self.framing, routine) else {
+            return Ok(Vec::new());
+        };
+        let Some(heap) = &self.heap else {
+            return Ok(Vec::new());
+        };
+        let history = self.decls.world.heap_history_of(heap, FRAME_STEPS);
+        let arguments: Vec<Dynamic> = args.iter().map(|v| v.term.as_dynamic()).collect();
+        let apply = |g: &FuncDecl, h: &Heap| {
+            let mut all = h.terms();
+            all.extend(arguments.iter().cloned());
+            let refs: Vec<&dyn Ast> = all.iter().map(|a| a as &dyn Ast).collect();
+            g.apply(&refs)
+        };
+        let both = |eq: &dyn Fn(&FuncDecl) -> Bool| Bool::and(&[eq(&f.full), eq(&f.limited)]);
+        let mut facts = Vec::new();
+        for step in history {
+            let (before, after, mask) = match &step {
+                HeapStep::Join {
+                    cond,
+                    then,
+                    other,
+                    joined,
+                } => {
+                    // Valid of any function: the joined heap is one of the two.
+                    facts.push(both(&|g| {
+                        apply(g, joined).eq(cond.ite(&apply(g, then), &apply(g, other)))
+                    }));
+                    continue;
+                }
+                HeapStep::Change {
+                    before,
+                    after,
+                    mask,
+                } => (before, after, mask),
+            };
+            // Read in both heaps: the precondition holds on each side, so the definition
+            // gives both values and the frame only says they are equal.
+            let mut hypotheses = Vec::new();
+            let mut readable = true;
+            for (heap, unchanged_in) in [(before, Some(after.clone())), (after, None)] {
+                let mut inner = Eval::new(self.decls, bind_params(&f.params, args));
+                inner.heap = Some(heap.clone());
+                inner.unchanged_in = unchanged_in;
+                inner.predicate_reading = PredicateReading::HeldIn(mask.clone());
+                inner.framing = false;
+                inner.instantiating = self.instantiating.clone();
+                match function_hypothesis(&mut inner, &routine) {
+                    Ok(pre) => {
+                        hypotheses.extend(inner.take_axioms());
+                        hypotheses.push(pre);
+                    }
+                    Err(_) => readable = false,
+                }
+            }
+            // A precondition this state cannot read (a `given` name) gives no frame: a frame
+            // only adds facts, so leaving one out costs completeness, never a verdict.
+            if readable {
+                let kept = both(&|g| apply(g, after).eq(apply(g, before)));
+                facts.push(Bool::and(&hypotheses).implies(kept));
+            }
+        }
+        Ok(facts)
     }
 }
 

@@ -247,24 +247,6 @@ impl Heap {
         }
     }
 
-    /// [`Heap::named`] for every array a pattern may not contain (an `ite` of a join): terms
-    /// over the result may be quantifier patterns.
-    pub fn named_all(&self) -> (Heap, Vec<Bool>) {
-        let mut heap = self.clone();
-        let mut facts = Vec::new();
-        for kind in HEAP_KINDS {
-            let unsafe_array = self.arrays[kind as usize]
-                .as_ref()
-                .is_some_and(|a| !pattern_safe(&Dynamic::from_ast(a)));
-            if unsafe_array {
-                let (h, fact) = heap.named(kind);
-                heap = h;
-                facts.push(fact);
-            }
-        }
-        (heap, facts)
-    }
-
     /// The arrays of the world's heap kinds, in kind order: what a pure function that reads
     /// the heap takes as its first arguments.
     pub fn terms(&self) -> Vec<Dynamic> {
@@ -273,6 +255,11 @@ impl Heap {
             .flatten()
             .map(|a| Dynamic::from_ast(a))
             .collect()
+    }
+
+    /// The same terms, array by array (Z3's structural equality of terms, not of values).
+    pub fn same(&self, other: &Heap) -> bool {
+        self.arrays == other.arrays
     }
 
     pub fn array(&self, kind: HeapKind) -> &Array {
@@ -317,8 +304,12 @@ impl Heap {
         (h, fact)
     }
 
-    /// `cond ? self : other`, array by array.
+    /// `cond ? a : b`, array by array; `a` itself where the two are the same terms (a heap
+    /// neither path of an `if` changed stays the heap a function's frames follow back).
     pub fn ite(cond: &Bool, a: &Heap, b: &Heap) -> Heap {
+        if a.same(b) {
+            return a.clone();
+        }
         Heap {
             arrays: a
                 .arrays
@@ -520,6 +511,47 @@ pub struct World {
     /// The datatype of each tuple type used so far (one per pair of element types: two
     /// datatypes of the same name would be two sorts).
     tuple_sorts: std::cell::RefCell<Vec<(Ty, Ty, std::rc::Rc<z3::DatatypeSort>)>>,
+    /// Every change and join of the routine's heap so far, oldest first
+    /// ([`World::heap_history_of`]).
+    heap_steps: std::cell::RefCell<Vec<HeapStep>>,
+}
+
+/// How one heap of a routine came from earlier ones: what a heap function's frames follow
+/// back (`expr::Eval::frames`).
+#[derive(Clone, Debug)]
+pub enum HeapStep {
+    /// `after` differs from `before` only at locations nothing `mask` holds (a havoc after an
+    /// exhale) or at one location `mask` holds whole (a write).
+    Change {
+        before: Heap,
+        after: Heap,
+        mask: Mask,
+    },
+    /// `joined` is `cond ? then : other`, array by array (the end of an `if`).
+    Join {
+        cond: Bool,
+        then: Heap,
+        other: Heap,
+        joined: Heap,
+    },
+}
+
+impl HeapStep {
+    /// The heap this step made.
+    pub fn result(&self) -> &Heap {
+        match self {
+            HeapStep::Change { after, .. } => after,
+            HeapStep::Join { joined, .. } => joined,
+        }
+    }
+
+    /// The heaps this step was made from.
+    pub fn sources(&self) -> Vec<&Heap> {
+        match self {
+            HeapStep::Change { before, .. } => vec![before],
+            HeapStep::Join { then, other, .. } => vec![then, other],
+        }
+    }
 }
 
 /// The canonical form of a quantified permission update, for [`World::inverse_function`].
@@ -601,7 +633,39 @@ impl World {
             inverses: std::cell::RefCell::new(Vec::new()),
             predicates: std::cell::RefCell::new(Vec::new()),
             tuple_sorts: std::cell::RefCell::new(Vec::new()),
+            heap_steps: std::cell::RefCell::new(Vec::new()),
         }
+    }
+
+    /// Records how a heap of the routine was made (see [`HeapStep`]).
+    pub fn record_heap_step(&self, step: HeapStep) {
+        self.heap_steps.borrow_mut().push(step);
+    }
+
+    /// The steps that made `heap`, from the one that made it back through the heaps it was
+    /// made from, each step once, at most `limit` of them (the latest first: a frame needs
+    /// the near past most). A heap no recorded step made (a routine's first, a loop's
+    /// fresh one) ends its path.
+    pub fn heap_history_of(&self, heap: &Heap, limit: usize) -> Vec<HeapStep> {
+        let steps = self.heap_steps.borrow();
+        let mut history: Vec<HeapStep> = Vec::new();
+        let mut visited: Vec<Heap> = Vec::new();
+        let mut pending = vec![heap.clone()];
+        // Terms are built from older terms, so the walk goes back in time and ends.
+        while let Some(at) = pending.pop() {
+            if history.len() >= limit {
+                break;
+            }
+            if visited.iter().any(|h| h.same(&at)) {
+                continue;
+            }
+            visited.push(at.clone());
+            if let Some(step) = steps.iter().rev().find(|s| s.result().same(&at)) {
+                pending.extend(step.sources().into_iter().cloned());
+                history.push(step.clone());
+            }
+        }
+        history
     }
 
     /// The datatype of `tuple<a, b>`: one constructor `tuple`, accessors `fst` and `snd`.

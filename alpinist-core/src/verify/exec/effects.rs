@@ -24,7 +24,7 @@ use crate::syntax::{BinaryOp, Expr, ExprKind};
 use super::super::assertion::Prover;
 use super::super::expr::{unsupported, EncodeError, Eval};
 use super::super::state::Value;
-use super::{join, ty_of, Ghosts, State, Verifier};
+use super::{ty_of, Ghosts, State, Verifier};
 
 impl<'c, 'p> Verifier<'c, 'p> {
     /// Whether `e` itself has an effect (its sub-expressions aside).
@@ -194,7 +194,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let taken = self.effects(st.clone(), e)?;
         let facts = Bool::and(&self.prover.pop_scope());
         self.prover.assume(c.implies(&facts));
-        Ok(join(&c, taken, st))
+        Ok(self.join_paths(&c, taken, st))
     }
 
     /// The one effect of `e` (its sub-expressions' effects already ran): the call, or the
