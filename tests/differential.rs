@@ -320,3 +320,85 @@ fn emit_opencl_prints_the_kernels_run_launches() {
     let output = exits(&args, 0);
     insta::assert_snapshot!("emit_opencl_host_between_launches", stdout(&output));
 }
+
+/// `alpinist bench ..` requiring exit `code`, with its stdout; without a device, requires exit
+/// 4 (nothing to time) and gives `None`.
+fn bench(args: &[&str], code: i32) -> Option<(Output, String)> {
+    if !devices_expected() {
+        exits(args, 4);
+        return None;
+    }
+    let output = exits(args, code);
+    let out = stdout(&output);
+    Some((output, out))
+}
+
+/// The timing lines of `bench`'s output (`kernel .. end to end .., R runs`).
+fn timing_lines(out: &str) -> Vec<&str> {
+    out.lines()
+        .filter(|l| l.contains("kernel ") && l.trim_end().ends_with("runs"))
+        .collect()
+}
+
+/// `bench` times each device run that gives the reference's results and prints the speed-up
+/// of the optimised version per device; without a device there is nothing to time (exit 4).
+#[test]
+fn bench_times_original_and_optimised_on_each_device_and_prints_the_speed_up() {
+    let args = [
+        "bench",
+        "examples/tiling/saxpy_inter.pvl",
+        "--reps",
+        "3",
+        "--set",
+        "N=256",
+    ];
+    let Some((output, out)) = bench(&args, 0) else {
+        return;
+    };
+    let timings = timing_lines(&out);
+    // One timing line per version on each device (`--platform` default: one device).
+    assert_eq!(timings.len(), 2, "{}", describe(&args, &output));
+    assert!(
+        timings.iter().all(|l| l.trim_end().ends_with(", 3 runs")),
+        "{}",
+        describe(&args, &output)
+    );
+    let speed_up = lines(&out, "speed-up");
+    assert_eq!(speed_up.len(), 1, "{}", describe(&args, &output));
+    assert!(
+        speed_up[0].contains("x, end to end"),
+        "{}",
+        describe(&args, &output)
+    );
+}
+
+/// A mismatch stops `bench` as it stops `run` (exit 1): a wrong version is never timed.
+#[test]
+fn bench_does_not_time_a_version_whose_results_differ() {
+    let args = [
+        "bench",
+        "examples/basic/vector_add.pvl",
+        "--against",
+        "tests/data/run/vector_add_off_by_one.pvl",
+        "--reps",
+        "2",
+    ];
+    let Some((output, out)) = bench(&args, 1) else {
+        return;
+    };
+    // The original's run alone is timed; the optimised one differs.
+    assert_eq!(timing_lines(&out).len(), 1, "{}", describe(&args, &output));
+    assert!(
+        lines(&out, "speed-up").is_empty(),
+        "{}",
+        describe(&args, &output)
+    );
+}
+
+#[test]
+fn bench_refuses_zero_repetitions() {
+    exits(
+        &["bench", "examples/tiling/saxpy_inter.pvl", "--reps", "0"],
+        2,
+    );
+}

@@ -117,6 +117,10 @@ enum Command {
     /// Run the kernels on drawn inputs — the original on the interpreter and on OpenCL
     /// devices, the optimised version too — and compare every output.
     Run(commands::run::RunArgs),
+    /// `run`, then time every run whose results are the reference's: kernel time (OpenCL
+    /// profiling) and end to end, median/min/max over `--reps` runs, and the speed-up of the
+    /// optimised version per device.
+    Bench(commands::run::BenchArgs),
     /// List OpenCL platforms and devices.
     Devices,
 }
@@ -187,6 +191,7 @@ pub fn main() -> ExitCode {
         Command::ScanTest(args) => commands::opencl::scan_test(&args),
         Command::EmitOpencl(args) => commands::opencl::emit_opencl(&args),
         Command::Run(args) => commands::run::run(&args),
+        Command::Bench(args) => commands::run::bench(&args),
         Command::Devices => commands::opencl::devices(),
     };
     ExitCode::from(outcome as u8)

@@ -14,6 +14,7 @@
 //! interpreter runs, and the output says so.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use alpinist_core::differential::{self, Case, CaseError, Layout, Sizes};
 use alpinist_core::interp::{self, InterpError, Limits, Outcome};
@@ -57,6 +58,18 @@ pub struct RunArgs {
     pub flags: optimise::Flags,
 }
 
+/// The arguments of `alpinist bench`: `run`'s, and how many timed runs each version gets on
+/// each device.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Timed runs per version and device, after one untimed warm-up run (1 to 10,000).
+    #[arg(long, value_name = "R", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub reps: u32,
+}
+
 /// One program under test: the original or the optimised version.
 struct Version {
     label: &'static str,
@@ -68,6 +81,17 @@ struct Version {
 }
 
 pub fn run(args: &RunArgs) -> Exit {
+    run_timed(args, None)
+}
+
+/// `alpinist bench`: [`run`], and every device run that gives the reference's results is
+/// timed `reps` times. Without an OpenCL device there is nothing to time: exit 4.
+pub fn bench(args: &BenchArgs) -> Exit {
+    run_timed(&args.run, Some(args.reps))
+}
+
+/// [`run`], timing each device run `reps` times where given.
+fn run_timed(args: &RunArgs, reps: Option<u32>) -> Exit {
     let (source, parsed, checked) = match front_end(&args.file) {
         Ok(x) => x,
         Err(exit) => return exit,
@@ -120,6 +144,10 @@ pub fn run(args: &RunArgs) -> Exit {
         Ok(d) => d,
         Err(exit) => return exit,
     };
+    if reps.is_some() && devices.is_empty() {
+        emit_plain("`bench` times kernels on OpenCL devices, and there is none here");
+        return Exit::Environment;
+    }
     let mut exit = Exit::Success;
     for (method, strict) in &methods {
         let outcome = run_method(
@@ -131,6 +159,7 @@ pub fn run(args: &RunArgs) -> Exit {
             args,
             width,
             &devices,
+            reps,
         );
         exit = exit.max(outcome);
         if outcome == Exit::BadInput || outcome == Exit::Environment {
@@ -255,6 +284,7 @@ fn run_method(
     args: &RunArgs,
     width: IntWidth,
     devices: &[devices::Device],
+    reps: Option<u32>,
 ) -> Exit {
     let limits = Limits::default();
     let bits = match width {
@@ -312,6 +342,8 @@ fn run_method(
         w = line.column
     );
     let mut exit = Exit::Success;
+    // (version, device, timings) of each timed run, for the speed-ups.
+    let mut timed: Vec<(&str, String, Timings)> = Vec::new();
     for version in versions {
         let (version_args, memory) = differential::lay_out(&params, &case.input, &version.layouts);
         let run_case = differential::Case {
@@ -375,7 +407,47 @@ fn run_method(
                 }
                 Err(DeviceFailure::Run(e)) => Err(e),
             };
-            exit = exit.max(line.report(version, &device.name(), run, &compared));
+            let reported = line.report(version, &device.name(), run, &compared);
+            exit = exit.max(reported);
+            let Some(reps) = reps.filter(|_| reported == Exit::Success) else {
+                continue;
+            };
+            match devices::time(device, &kernels, &version.program, &run_case, &limits, reps) {
+                Ok(samples) => {
+                    let timings = Timings::of(&samples);
+                    line.timing(&timings);
+                    timed.push((version.label, device.name(), timings));
+                }
+                Err(DeviceFailure::Environment(message)) => {
+                    emit_plain(format_args!("{}: {message}", device.name()));
+                    return Exit::Environment;
+                }
+                Err(DeviceFailure::Run(e)) => {
+                    println!(
+                        "  {:<10} {:<w$}  fails when timed",
+                        version.label,
+                        device.name(),
+                        w = line.column
+                    );
+                    emit(&version.source, e);
+                    exit = exit.max(Exit::Negative);
+                }
+            }
+        }
+    }
+    let originals = timed.iter().filter(|(label, ..)| *label == original.label);
+    for (_, device, before) in originals {
+        let after = timed
+            .iter()
+            .find(|(label, d, _)| *label != original.label && d == device);
+        if let Some((_, _, after)) = after {
+            println!(
+                "  {:<10} {device:<w$}  kernel {:.2}x, end to end {:.2}x (original / optimised, medians)",
+                "speed-up",
+                ratio(before.kernel.median, after.kernel.median),
+                ratio(before.end_to_end.median, after.end_to_end.median),
+                w = line.column
+            );
         }
     }
     if exit != Exit::Success {
@@ -386,6 +458,70 @@ fn run_method(
 
 const INTERPRETER: &str = "interpreter";
 
+/// One timed run: the device's time in the kernels (profiling) and the whole run (host code
+/// on the interpreter, copies to and from the device, the kernels).
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    pub kernel: Duration,
+    pub end_to_end: Duration,
+}
+
+/// Median, fastest and slowest of a series.
+#[derive(Clone, Copy, Debug)]
+struct Spread {
+    median: Duration,
+    min: Duration,
+    max: Duration,
+}
+
+impl Spread {
+    fn of(mut xs: Vec<Duration>) -> Spread {
+        xs.sort();
+        let median = match xs.len() {
+            0 => Duration::ZERO,
+            n if n % 2 == 1 => xs[n / 2],
+            n => (xs[n / 2 - 1] + xs[n / 2]) / 2,
+        };
+        Spread {
+            median,
+            min: xs.first().copied().unwrap_or_default(),
+            max: xs.last().copied().unwrap_or_default(),
+        }
+    }
+}
+
+/// The timings of one version on one device.
+#[derive(Clone, Copy, Debug)]
+struct Timings {
+    runs: usize,
+    kernel: Spread,
+    end_to_end: Spread,
+}
+
+impl Timings {
+    fn of(samples: &[Sample]) -> Timings {
+        Timings {
+            runs: samples.len(),
+            kernel: Spread::of(samples.iter().map(|s| s.kernel).collect()),
+            end_to_end: Spread::of(samples.iter().map(|s| s.end_to_end).collect()),
+        }
+    }
+}
+
+/// `a / b`, with a zero time (a kernel too short for the profiling clock) as no ratio.
+fn ratio(a: Duration, b: Duration) -> f64 {
+    if b.is_zero() {
+        f64::NAN
+    } else {
+        a.as_secs_f64() / b.as_secs_f64()
+    }
+}
+
+/// A duration in milliseconds, three decimals.
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
 /// How result lines are laid out, and the replay command they print.
 struct Line {
     /// The width of the "where it ran" column.
@@ -394,6 +530,23 @@ struct Line {
 }
 
 impl Line {
+    /// Prints the timings of the run reported just before.
+    fn timing(&self, t: &Timings) {
+        println!(
+            "  {:<10} {:<w$}  kernel {} (min {}, max {}), end to end {} (min {}, max {}), {} runs",
+            "",
+            "",
+            ms(t.kernel.median),
+            ms(t.kernel.min),
+            ms(t.kernel.max),
+            ms(t.end_to_end.median),
+            ms(t.end_to_end.min),
+            ms(t.end_to_end.max),
+            t.runs,
+            w = self.column
+        );
+    }
+
     /// Prints a `skipped` line for each device.
     fn skipped(&self, version: &Version, devices: &[devices::Device], why: &str) {
         for device in devices {
@@ -540,7 +693,9 @@ mod devices {
     use alpinist_core::opencl::platform::{self, DeviceInfo, PlatformError};
     use alpinist_core::syntax::Program;
 
-    use super::{Case, DeviceFailure};
+    use std::time::Instant;
+
+    use super::{Case, DeviceFailure, Sample};
     use crate::diagnostics::emit_plain;
     use crate::exit::Exit;
 
@@ -583,6 +738,34 @@ mod devices {
             .run(program, &case.input.args, case.input.memory.clone(), limits)
             .map_err(DeviceFailure::Run)
     }
+
+    /// `reps` timed runs of the case after one untimed one (the program compiled once).
+    pub fn time(
+        device: &Device,
+        kernels: &MethodKernels,
+        program: &Program,
+        case: &Case,
+        limits: &Limits,
+        reps: u32,
+    ) -> Result<Vec<Sample>, DeviceFailure> {
+        let mut launcher = DeviceLauncher::new(kernels, &device.0)
+            .map_err(|e| DeviceFailure::Environment(e.to_string()))?;
+        let mut samples = Vec::new();
+        for rep in 0..=reps {
+            let kernel_before = launcher.kernel_time;
+            let started = Instant::now();
+            launcher
+                .run(program, &case.input.args, case.input.memory.clone(), limits)
+                .map_err(DeviceFailure::Run)?;
+            if rep > 0 {
+                samples.push(Sample {
+                    kernel: launcher.kernel_time - kernel_before,
+                    end_to_end: started.elapsed(),
+                });
+            }
+        }
+        Ok(samples)
+    }
 }
 
 #[cfg(not(feature = "opencl"))]
@@ -591,7 +774,7 @@ mod devices {
     use alpinist_core::opencl::codegen::MethodKernels;
     use alpinist_core::syntax::Program;
 
-    use super::{Case, DeviceFailure};
+    use super::{Case, DeviceFailure, Sample};
     use crate::exit::Exit;
 
     pub enum Device {}
@@ -621,6 +804,17 @@ mod devices {
         _: &Case,
         _: &Limits,
     ) -> Result<Outcome, DeviceFailure> {
+        match *device {}
+    }
+
+    pub fn time(
+        device: &Device,
+        _: &MethodKernels,
+        _: &Program,
+        _: &Case,
+        _: &Limits,
+        _: u32,
+    ) -> Result<Vec<Sample>, DeviceFailure> {
         match *device {}
     }
 }

@@ -28,6 +28,9 @@ pub struct DeviceLauncher<'k> {
     /// Launches made and the wall-clock time spent in them (copies included).
     pub launches: u32,
     pub launch_time: Duration,
+    /// The device's own time in the kernels launched, from OpenCL profiling events (start to
+    /// end of each kernel command, copies excluded): what `alpinist bench` compares.
+    pub kernel_time: Duration,
 }
 
 impl<'k> DeviceLauncher<'k> {
@@ -38,7 +41,11 @@ impl<'k> DeviceLauncher<'k> {
             .platform(device.platform)
             .devices(device.device)
             .build()?;
-        let queue = Queue::new(&context, device.device, None)?;
+        let queue = Queue::new(
+            &context,
+            device.device,
+            Some(ocl::flags::CommandQueueProperties::PROFILING_ENABLE),
+        )?;
         let program = Program::builder()
             .src(kernels.source.clone())
             .devices(device.device)
@@ -51,6 +58,7 @@ impl<'k> DeviceLauncher<'k> {
             program,
             launches: 0,
             launch_time: Duration::ZERO,
+            kernel_time: Duration::ZERO,
         })
     }
 
@@ -303,8 +311,9 @@ impl DeviceLauncher<'_> {
         }
         let kernel = builder.build().map_err(|e| e.to_string())?;
         // SAFETY: every argument is set above, with the types the generated kernel declares;
-        // the buffers outlive the launch, which completes before `finish` returns.
-        unsafe { kernel.enq() }.map_err(|e| e.to_string())?;
+        // the buffers outlive the launch, which completes before `timed` returns.
+        let ns = unsafe { super::harness::timed(&kernel) }.map_err(|e| e.to_string())?;
+        self.kernel_time += Duration::from_nanos(ns);
         self.queue.finish().map_err(|e| e.to_string())?;
         for (r, bools, buf) in &buffers {
             let cells = self.download(buf, *bools).map_err(|e| e.to_string())?;
