@@ -372,6 +372,48 @@ fn bench_times_original_and_optimised_on_each_device_and_prints_the_speed_up() {
     );
 }
 
+/// `bench --json`: one document on stdout (the lines on stderr) with the same timings.
+#[test]
+fn bench_json_is_one_document_with_the_timings_and_speed_ups() {
+    let args = [
+        "bench",
+        "examples/tiling/saxpy_inter.pvl",
+        "--reps",
+        "2",
+        "--json",
+    ];
+    let Some((output, out)) = bench(&args, 0) else {
+        return;
+    };
+    let doc: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {}", describe(&args, &output)));
+    assert_eq!(doc["schema_version"], 1, "{doc}");
+    assert_eq!(doc["reps"], 2, "{doc}");
+    let method = &doc["methods"][0];
+    assert_eq!(method["method"], "SaxpyInter.saxpy", "{doc}");
+    let timed = method["timed"].as_array().expect("timed runs");
+    assert_eq!(timed.len(), 2, "{doc}");
+    for run in timed {
+        assert_eq!(run["runs"], 2, "{doc}");
+        let kernel = &run["kernel_ms"];
+        assert!(
+            kernel["min"].as_f64() <= kernel["median"].as_f64()
+                && kernel["median"].as_f64() <= kernel["max"].as_f64(),
+            "{doc}"
+        );
+    }
+    assert_eq!(
+        method["speed_ups"].as_array().map(Vec::len),
+        Some(1),
+        "{doc}"
+    );
+    assert!(
+        stderr(&output).contains("speed-up"),
+        "{}",
+        describe(&args, &output)
+    );
+}
+
 /// A mismatch stops `bench` as it stops `run` (exit 1): a wrong version is never timed.
 #[test]
 fn bench_does_not_time_a_version_whose_results_differ() {

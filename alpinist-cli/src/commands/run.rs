@@ -68,6 +68,33 @@ pub struct BenchArgs {
     #[arg(long, value_name = "R", default_value_t = 10,
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub reps: u32,
+    /// One JSON document on stdout (`schema_version` 1: per method its input, per version and
+    /// device the timings in milliseconds, the speed-ups); the lines go to stderr.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `bench` adds to `run`.
+#[derive(Clone, Copy)]
+struct Timing {
+    reps: u32,
+    json: bool,
+}
+
+/// Where the result lines go: stdout, or stderr where stdout is `bench --json`'s document.
+#[derive(Clone, Copy)]
+struct Text {
+    to_stderr: bool,
+}
+
+impl Text {
+    fn say(self, line: std::fmt::Arguments) {
+        if self.to_stderr {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
 }
 
 /// One program under test: the original or the optimised version.
@@ -87,11 +114,17 @@ pub fn run(args: &RunArgs) -> Exit {
 /// `alpinist bench`: [`run`], and every device run that gives the reference's results is
 /// timed `reps` times. Without an OpenCL device there is nothing to time: exit 4.
 pub fn bench(args: &BenchArgs) -> Exit {
-    run_timed(&args.run, Some(args.reps))
+    run_timed(
+        &args.run,
+        Some(Timing {
+            reps: args.reps,
+            json: args.json,
+        }),
+    )
 }
 
-/// [`run`], timing each device run `reps` times where given.
-fn run_timed(args: &RunArgs, reps: Option<u32>) -> Exit {
+/// [`run`], timing each device run where `timing` says.
+fn run_timed(args: &RunArgs, timing: Option<Timing>) -> Exit {
     let (source, parsed, checked) = match front_end(&args.file) {
         Ok(x) => x,
         Err(exit) => return exit,
@@ -144,11 +177,12 @@ fn run_timed(args: &RunArgs, reps: Option<u32>) -> Exit {
         Ok(d) => d,
         Err(exit) => return exit,
     };
-    if reps.is_some() && devices.is_empty() {
+    if timing.is_some() && devices.is_empty() {
         emit_plain("`bench` times kernels on OpenCL devices, and there is none here");
         return Exit::Environment;
     }
     let mut exit = Exit::Success;
+    let mut records = Vec::new();
     for (method, strict) in &methods {
         let outcome = run_method(
             method,
@@ -159,12 +193,24 @@ fn run_timed(args: &RunArgs, reps: Option<u32>) -> Exit {
             args,
             width,
             &devices,
-            reps,
+            timing,
+            &mut records,
         );
         exit = exit.max(outcome);
         if outcome == Exit::BadInput || outcome == Exit::Environment {
             break;
         }
+    }
+    if let Some(Timing { reps, json: true }) = timing {
+        let doc = serde_json::json!({
+            "schema_version": 1,
+            "command": "bench",
+            "file": source.name,
+            "reps": reps,
+            "methods": records,
+            "exit": exit as u8,
+        });
+        println!("{doc:#}");
     }
     exit
 }
@@ -284,8 +330,12 @@ fn run_method(
     args: &RunArgs,
     width: IntWidth,
     devices: &[devices::Device],
-    reps: Option<u32>,
+    timing: Option<Timing>,
+    records: &mut Vec<serde_json::Value>,
 ) -> Exit {
+    let text = Text {
+        to_stderr: timing.is_some_and(|t| t.json),
+    };
     let limits = Limits::default();
     let bits = match width {
         IntWidth::Bits32 => 32,
@@ -304,7 +354,7 @@ fn run_method(
             emit_plain(format_args!("{method}: {e}"));
             return Exit::Negative;
         }
-        Err(e) => return stopped(method, strict, &e.to_string()),
+        Err(e) => return stopped(text, method, strict, &e.to_string()),
     };
     let Some((_, m)) = differential::find_method(&original.program, method) else {
         return Exit::BadInput;
@@ -313,10 +363,16 @@ fn run_method(
     let mut versions = vec![original];
     if let Some(v) = optimised {
         let Some((_, om)) = differential::find_method(&v.program, method) else {
-            return stopped(method, strict, "the optimised version has no such method");
+            return stopped(
+                text,
+                method,
+                strict,
+                "the optimised version has no such method",
+            );
         };
         if !same_signature(&params, &om.params, &v.layouts) {
             return stopped(
+                text,
                 method,
                 strict,
                 "the optimised version's parameters differ from the original's (other than a \
@@ -333,14 +389,16 @@ fn run_method(
             .max()
             .unwrap_or(0),
         replay: replay_command(args, method, &case),
+        text,
     };
-    println!("{method} ({})", differential::show_input(&case.input));
-    println!(
+    let input = differential::show_input(&case.input);
+    text.say(format_args!("{method} ({input})"));
+    text.say(format_args!(
         "  {:<10} {:<w$}  reference",
         "original",
         INTERPRETER,
         w = line.column
-    );
+    ));
     let mut exit = Exit::Success;
     // (version, device, timings) of each timed run, for the speed-ups.
     let mut timed: Vec<(&str, String, Timings)> = Vec::new();
@@ -409,7 +467,7 @@ fn run_method(
             };
             let reported = line.report(version, &device.name(), run, &compared);
             exit = exit.max(reported);
-            let Some(reps) = reps.filter(|_| reported == Exit::Success) else {
+            let Some(Timing { reps, .. }) = timing.filter(|_| reported == Exit::Success) else {
                 continue;
             };
             match devices::time(device, &kernels, &version.program, &run_case, &limits, reps) {
@@ -423,37 +481,69 @@ fn run_method(
                     return Exit::Environment;
                 }
                 Err(DeviceFailure::Run(e)) => {
-                    println!(
+                    text.say(format_args!(
                         "  {:<10} {:<w$}  fails when timed",
                         version.label,
                         device.name(),
                         w = line.column
-                    );
+                    ));
                     emit(&version.source, e);
                     exit = exit.max(Exit::Negative);
                 }
             }
         }
     }
+    let mut speed_ups = Vec::new();
     let originals = timed.iter().filter(|(label, ..)| *label == original.label);
     for (_, device, before) in originals {
         let after = timed
             .iter()
             .find(|(label, d, _)| *label != original.label && d == device);
         if let Some((_, _, after)) = after {
-            println!(
-                "  {:<10} {device:<w$}  kernel {:.2}x, end to end {:.2}x (original / optimised, medians)",
+            let kernel = ratio(before.kernel.median, after.kernel.median);
+            let end_to_end = ratio(before.end_to_end.median, after.end_to_end.median);
+            text.say(format_args!(
+                "  {:<10} {device:<w$}  kernel {kernel:.2}x, end to end {end_to_end:.2}x (original / optimised, medians)",
                 "speed-up",
-                ratio(before.kernel.median, after.kernel.median),
-                ratio(before.end_to_end.median, after.end_to_end.median),
                 w = line.column
-            );
+            ));
+            speed_ups.push(serde_json::json!({
+                "device": device,
+                "kernel": finite(kernel),
+                "end_to_end": finite(end_to_end),
+            }));
         }
     }
     if exit != Exit::Success {
-        println!("  replay: {}", line.replay);
+        text.say(format_args!("  replay: {}", line.replay));
+    }
+    if timing.is_some() {
+        let runs: Vec<serde_json::Value> = timed
+            .iter()
+            .map(|(version, device, t)| {
+                serde_json::json!({
+                    "version": version,
+                    "device": device,
+                    "runs": t.runs,
+                    "kernel_ms": t.kernel.json(),
+                    "end_to_end_ms": t.end_to_end.json(),
+                })
+            })
+            .collect();
+        records.push(serde_json::json!({
+            "method": method,
+            "input": input,
+            "timed": runs,
+            "speed_ups": speed_ups,
+            "exit": exit as u8,
+        }));
     }
     exit
+}
+
+/// A ratio for JSON: `null` where there is none (NaN).
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
 }
 
 const INTERPRETER: &str = "interpreter";
@@ -475,6 +565,16 @@ struct Spread {
 }
 
 impl Spread {
+    /// `{"median", "min", "max"}` in milliseconds.
+    fn json(&self) -> serde_json::Value {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        serde_json::json!({
+            "median": ms(self.median),
+            "min": ms(self.min),
+            "max": ms(self.max),
+        })
+    }
+
     fn of(mut xs: Vec<Duration>) -> Spread {
         xs.sort();
         let median = match xs.len() {
@@ -527,12 +627,13 @@ struct Line {
     /// The width of the "where it ran" column.
     column: usize,
     replay: String,
+    text: Text,
 }
 
 impl Line {
     /// Prints the timings of the run reported just before.
     fn timing(&self, t: &Timings) {
-        println!(
+        self.text.say(format_args!(
             "  {:<10} {:<w$}  kernel {} (min {}, max {}), end to end {} (min {}, max {}), {} runs",
             "",
             "",
@@ -544,18 +645,18 @@ impl Line {
             ms(t.end_to_end.max),
             t.runs,
             w = self.column
-        );
+        ));
     }
 
     /// Prints a `skipped` line for each device.
     fn skipped(&self, version: &Version, devices: &[devices::Device], why: &str) {
         for device in devices {
-            println!(
+            self.text.say(format_args!(
                 "  {:<10} {:<w$}  skipped: {why}",
                 version.label,
                 device.name(),
                 w = self.column
-            );
+            ));
         }
     }
 
@@ -576,14 +677,15 @@ impl Line {
                 compared.layouts,
             ) {
                 None => {
-                    println!("  {:<10} {on:<w$}  same", version.label);
+                    self.text
+                        .say(format_args!("  {:<10} {on:<w$}  same", version.label));
                     Exit::Success
                 }
                 Some(m) => {
-                    println!(
+                    self.text.say(format_args!(
                         "  {:<10} {on:<w$}  differs: {} is {}, the reference gives {}",
                         version.label, m.location, m.got, m.expected
-                    );
+                    ));
                     Exit::Negative
                 }
             },
@@ -598,7 +700,8 @@ impl Line {
                 } else {
                     ("cannot run", Exit::BadInput)
                 };
-                println!("  {:<10} {on:<w$}  {word}", version.label);
+                self.text
+                    .say(format_args!("  {:<10} {on:<w$}  {word}", version.label));
                 emit(&version.source, e);
                 exit
             }
@@ -646,12 +749,12 @@ fn host_only_param(program: &Program, method: &str) -> Option<String> {
 
 /// A method stopped before any comparison: an error (exit 2) when `strict`, else a
 /// `skipped` line.
-fn stopped(method: &str, strict: bool, reason: &str) -> Exit {
+fn stopped(text: Text, method: &str, strict: bool, reason: &str) -> Exit {
     if strict {
         emit_plain(format_args!("{method}: {reason}"));
         Exit::BadInput
     } else {
-        println!("{method}: skipped: {reason}");
+        text.say(format_args!("{method}: skipped: {reason}"));
         Exit::Success
     }
 }

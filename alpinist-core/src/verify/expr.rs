@@ -2766,8 +2766,8 @@ impl Eval<'_> {
     /// of it names (before the change) holds the same value after it
     /// ([`Eval::unchanged_in`]), its predicate instances held in the mask after the change;
     /// for each join of two heaps after an `if`, `f(c ? h1 : h2, args) == c ? f(h1, args) :
-    /// f(h2, args)`. Chained, they carry a value computed
-    /// before a call or a write to an application after it.
+    /// f(h2, args)`. Chained, they carry a value computed before a call or a write to an
+    /// application after it.
     ///
     /// Sound because the function's body reads only what its precondition holds (its own
     /// check), and the precondition's own reads are framed by its earlier permissions, so
