@@ -1087,7 +1087,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 self.prover.assume(f);
             }
             // Others may write only what this method no longer holds.
-            self.frame_heap_functions(&st.heap, &heap, &mask);
+            self.record_heap_change(&st.heap, &heap, &mask);
             heap
         } else {
             st.heap.clone()
@@ -1722,12 +1722,12 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let before = st.heap.clone();
         st.heap = st.heap.write(kind, &r, &i, &v.term.as_dynamic());
         // The location is held whole here, so it is in no held predicate instance.
-        self.frame_heap_functions(&before, &st.heap, &st.mask);
+        self.record_heap_change(&before, &st.heap, &st.mask);
         Ok(st)
     }
 
     /// [`join`], recorded as a step of the heap where it joined two heaps
-    /// ([`Verifier::frame_heap_functions`]).
+    /// ([`Verifier::record_heap_change`]).
     fn join_paths(&mut self, c: &Bool, a: State, b: State) -> State {
         let (then, other) = (a.heap.clone(), b.heap.clone());
         let joined = join(c, a, b);
@@ -1753,7 +1753,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
     /// The heap changed from `before` to `after` only where nothing `mask` holds is (or at a
     /// location it holds whole): recorded, so that an application of a heap function in
     /// `after` can keep the value it had in `before` (`expr::Eval::frames`).
-    fn frame_heap_functions(&mut self, before: &Heap, after: &Heap, mask: &Mask) {
+    fn record_heap_change(&mut self, before: &Heap, after: &Heap, mask: &Mask) {
         if !self.frames_recorded() {
             return;
         }

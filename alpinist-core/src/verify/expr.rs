@@ -234,7 +234,7 @@ pub struct FunctionDecl {
     /// `reads_heap`, and the only resources of its precondition are locations (`Perm`,
     /// `Value`) and predicate instances: its value is kept across a change of the heap that
     /// leaves those locations' values unchanged while the instances are held (nothing can
-    /// write what a held instance holds), `exec::Verifier::frame_heap_functions`.
+    /// write what a held instance holds), [`Eval::frames`].
     pub framed: bool,
 }
 
