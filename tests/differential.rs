@@ -77,6 +77,12 @@ fn kernels_give_the_interpreters_results_on_every_device() {
         ("examples/loop_unroll/for_prefix_copy.pvl", true),
         ("examples/iteration_merging/halving.pvl", true),
         ("examples/iteration_merging/fill_length.pvl", true),
+        // An overload, named by its parameters' types, run as one work-item whose result
+        // follows the lengths its body reads (`A.length`) in the kernel's arguments.
+        (
+            "tests/data/verify_ok/overloads.pvl --method Sums.sumArray(int[])",
+            false,
+        ),
         // A ghost input (`given seq<int> xs`, the copy of the input array the precondition
         // asks for): drawn for the interpreter, erased from the kernels.
         (
@@ -442,5 +448,89 @@ fn bench_refuses_zero_repetitions() {
     exits(
         &["bench", "examples/tiling/saxpy_inter.pvl", "--reps", "0"],
         2,
+    );
+}
+
+/// `tune` optimises and reverifies every value of the lists, drops the refused ones with their
+/// reason, times the rest with the original, marks the fastest and writes it; what it writes
+/// verifies. Without a device there is nothing to time (exit 4).
+#[test]
+fn tune_drops_refused_variants_times_the_rest_and_writes_a_version_that_verifies() {
+    for (file, flags, kept, dropped) in [
+        (
+            "examples/loop_unroll/multiply.pvl",
+            vec!["--unroll", "2,4", "--loop", "i"],
+            vec!["unroll 2"],
+            vec![("unroll 4", "E0905")],
+        ),
+        (
+            "examples/tiling/saxpy_inter.pvl",
+            vec!["--tile", "inter:2,4", "--tile", "intra:4"],
+            vec!["tile inter:2", "tile inter:4", "tile intra:4"],
+            vec![],
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out_path = dir.path().join("tuned.pvl");
+        let out_file = out_path.to_str().unwrap();
+        let mut args = vec!["tune", file, "--reps", "2", "-o", out_file];
+        args.extend(flags.iter().copied());
+        if !devices_expected() {
+            exits(&args, 4);
+            continue;
+        }
+        let output = exits(&args, 0);
+        let err = stderr(&output);
+        let table: Vec<&str> = err
+            .lines()
+            .skip_while(|l| !l.starts_with("tune: "))
+            .collect();
+        let row = |label: &str| {
+            table
+                .iter()
+                .find(|l| l.trim_start().starts_with(&format!("{label}  ")))
+                .unwrap_or_else(|| panic!("no row `{label}`: {}", describe(&args, &output)))
+                .to_string()
+        };
+        assert!(row("original").contains("the input, verified"), "{err}");
+        for label in kept {
+            let r = row(label);
+            assert!(
+                r.contains("reverified in") && r.contains(" ms"),
+                "{r}\n{err}"
+            );
+        }
+        for (label, code) in dropped {
+            let r = row(label);
+            assert!(r.contains("dropped: ") && r.contains(code), "{r}\n{err}");
+        }
+        let chosen: Vec<&&str> = table.iter().filter(|l| l.ends_with("<- chosen")).collect();
+        assert_eq!(chosen.len(), 1, "{err}");
+        assert!(err.contains(&format!("written to {out_file}")), "{err}");
+        let written = run(&["verify", out_file]);
+        assert_eq!(written.status.code(), Some(0), "{}", stderr(&written));
+    }
+}
+
+#[test]
+fn tune_without_anything_to_try_or_with_too_many_variants_is_bad_input() {
+    // No list and no `gpuopt` line.
+    exits(&["tune", "examples/basic/vector_add.pvl"], 2);
+    let many: Vec<String> = (1..=65).map(|k| k.to_string()).collect();
+    let output = exits(
+        &[
+            "tune",
+            "examples/loop_unroll/multiply.pvl",
+            "--unroll",
+            &many.join(","),
+            "--loop",
+            "i",
+        ],
+        2,
+    );
+    assert!(
+        stderr(&output).contains("at most 64"),
+        "{}",
+        stderr(&output)
     );
 }

@@ -121,6 +121,10 @@ enum Command {
     /// profiling) and end to end, median/min/max over `--reps` runs, and the speed-up of the
     /// optimised version per device.
     Bench(commands::run::BenchArgs),
+    /// Autotune: optimise and reverify every combination of the flags' values (`--unroll
+    /// 2,4,8 --tile inter:16,32`), time the verified variants and the original on an OpenCL
+    /// device, print the candidates and write the fastest.
+    Tune(commands::tune::TuneArgs),
     /// List OpenCL platforms and devices.
     Devices,
 }
@@ -192,6 +196,7 @@ pub fn main() -> ExitCode {
         Command::EmitOpencl(args) => commands::opencl::emit_opencl(&args),
         Command::Run(args) => commands::run::run(&args),
         Command::Bench(args) => commands::run::bench(&args),
+        Command::Tune(args) => commands::tune::tune(&args),
         Command::Devices => commands::opencl::devices(),
     };
     ExitCode::from(outcome as u8)

@@ -6,6 +6,7 @@ pub mod opencl;
 pub mod optimise;
 pub mod report;
 pub mod run;
+pub mod tune;
 pub mod verify;
 
 use std::path::{Path, PathBuf};

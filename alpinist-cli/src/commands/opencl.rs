@@ -74,11 +74,14 @@ pub fn emit_opencl(args: &EmitOpenclArgs) -> Exit {
 
 /// `emit-opencl --method M`: the kernels of M, each with how it is launched.
 fn emit_method(args: &EmitOpenclArgs, method: &str) -> Exit {
-    let (source, parsed, _checked) = match super::front_end(&args.file) {
+    let (source, parsed, checked) = match super::front_end(&args.file) {
         Ok(x) => x,
         Err(exit) => return exit,
     };
-    if alpinist_core::differential::find_method(&parsed.program, method).is_none() {
+    // An overload is named by its parameters' types, `C.f(int, int)`, as `run` names it.
+    let named_apart = checked.overloads.apply(&parsed.program);
+    let program = named_apart.as_ref().unwrap_or(&parsed.program);
+    if alpinist_core::differential::find_method(program, method).is_none() {
         emit_plain(format_args!("{}: no method `{method}`", source.name));
         return Exit::BadInput;
     }
@@ -87,7 +90,7 @@ fn emit_method(args: &EmitOpenclArgs, method: &str) -> Exit {
     } else {
         codegen::IntWidth::Bits32
     };
-    let kernels = match codegen::generate_method(&parsed.program, method, width) {
+    let kernels = match codegen::generate_method(program, method, width) {
         Ok(k) => k,
         Err(e) => {
             emit(&source, e);

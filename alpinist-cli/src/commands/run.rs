@@ -36,6 +36,20 @@ pub struct RunArgs {
     /// of the one the annotations and flags produce.
     #[arg(long, value_name = "OPT.pvl")]
     pub against: Option<PathBuf>,
+    #[command(flatten)]
+    pub inputs: Inputs,
+    /// The OpenCL platforms: a name (case-insensitive substring) or `all`; default: the first
+    /// platform with a device.
+    #[arg(long, value_name = "P|all")]
+    pub platform: Option<String>,
+    #[command(flatten)]
+    pub flags: optimise::Flags,
+}
+
+/// What a run runs on, shared by `run`, `bench` and `tune`: the methods, the sizes, the seed
+/// of the drawn contents and the integer width.
+#[derive(clap::Args, Clone)]
+pub struct Inputs {
     /// Run only this method (`name` or `Class.name`); default: every method (those that
     /// cannot run and have no par block are listed as skipped).
     #[arg(long, value_name = "M")]
@@ -47,15 +61,9 @@ pub struct RunArgs {
     /// The seed of the drawn array contents (printed with every mismatch).
     #[arg(long, value_name = "S", default_value_t = 1)]
     pub seed: u64,
-    /// The OpenCL platforms: a name (case-insensitive substring) or `all`; default: the first
-    /// platform with a device.
-    #[arg(long, value_name = "P|all")]
-    pub platform: Option<String>,
     /// PVL's `int` as OpenCL `long` (64 bits) instead of `int`.
     #[arg(long)]
     pub int64: bool,
-    #[command(flatten)]
-    pub flags: optimise::Flags,
 }
 
 /// The arguments of `alpinist bench`: `run`'s, and how many timed runs each version gets on
@@ -74,11 +82,15 @@ pub struct BenchArgs {
     pub json: bool,
 }
 
-/// What `bench` adds to `run`.
+/// What `bench` (and `tune`) add to `run`.
 #[derive(Clone, Copy)]
-struct Timing {
-    reps: u32,
-    json: bool,
+pub(crate) struct Timing {
+    pub(crate) reps: u32,
+    /// `bench --json`: the document on stdout.
+    pub(crate) json: bool,
+    /// The result lines on stderr (stdout holds `bench --json`'s document, or `tune`'s
+    /// program).
+    pub(crate) lines_to_stderr: bool,
 }
 
 /// Where the result lines go: stdout, or stderr where stdout is `bench --json`'s document.
@@ -98,13 +110,13 @@ impl Text {
 }
 
 /// One program under test: the original or the optimised version.
-struct Version {
-    label: &'static str,
-    source: Source,
-    program: Program,
+pub(crate) struct Version {
+    pub(crate) label: String,
+    pub(crate) source: Source,
+    pub(crate) program: Program,
     /// The matrices of the original this version stores as one array (matrix
     /// linearisation), compared through their layout.
-    layouts: Vec<Layout>,
+    pub(crate) layouts: Vec<Layout>,
 }
 
 pub fn run(args: &RunArgs) -> Exit {
@@ -119,36 +131,26 @@ pub fn bench(args: &BenchArgs) -> Exit {
         Some(Timing {
             reps: args.reps,
             json: args.json,
+            lines_to_stderr: args.json,
         }),
     )
 }
 
 /// [`run`], timing each device run where `timing` says.
 fn run_timed(args: &RunArgs, timing: Option<Timing>) -> Exit {
-    let (source, parsed, checked) = match front_end(&args.file) {
+    let (source, parsed) = match front_end_of_runs(&args.file) {
         Ok(x) => x,
         Err(exit) => return exit,
     };
-    if !checked.gpuopt_errors.is_empty() {
-        for e in checked.gpuopt_errors {
-            emit(&source, e);
-        }
+    // Reported before any optimisation runs.
+    if let Err(message) = parse_sets(&args.inputs.set) {
+        emit_plain(message);
         return Exit::BadInput;
     }
-    let sizes = match parse_sets(&args.set) {
-        Ok(set) => Sizes {
-            set,
-            ..Sizes::default()
-        },
-        Err(message) => {
-            emit_plain(message);
-            return Exit::BadInput;
-        }
-    };
     let original = Version {
-        label: "original",
+        label: "original".into(),
         source: source.clone(),
-        program: parsed.program.clone(),
+        program: named_apart(parsed.program.clone()),
         layouts: Vec::new(),
     };
     let optimised = match optimised_version(args, &source, &parsed) {
@@ -157,22 +159,6 @@ fn run_timed(args: &RunArgs, timing: Option<Timing>) -> Exit {
     };
     // A named method and every kernel must run; another method that cannot is listed as
     // skipped, with the reason.
-    let methods: Vec<(String, bool)> = match &args.method {
-        Some(m) => vec![(m.clone(), true)],
-        None => differential::runnable_methods(&original.program)
-            .into_iter()
-            .map(|r| (r.name, r.kernel))
-            .collect(),
-    };
-    if methods.is_empty() {
-        emit_plain(format_args!("{}: no method to run", source.name));
-        return Exit::BadInput;
-    }
-    let width = if args.int64 {
-        IntWidth::Bits64
-    } else {
-        IntWidth::Bits32
-    };
     let devices = match devices::select(args.platform.as_deref()) {
         Ok(d) => d,
         Err(exit) => return exit,
@@ -181,27 +167,20 @@ fn run_timed(args: &RunArgs, timing: Option<Timing>) -> Exit {
         emit_plain("`bench` times kernels on OpenCL devices, and there is none here");
         return Exit::Environment;
     }
-    let mut exit = Exit::Success;
     let mut records = Vec::new();
-    for (method, strict) in &methods {
-        let outcome = run_method(
-            method,
-            *strict,
-            &original,
-            optimised.as_ref(),
-            &sizes,
-            args,
-            width,
-            &devices,
-            timing,
-            &mut records,
-        );
-        exit = exit.max(outcome);
-        if outcome == Exit::BadInput || outcome == Exit::Environment {
-            break;
-        }
-    }
-    if let Some(Timing { reps, json: true }) = timing {
+    let exit = run_versions(
+        args,
+        &original,
+        optimised.as_slice(),
+        &devices,
+        timing,
+        &mut records,
+        &mut Vec::new(),
+    );
+    if let Some(Timing {
+        reps, json: true, ..
+    }) = timing
+    {
         let doc = serde_json::json!({
             "schema_version": 1,
             "command": "bench",
@@ -211,6 +190,92 @@ fn run_timed(args: &RunArgs, timing: Option<Timing>) -> Exit {
             "exit": exit as u8,
         });
         println!("{doc:#}");
+    }
+    exit
+}
+
+/// The front end of the commands that run programs (`run`, `bench`, `tune`): a misplaced or
+/// malformed `gpuopt` line is bad input here, as for `optimise`.
+pub(crate) fn front_end_of_runs(
+    file: &std::path::Path,
+) -> Result<(Source, alpinist_core::syntax::Parsed), Exit> {
+    let (source, parsed, checked) = front_end(file)?;
+    if !checked.gpuopt_errors.is_empty() {
+        for e in checked.gpuopt_errors {
+            emit(&source, e);
+        }
+        return Err(Exit::BadInput);
+    }
+    Ok((source, parsed))
+}
+
+/// `tune`'s timing: [`run_versions`] with the timings of every version that gave the
+/// reference's results appended to `timed`, the lines on stderr when `timing` says so.
+pub(crate) fn time_versions(
+    args: &RunArgs,
+    original: &Version,
+    others: &[Version],
+    devices: &[devices::Device],
+    timing: Timing,
+    timed: &mut Vec<TimedRun>,
+) -> Exit {
+    run_versions(
+        args,
+        original,
+        others,
+        devices,
+        Some(timing),
+        &mut Vec::new(),
+        timed,
+    )
+}
+
+/// Runs (and with `timing`, times) every method `args` selects — `--method`, else every
+/// runnable one — in the original and the other versions on the interpreter and `devices`.
+fn run_versions(
+    args: &RunArgs,
+    original: &Version,
+    others: &[Version],
+    devices: &[devices::Device],
+    timing: Option<Timing>,
+    records: &mut Vec<serde_json::Value>,
+    timed: &mut Vec<TimedRun>,
+) -> Exit {
+    let sizes = match parse_sets(&args.inputs.set) {
+        Ok(set) => Sizes {
+            set,
+            ..Sizes::default()
+        },
+        Err(message) => {
+            emit_plain(message);
+            return Exit::BadInput;
+        }
+    };
+    let methods: Vec<(String, bool)> = match &args.inputs.method {
+        Some(m) => vec![(m.clone(), true)],
+        None => differential::runnable_methods(&original.program)
+            .into_iter()
+            .map(|r| (r.name, r.kernel))
+            .collect(),
+    };
+    if methods.is_empty() {
+        emit_plain(format_args!("{}: no method to run", original.source.name));
+        return Exit::BadInput;
+    }
+    let width = if args.inputs.int64 {
+        IntWidth::Bits64
+    } else {
+        IntWidth::Bits32
+    };
+    let mut exit = Exit::Success;
+    for (method, strict) in &methods {
+        let outcome = run_method(
+            method, *strict, original, others, &sizes, args, width, devices, timing, records, timed,
+        );
+        exit = exit.max(outcome);
+        if outcome == Exit::BadInput || outcome == Exit::Environment {
+            break;
+        }
     }
     exit
 }
@@ -249,9 +314,9 @@ fn optimised_version(
         }
         let (source, parsed, _) = front_end(path)?;
         return Ok(Some(Version {
-            label: "optimised",
+            label: "optimised".into(),
             source,
-            program: parsed.program,
+            program: named_apart(parsed.program),
             layouts: Vec::new(),
         }));
     }
@@ -273,24 +338,15 @@ fn optimised_version(
         jobs: 1,
         cache: None,
     };
-    let layouts = requests
-        .iter()
-        .filter_map(|r| match &r.optimisation {
-            Optimisation::Linearise { matrix, order, .. } => Some(Layout {
-                param: matrix.clone(),
-                order: *order,
-            }),
-            _ => None,
-        })
-        .collect();
+    let layouts = layouts_of(&requests);
     match pipeline::run(&parsed.program, &parsed.trivia, &requests, &settings) {
         Ok(done) => {
             let optimised = Source::single(format!("{} (optimised)", source.name), done.text);
             match alpinist_core::syntax::parse(&optimised.text) {
                 Ok(p) => Ok(Some(Version {
-                    label: "optimised",
+                    label: "optimised".into(),
                     source: optimised,
-                    program: p.program,
+                    program: named_apart(p.program),
                     layouts,
                 })),
                 Err(_) => {
@@ -317,6 +373,20 @@ fn optimised_version(
     }
 }
 
+/// The matrices `requests` store as one array (matrix linearisation), with their layouts.
+pub(crate) fn layouts_of(requests: &[pipeline::Request]) -> Vec<Layout> {
+    requests
+        .iter()
+        .filter_map(|r| match &r.optimisation {
+            Optimisation::Linearise { matrix, order, .. } => Some(Layout {
+                param: matrix.clone(),
+                order: *order,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Runs one method everywhere. Not `strict`: what stops it before a comparison (an input
 /// that cannot be drawn, a construct the interpreter or the generator does not take) is a
 /// `skipped` line, not an error.
@@ -325,16 +395,17 @@ fn run_method(
     method: &str,
     strict: bool,
     original: &Version,
-    optimised: Option<&Version>,
+    others: &[Version],
     sizes: &Sizes,
     args: &RunArgs,
     width: IntWidth,
     devices: &[devices::Device],
     timing: Option<Timing>,
     records: &mut Vec<serde_json::Value>,
+    timed_out: &mut Vec<TimedRun>,
 ) -> Exit {
     let text = Text {
-        to_stderr: timing.is_some_and(|t| t.json),
+        to_stderr: timing.is_some_and(|t| t.lines_to_stderr),
     };
     let limits = Limits::default();
     let bits = match width {
@@ -345,7 +416,7 @@ fn run_method(
         &original.program,
         method,
         sizes,
-        args.seed,
+        args.inputs.seed,
         bits,
         &limits,
     ) {
@@ -361,13 +432,13 @@ fn run_method(
     };
     let params = m.params.clone();
     let mut versions = vec![original];
-    if let Some(v) = optimised {
+    for v in others {
         let Some((_, om)) = differential::find_method(&v.program, method) else {
             return stopped(
                 text,
                 method,
                 strict,
-                "the optimised version has no such method",
+                &format!("the {} version has no such method", v.label),
             );
         };
         if !same_signature(&params, &om.params, &v.layouts) {
@@ -375,13 +446,22 @@ fn run_method(
                 text,
                 method,
                 strict,
-                "the optimised version's parameters differ from the original's (other than a \
-                 matrix the file's linearisation stores as one array)",
+                &format!(
+                    "the {} version's parameters differ from the original's (other than a \
+                     matrix the file's linearisation stores as one array)",
+                    v.label
+                ),
             );
         }
         versions.push(v);
     }
     let line = Line {
+        label: versions
+            .iter()
+            .map(|v| v.label.len())
+            .max()
+            .unwrap_or(0)
+            .max(10),
         column: devices
             .iter()
             .map(|d| d.name().len())
@@ -394,9 +474,10 @@ fn run_method(
     let input = differential::show_input(&case.input);
     text.say(format_args!("{method} ({input})"));
     text.say(format_args!(
-        "  {:<10} {:<w$}  reference",
+        "  {:<l$} {:<w$}  reference",
         "original",
         INTERPRETER,
+        l = line.label,
         w = line.column
     ));
     let mut exit = Exit::Success;
@@ -474,7 +555,7 @@ fn run_method(
                 Ok(samples) => {
                     let timings = Timings::of(&samples);
                     line.timing(&timings);
-                    timed.push((version.label, device.name(), timings));
+                    timed.push((&version.label, device.name(), timings));
                 }
                 Err(DeviceFailure::Environment(message)) => {
                     emit_plain(format_args!("{}: {message}", device.name()));
@@ -482,9 +563,10 @@ fn run_method(
                 }
                 Err(DeviceFailure::Run(e)) => {
                     text.say(format_args!(
-                        "  {:<10} {:<w$}  fails when timed",
+                        "  {:<l$} {:<w$}  fails when timed",
                         version.label,
                         device.name(),
+                        l = line.label,
                         w = line.column
                     ));
                     emit(&version.source, e);
@@ -496,23 +578,33 @@ fn run_method(
     let mut speed_ups = Vec::new();
     let originals = timed.iter().filter(|(label, ..)| *label == original.label);
     for (_, device, before) in originals {
-        let after = timed
+        let others = timed
             .iter()
-            .find(|(label, d, _)| *label != original.label && d == device);
-        if let Some((_, _, after)) = after {
+            .filter(|(label, d, _)| *label != original.label && d == device);
+        for (label, _, after) in others {
             let kernel = ratio(before.kernel.median, after.kernel.median);
             let end_to_end = ratio(before.end_to_end.median, after.end_to_end.median);
             text.say(format_args!(
-                "  {:<10} {device:<w$}  kernel {kernel:.2}x, end to end {end_to_end:.2}x (original / optimised, medians)",
+                "  {:<l$} {device:<w$}  kernel {kernel:.2}x, end to end {end_to_end:.2}x (original / {label}, medians)",
                 "speed-up",
+                l = line.label,
                 w = line.column
             ));
             speed_ups.push(serde_json::json!({
                 "device": device,
+                "version": label,
                 "kernel": finite(kernel),
                 "end_to_end": finite(end_to_end),
             }));
         }
+    }
+    for (version, device, t) in &timed {
+        timed_out.push(TimedRun {
+            method: method.to_string(),
+            version: version.to_string(),
+            device: device.clone(),
+            kernel: t.kernel.median,
+        });
     }
     if exit != Exit::Success {
         text.say(format_args!("  replay: {}", line.replay));
@@ -539,6 +631,14 @@ fn run_method(
         }));
     }
     exit
+}
+
+/// One version of one method timed on one device: the median of its kernel times.
+pub(crate) struct TimedRun {
+    pub(crate) method: String,
+    pub(crate) version: String,
+    pub(crate) device: String,
+    pub(crate) kernel: Duration,
 }
 
 /// A ratio for JSON: `null` where there is none (NaN).
@@ -618,12 +718,14 @@ fn ratio(a: Duration, b: Duration) -> f64 {
 }
 
 /// A duration in milliseconds, three decimals.
-fn ms(d: Duration) -> String {
+pub(crate) fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
 }
 
 /// How result lines are laid out, and the replay command they print.
 struct Line {
+    /// The width of the version column.
+    label: usize,
     /// The width of the "where it ran" column.
     column: usize,
     replay: String,
@@ -634,7 +736,7 @@ impl Line {
     /// Prints the timings of the run reported just before.
     fn timing(&self, t: &Timings) {
         self.text.say(format_args!(
-            "  {:<10} {:<w$}  kernel {} (min {}, max {}), end to end {} (min {}, max {}), {} runs",
+            "  {:<l$} {:<w$}  kernel {} (min {}, max {}), end to end {} (min {}, max {}), {} runs",
             "",
             "",
             ms(t.kernel.median),
@@ -644,6 +746,7 @@ impl Line {
             ms(t.end_to_end.min),
             ms(t.end_to_end.max),
             t.runs,
+            l = self.label,
             w = self.column
         ));
     }
@@ -652,9 +755,10 @@ impl Line {
     fn skipped(&self, version: &Version, devices: &[devices::Device], why: &str) {
         for device in devices {
             self.text.say(format_args!(
-                "  {:<10} {:<w$}  skipped: {why}",
+                "  {:<l$} {:<w$}  skipped: {why}",
                 version.label,
                 device.name(),
+                l = self.label,
                 w = self.column
             ));
         }
@@ -668,7 +772,7 @@ impl Line {
         run: Result<Outcome, InterpError>,
         compared: &Compared,
     ) -> Exit {
-        let w = self.column;
+        let (l, w) = (self.label, self.column);
         match run {
             Ok(outcome) => match differential::compare(
                 compared.params,
@@ -678,12 +782,12 @@ impl Line {
             ) {
                 None => {
                     self.text
-                        .say(format_args!("  {:<10} {on:<w$}  same", version.label));
+                        .say(format_args!("  {:<l$} {on:<w$}  same", version.label));
                     Exit::Success
                 }
                 Some(m) => {
                     self.text.say(format_args!(
-                        "  {:<10} {on:<w$}  differs: {} is {}, the reference gives {}",
+                        "  {:<l$} {on:<w$}  differs: {} is {}, the reference gives {}",
                         version.label, m.location, m.got, m.expected
                     ));
                     Exit::Negative
@@ -701,7 +805,7 @@ impl Line {
                     ("cannot run", Exit::BadInput)
                 };
                 self.text
-                    .say(format_args!("  {:<10} {on:<w$}  {word}", version.label));
+                    .say(format_args!("  {:<l$} {on:<w$}  {word}", version.label));
                 emit(&version.source, e);
                 exit
             }
@@ -726,6 +830,12 @@ fn same_signature(a: &[Param], b: &[Param], layouts: &[Layout]) -> bool {
                 layouts.iter().any(|l| l.param == x.name.name) && ty(x) == format!("{}[]", ty(y));
             ty(x) == ty(y) || laid_out
         })
+}
+
+/// `program` with its overloads named apart as `verify` and the interpreter name them
+/// (`C.bump(int, int)`), so that a method is listed, found and compared by one name.
+pub(crate) fn named_apart(program: Program) -> Program {
+    alpinist_core::check::resolve_overloads(&program).unwrap_or(program)
 }
 
 /// Why `method` runs on the interpreter only: a parameter a kernel cannot take — a matrix
@@ -773,7 +883,7 @@ fn replay_command(args: &RunArgs, method: &str, case: &Case) -> String {
     if let Some(against) = &args.against {
         parts.push(format!("--against {}", against.display()));
     }
-    if args.int64 {
+    if args.inputs.int64 {
         parts.push("--int64".into());
     }
     parts.join(" ")
@@ -789,7 +899,7 @@ enum DeviceFailure {
 }
 
 #[cfg(feature = "opencl")]
-mod devices {
+pub(crate) mod devices {
     use alpinist_core::interp::{Limits, Outcome};
     use alpinist_core::opencl::codegen::MethodKernels;
     use alpinist_core::opencl::device_run::DeviceLauncher;
@@ -828,7 +938,7 @@ mod devices {
         }
     }
 
-    pub fn run(
+    pub(super) fn run(
         device: &Device,
         kernels: &MethodKernels,
         program: &Program,
@@ -843,7 +953,7 @@ mod devices {
     }
 
     /// `reps` timed runs of the case after one untimed one (the program compiled once).
-    pub fn time(
+    pub(super) fn time(
         device: &Device,
         kernels: &MethodKernels,
         program: &Program,
@@ -872,7 +982,7 @@ mod devices {
 }
 
 #[cfg(not(feature = "opencl"))]
-mod devices {
+pub(crate) mod devices {
     use alpinist_core::interp::{Limits, Outcome};
     use alpinist_core::opencl::codegen::MethodKernels;
     use alpinist_core::syntax::Program;
@@ -900,7 +1010,7 @@ mod devices {
         }
     }
 
-    pub fn run(
+    pub(super) fn run(
         device: &Device,
         _: &MethodKernels,
         _: &Program,
@@ -910,7 +1020,7 @@ mod devices {
         match *device {}
     }
 
-    pub fn time(
+    pub(super) fn time(
         device: &Device,
         _: &MethodKernels,
         _: &Program,

@@ -184,8 +184,15 @@ impl ClassInfo {
         self.field_index.get(name).map(|&i| &self.fields[i])
     }
 
+    /// The first method named `name` (constructors aside).
     pub fn method(&self, name: &str) -> Option<&MethodSig> {
         self.method_index.get(name).map(|&i| &self.methods[i])
+    }
+
+    /// Every method named `name`: several where the name is overloaded (by the number or the
+    /// types of the parameters).
+    pub fn methods_named<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s MethodSig> {
+        self.methods.iter().filter(move |m| m.name == name)
     }
 }
 
@@ -208,8 +215,22 @@ impl Tables {
         self.class_index.get(name).copied()
     }
 
+    /// The first top-level routine named `name`.
     pub fn global(&self, name: &str) -> Option<&MethodSig> {
         self.global_index.get(name).map(|&i| &self.globals[i])
+    }
+
+    /// Every top-level routine named `name` (see [`ClassInfo::methods_named`]).
+    pub fn globals_named<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s MethodSig> {
+        self.globals.iter().filter(move |m| m.name == name)
+    }
+
+    /// The name under which `sig`, one of several routines of one name in its scope, is told
+    /// apart from the others: the name and the parameters' types, `sumArray(int[], int)`. No
+    /// identifier contains `(`, so it names nothing else.
+    pub fn overload_name(&self, sig: &MethodSig) -> String {
+        let params: Vec<String> = sig.params.iter().map(|p| self.show(&p.ty)).collect();
+        format!("{}({})", sig.name, params.join(", "))
     }
 
     /// How a type is written in PVL, for messages.

@@ -290,6 +290,31 @@ pub enum CheckError {
         decl: Span,
     },
 
+    #[error("no `{name}` takes arguments of the types ({found})")]
+    #[diagnostic(code(E0311), help("the overloads declared: {declared}"))]
+    NoOverload {
+        name: String,
+        found: String,
+        declared: String,
+        #[label("no overload fits")]
+        span: Span,
+    },
+
+    #[error("the call of `{name}` fits two of its overloads")]
+    #[diagnostic(
+        code(E0312),
+        help("an overload is chosen by the arguments' types; make them tell the overloads apart")
+    )]
+    AmbiguousCall {
+        name: String,
+        #[label(primary, "ambiguous call")]
+        span: Span,
+        #[label("fits this one")]
+        first: Span,
+        #[label("and this one")]
+        second: Span,
+    },
+
     #[error("`{name}` takes {expected} type argument(s) but {found} were given")]
     #[diagnostic(
         code(E0310),
@@ -537,6 +562,8 @@ impl CheckError {
             | BadOperands { span, .. }
             | ArgCount { span, .. }
             | TypeArgCount { span, .. }
+            | NoOverload { span, .. }
+            | AmbiguousCall { span, .. }
             | SeqElementAssign { span, .. }
             | NotHeapLocation { span, .. }
             | NoSuchMember { span, .. }

@@ -59,7 +59,7 @@ pub use env::{ClassId, ClassInfo, FieldInfo, MethodKind, MethodSig, ParamInfo, T
 pub use error::{CheckError, CheckWarning};
 pub use types::{assignable, comparable};
 
-use crate::syntax::{ClauseKind, Item, Member, MemberKind, Method, Program};
+use crate::syntax::{ClauseKind, Expr, ExprKind, Item, Member, MemberKind, Method, Program, Span};
 use env::method_kind;
 use resolve::Checker;
 
@@ -74,6 +74,105 @@ pub struct Checked {
     /// `check` or `verify` (a `gpuopt` line means nothing to a proof); `optimise` refuses
     /// the program on them (exit 2).
     pub gpuopt_errors: Vec<CheckError>,
+    /// Which declaration each use of an overloaded name reaches.
+    pub overloads: Overloads,
+}
+
+/// Overloading resolved: where one scope (a class, or the top level) declares a name more than
+/// once with different parameters, which declaration each call reaches. Later stages key
+/// routines by name; [`Overloads::apply`] gives them a program in which every overload has a
+/// name of its own.
+#[derive(Clone, Debug, Default)]
+pub struct Overloads {
+    /// The span of an overloaded declaration's name → its [`Tables::overload_name`].
+    pub declarations: HashMap<Span, String>,
+    /// The span of the name at a call of an overloaded name → the chosen declaration's
+    /// [`Tables::overload_name`].
+    pub calls: HashMap<Span, String>,
+}
+
+impl Overloads {
+    /// `program` (the one checked) with every overloaded declaration and every call of one
+    /// renamed to the overload's own name, `sumArray(int[], int)`; `None` where nothing is
+    /// overloaded. Spans stay, so every diagnostic still points at the source.
+    pub fn apply(&self, program: &Program) -> Option<Program> {
+        if self.declarations.is_empty() {
+            return None;
+        }
+        let mut renamed = program.clone();
+        for item in &mut renamed.items {
+            if let Item::Class(class) = item {
+                class
+                    .contract
+                    .for_each_expr_mut(&mut |e| self.rename_calls(e));
+            }
+        }
+        for member in renamed.members_mut() {
+            if let MemberKind::Method(method) = &mut member.kind {
+                if let Some(name) = self.declarations.get(&method.name.span) {
+                    method.name.name = name.clone();
+                }
+            }
+            member.for_each_expr_deep_mut(&mut |e| self.rename_calls(e));
+        }
+        Some(renamed)
+    }
+
+    fn rename_calls(&self, e: &mut Expr) {
+        if let ExprKind::Call { name, .. } = &mut e.kind {
+            if let Some(chosen) = self.calls.get(&name.span) {
+                name.name = chosen.clone();
+            }
+        }
+        e.for_each_child_mut(&mut |c| self.rename_calls(c));
+    }
+}
+
+/// `program` with its overloads renamed apart ([`Overloads::apply`]) for the stages that key
+/// routines by name (`verify`, the interpreter): `None` where no scope declares a name twice
+/// (checked without running the checker) or where the program does not check — its
+/// overloaded names then stay ambiguous, and those stages refuse their uses.
+pub fn resolve_overloads(program: &Program) -> Option<Program> {
+    fn declares_twice<'m>(members: impl Iterator<Item = &'m Member>) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        members
+            .filter_map(|m| match &m.kind {
+                MemberKind::Method(method) => Some(method.name.name.as_str()),
+                MemberKind::Field(_) => None,
+            })
+            .any(|name| !seen.insert(name))
+    }
+    let top_level = declares_twice(program.items.iter().filter_map(|i| match i {
+        Item::Member(m) => Some(m),
+        Item::Class(_) => None,
+    }));
+    let in_a_class = program.items.iter().any(|i| match i {
+        Item::Class(c) => declares_twice(c.members.iter()),
+        Item::Member(_) => false,
+    });
+    if !top_level && !in_a_class {
+        return None;
+    }
+    check(program).ok()?.overloads.apply(program)
+}
+
+/// Every method, function or predicate whose scope declares its name more than once, by the
+/// span of its name, with its [`Tables::overload_name`].
+fn overloaded_declarations(tables: &Tables) -> HashMap<Span, String> {
+    let scopes = tables
+        .classes
+        .iter()
+        .map(|c| c.methods.as_slice())
+        .chain([tables.globals.as_slice()]);
+    let mut out = HashMap::new();
+    for scope in scopes {
+        for sig in scope {
+            if scope.iter().filter(|other| other.name == sig.name).count() > 1 {
+                out.insert(sig.span, tables.overload_name(sig));
+            }
+        }
+    }
+    out
 }
 
 impl Checked {
@@ -105,6 +204,10 @@ pub fn check(program: &Program) -> Result<Checked, Vec<CheckError>> {
     errors.append(&mut checker.errors);
     errors.append(&mut std::mem::take(&mut checker.effects).finish());
     let warnings = std::mem::take(&mut checker.warnings);
+    let overloads = Overloads {
+        declarations: overloaded_declarations(&tables),
+        calls: std::mem::take(&mut checker.overload_calls),
+    };
     drop(checker);
 
     let (mut gpuopt_errors, mut errors): (Vec<CheckError>, Vec<CheckError>) =
@@ -115,6 +218,7 @@ pub fn check(program: &Program) -> Result<Checked, Vec<CheckError>> {
             tables,
             warnings,
             gpuopt_errors,
+            overloads,
         })
     } else {
         // Source order; the sort is stable, so errors at one place keep their discovery order.
@@ -238,15 +342,25 @@ fn add_method(
     sig: MethodSig,
     errors: &mut Vec<CheckError>,
 ) {
-    if let Some(&first) = index.get(sig.name.as_str()) {
+    // Overloading: one name may be declared again with other parameters (their number or
+    // types); calls choose by their arguments (`Checker::select_overload`).
+    let same_parameters = |other: &MethodSig| {
+        other.name == sig.name
+            && other.params.len() == sig.params.len()
+            && other
+                .params
+                .iter()
+                .zip(&sig.params)
+                .all(|(a, b)| a.ty == b.ty)
+    };
+    if let Some(first) = list.iter().find(|other| same_parameters(other)) {
         errors.push(CheckError::Duplicate {
             name: sig.name.clone(),
             span: sig.span,
-            first: list[first].span,
+            first: first.span,
         });
-    } else {
-        index.insert(sig.name.clone(), list.len());
     }
+    index.entry(sig.name.clone()).or_insert(list.len());
     list.push(sig);
 }
 

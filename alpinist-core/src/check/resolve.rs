@@ -3,6 +3,8 @@
 //! One pass, one scope stack. Errors are collected, never thrown: an expression that failed
 //! gets [`Ty::Unknown`], which is compatible with everything, so one mistake is one error.
 
+use std::collections::HashMap;
+
 use crate::syntax::*;
 
 use super::effects::{allocated_levels, EffectLog, Root};
@@ -56,6 +58,9 @@ pub(crate) struct Checker<'a> {
     ghost: bool,
     /// Facts for the checks of ghost code that need the whole program (`effects.rs`).
     pub effects: EffectLog,
+    /// Calls of overloaded names: the span of the name at the call → the chosen declaration's
+    /// [`Tables::overload_name`] (see [`crate::check::Overloads`]).
+    pub overload_calls: HashMap<Span, String>,
 }
 
 /// The value of a positive integer literal (saturated to `u64::MAX`), or `None` for anything
@@ -85,6 +90,7 @@ impl<'a> Checker<'a> {
             result_ty: None,
             ghost: false,
             effects: EffectLog::default(),
+            overload_calls: HashMap::new(),
         }
     }
 
@@ -1612,11 +1618,86 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn find_method(&self, name: &str) -> Option<&'a MethodSig> {
+    /// The routines a call of `name` without a receiver may reach: the enclosing class's
+    /// methods of that name, else the top-level ones (several where it is overloaded).
+    fn find_methods(&self, name: &'a str) -> Vec<&'a MethodSig> {
         let tables = self.tables;
-        self.class
-            .and_then(|c| tables.class(c).method(name))
-            .or_else(|| tables.global(name))
+        let in_class: Vec<&'a MethodSig> = self
+            .class
+            .map(|c| tables.class(c).methods_named(name).collect())
+            .unwrap_or_default();
+        if in_class.is_empty() {
+            tables.globals_named(name).collect()
+        } else {
+            in_class
+        }
+    }
+
+    /// The one overload of `name` among `candidates` (two or more) whose parameters take the
+    /// arguments' types, recorded for [`crate::check::Overloads`]; the arguments are checked
+    /// here (each once). `None` after an error: no overload fits, or several do.
+    fn select_overload(
+        &mut self,
+        name: &'a Ident,
+        candidates: &[&'a MethodSig],
+        type_args: &[Ty],
+        args: &'a [Expr],
+    ) -> Option<&'a MethodSig> {
+        let found: Vec<Ty> = args.iter().map(|a| self.expr(a)).collect();
+        let fits = |sig: &MethodSig| {
+            let sig = if sig.type_params.len() == type_args.len() {
+                sig.instantiate(type_args)
+            } else {
+                sig.instantiate(&vec![Ty::Unknown; sig.type_params.len()])
+            };
+            sig.params.len() == found.len()
+                && sig
+                    .params
+                    .iter()
+                    .zip(&found)
+                    .all(|(p, f)| assignable(&p.ty, f))
+        };
+        let mut fitting: Vec<&'a MethodSig> =
+            candidates.iter().copied().filter(|s| fits(s)).collect();
+        // Where several fit (an `int` argument fits an `int` and a `frac` parameter), the one
+        // whose parameters have exactly the arguments' types is meant.
+        let exact = |sig: &&MethodSig| sig.params.iter().zip(&found).all(|(p, f)| p.ty == *f);
+        if fitting.len() > 1 && fitting.iter().filter(|s| exact(s)).count() == 1 {
+            fitting.retain(exact);
+        }
+        // An argument that already failed fits anything: one mistake, one error.
+        let failed_before = found.contains(&Ty::Unknown);
+        match fitting[..] {
+            [one] => {
+                let unique = self.tables.overload_name(one);
+                self.overload_calls.insert(name.span, unique);
+                Some(one)
+            }
+            [] if !failed_before => {
+                let found: Vec<String> = found.iter().map(|t| self.show(t)).collect();
+                let declared: Vec<String> = candidates
+                    .iter()
+                    .map(|s| format!("`{}`", self.tables.overload_name(s)))
+                    .collect();
+                self.err(CheckError::NoOverload {
+                    name: name.name.clone(),
+                    found: found.join(", "),
+                    declared: declared.join(", "),
+                    span: name.span,
+                });
+                None
+            }
+            [first, second, ..] if !failed_before => {
+                self.err(CheckError::AmbiguousCall {
+                    name: name.name.clone(),
+                    span: name.span,
+                    first: first.span,
+                    second: second.span,
+                });
+                None
+            }
+            _ => None,
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1632,11 +1713,12 @@ impl<'a> Checker<'a> {
         let n = name.name.as_str();
         let type_arg_tys: Vec<Ty> = type_args.iter().map(|t| self.resolve_type(t)).collect();
         let tables = self.tables;
-        // Find the callee: a user method, or a built-in function on a value.
-        let sig: Option<&'a MethodSig> = match receiver {
-            None => match self.find_method(n) {
-                Some(s) => Some(s),
-                None => {
+        // Find the callee: a user method (one of several where the name is overloaded), or a
+        // built-in function on a value.
+        let candidates: Vec<&'a MethodSig> = match receiver {
+            None => match self.find_methods(n) {
+                found if !found.is_empty() => found,
+                _ => {
                     self.check_type_arg_count(name, type_args, None);
                     return self.builtin_call(None, name, args, given, yields);
                 }
@@ -1644,17 +1726,17 @@ impl<'a> Checker<'a> {
             Some(r) if matches!(r.kind, ExprKind::This) => {
                 self.expr(r);
                 match self.class {
-                    Some(c) => tables.class(c).method(n),
+                    Some(c) => tables.class(c).methods_named(n).collect(),
                     None => return self.unknown_call(name, args, given, yields, ""),
                 }
             }
             Some(r) => {
                 if let Some(c) = self.static_class(r) {
-                    tables.class(c).method(n)
+                    tables.class(c).methods_named(n).collect()
                 } else {
                     let rt = self.expr(r);
                     match rt {
-                        Ty::Class(c) => tables.class(c).method(n),
+                        Ty::Class(c) => tables.class(c).methods_named(n).collect(),
                         _ => {
                             self.check_type_arg_count(name, type_args, None);
                             return self.builtin_call(Some(rt), name, args, given, yields);
@@ -1662,6 +1744,20 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
+        };
+        let args_checked = candidates.len() > 1;
+        let sig = match candidates[..] {
+            [] => None,
+            [one] => Some(one),
+            _ => match self.select_overload(name, &candidates, &type_arg_tys, args) {
+                Some(chosen) => Some(chosen),
+                None => {
+                    for g in given {
+                        self.expr(&g.value);
+                    }
+                    return Ty::Unknown;
+                }
+            },
         };
         let Some(sig) = sig else {
             let in_what = match receiver {
@@ -1697,7 +1793,9 @@ impl<'a> Checker<'a> {
             instance = sig.instantiate(&unknown);
             &instance
         };
-        self.check_args(sig, name.span, args);
+        if !args_checked {
+            self.check_args(sig, name.span, args);
+        }
         // `with` values and `then` assignments are ghost code, whatever the call is.
         let outer_ghost = std::mem::replace(&mut self.ghost, true);
         for g in given {

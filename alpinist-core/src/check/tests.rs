@@ -826,3 +826,90 @@ fn triggers_that_cannot_be_patterns_are_warned_about() {
         ]
     );
 }
+
+#[test]
+fn overloads_are_told_apart_by_their_parameters() {
+    // By number and by type; a function and a method may share a name.
+    let src = "class C {
+        pure int pick(int x) = 1;
+        pure int pick(boolean b) = 2;
+        pure int pick(int x, int y) = 3;
+        int pick(seq<int> xs) { return 4; }
+        void m(C c) { int a = pick(1); int b = pick(true); int d = c.pick(1, 2); int e = this.pick(seq<int>{1}); }
+    }";
+    let checked = check_src(src).unwrap_or_else(|e| panic!("{e:#?}"));
+    let mut declared: Vec<&str> = checked
+        .overloads
+        .declarations
+        .values()
+        .map(String::as_str)
+        .collect();
+    declared.sort();
+    assert_eq!(
+        declared,
+        [
+            "pick(boolean)",
+            "pick(int)",
+            "pick(int, int)",
+            "pick(seq<int>)"
+        ]
+    );
+    // Each call reaches its own overload, found by where its name stands.
+    let chosen = |call: &str| {
+        let at = src.find(call).unwrap() as u32 + call.find("pick").unwrap() as u32;
+        let (_, name) = (checked.overloads.calls.iter())
+            .find(|(span, _)| span.start == at)
+            .unwrap_or_else(|| panic!("no resolution for {call}"));
+        name.clone()
+    };
+    assert_eq!(chosen("pick(1);"), "pick(int)");
+    assert_eq!(chosen("pick(true)"), "pick(boolean)");
+    assert_eq!(chosen("c.pick(1, 2)"), "pick(int, int)");
+    assert_eq!(chosen("this.pick(seq"), "pick(seq<int>)");
+    // An `int` fits an `int` and a `frac` parameter: the exact one is meant.
+    ok("class C { pure int f(int x) = 1; pure int f(frac x) = 2; void m() { assert f(1) == 1; } }");
+    // Nothing overloaded, nothing recorded.
+    let plain =
+        check_src("class C { pure int f(int x) = 1; void m() { assert f(1) == 1; } }").unwrap();
+    assert!(plain.overloads.declarations.is_empty() && plain.overloads.calls.is_empty());
+}
+
+#[test]
+fn overload_errors() {
+    // The same parameters twice is a duplicate, whatever the result type.
+    assert_eq!(
+        codes("class C { pure int f(int x) = 1; pure boolean f(int y) = true; }"),
+        vec!["E0210"]
+    );
+    // No overload takes these arguments.
+    assert_eq!(
+        codes("class C { pure int f(int x) = 1; pure int f(boolean b) = 2; void m() { assert f(seq<int>{}) == 1; } }"),
+        vec!["E0311"]
+    );
+    // Two fit, neither exactly.
+    assert_eq!(
+        codes("class C { pure int f(frac x) = 1; pure int f(rational x) = 2; void m() { assert f(1) == 1; } }"),
+        vec!["E0312"]
+    );
+    // An argument that is already wrong gives one error, not a second about overloads.
+    assert_eq!(
+        codes("class C { pure int f(int x) = 1; pure int f(boolean b) = 2; void m() { assert f(y) == 1; } }"),
+        vec!["E0201"]
+    );
+}
+
+#[test]
+fn overloads_apply_renames_declarations_and_calls() {
+    let src = "pure int twice(int x) = 2 * x;
+        pure int twice(int x, int y) = twice(x) + twice(y);
+        void m() { assert twice(1, 2) == 6; }";
+    let parsed = parse(src).unwrap();
+    let renamed = crate::check::resolve_overloads(&parsed.program).expect("overloaded");
+    let text = crate::syntax::print(&renamed, &Default::default());
+    assert!(text.contains("pure int twice(int)(int x)"), "{text}");
+    assert!(text.contains("twice(int)(x) + twice(int)(y)"), "{text}");
+    assert!(text.contains("twice(int, int)(1, 2)"), "{text}");
+    // A program without overloads is left alone (and the checker is not even run).
+    let plain = parse("pure int f(int x) = x;").unwrap();
+    assert!(crate::check::resolve_overloads(&plain.program).is_none());
+}

@@ -232,6 +232,10 @@ fn run_entry(
     limits: &Limits,
     launcher: Option<&mut dyn Launcher>,
 ) -> Result<Outcome, InterpError> {
+    // Methods are keyed by name: overloads get names of their own first
+    // (`sumArray(int[], int)`, which is also how an entry names one of them).
+    let resolved = crate::check::resolve_overloads(program);
+    let program = resolved.as_ref().unwrap_or(program);
     let index = Index::new(program);
     let (class, target) = index.find_entry(method)?;
     let m = match &target.kind {

@@ -1606,3 +1606,18 @@ fn a_launcher_runs_every_par_block_the_host_code_reaches_and_host_code_runs_betw
     assert!(matches!(e, InterpError::Launch { ref message, .. } if message == "no `k`"));
     assert_eq!(at(src, &e), "int t = 0 .. n");
 }
+
+#[test]
+fn overloads_run_the_declaration_their_arguments_choose() {
+    let src = "class C {
+        pure int pick(int x) = 1;
+        pure int pick(boolean b) = 2;
+        int bump(int x) { return x + 1; }
+        int bump(int x, int y) { return bump(x) + y; }
+        int m(int n) { return 100 * pick(true) + 10 * pick(n) + bump(n, 3) - bump(n); }
+    }";
+    // 200 + 10 + (n + 1 + 3) - (n + 1)
+    assert_eq!(int_result(src, "C.m", &[5]).unwrap(), 213);
+    // An overload is entered by its own name.
+    assert_eq!(int_result(src, "C.bump(int, int)", &[1, 2]).unwrap(), 4);
+}

@@ -171,6 +171,20 @@ impl Kernel {
     }
 }
 
+/// The OpenCL C name of a routine's PVL name: the name itself, or for an overload (named
+/// `pick(int)` by [`crate::check::Overloads`]) a C identifier made from it that no PVL name
+/// can be (`alp_o_`, the name's letters, a digest of the whole name).
+pub(crate) fn c_name(name: &str) -> String {
+    if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return name.to_string();
+    }
+    let letters: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("alp_o_{letters}_{:08x}", fnv1a(name.as_bytes()) as u32)
+}
+
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in bytes {
@@ -1068,7 +1082,7 @@ impl<'a> Generator<'a> {
                     .iter()
                     .map(|a| self.int(a))
                     .collect::<Result<Vec<_>, _>>()?;
-                Ok(format!("{}({})", name.name, args.join(", ")))
+                Ok(format!("{}({})", c_name(&name.name), args.join(", ")))
             }
             _ => Err(unsupported("this expression in kernel code")),
         }
@@ -1139,7 +1153,7 @@ impl<'a> Generator<'a> {
         Ok((
             format!(
                 "static {ret} {}({})",
-                function.name.name,
+                c_name(&function.name.name),
                 if params.is_empty() {
                     "void".to_string()
                 } else {

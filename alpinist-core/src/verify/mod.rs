@@ -251,7 +251,8 @@ pub fn verify_routines(
 /// What verifying one routine of `program` reads from the statements of the others (see
 /// `ProgramInfo::cross_routine_facts`), in words.
 pub fn cross_routine_facts(program: &Program) -> String {
-    ProgramInfo::new(program).cross_routine_facts()
+    let resolved = crate::check::resolve_overloads(program);
+    ProgramInfo::new(resolved.as_ref().unwrap_or(program)).cross_routine_facts()
 }
 
 /// [`verify_program`] for the one routine whose declaration holds `at` (the others are still
@@ -277,6 +278,9 @@ fn verify_selected(
     jobs: usize,
     selected: &(dyn Fn(Span) -> bool + Sync),
 ) -> Vec<MethodReport> {
+    // Routines are keyed by name: overloads get names of their own first.
+    let resolved = crate::check::resolve_overloads(program);
+    let program = resolved.as_ref().unwrap_or(program);
     // Vector blocks written without a contract are checked with the one their body implies.
     let completed = vector::with_contracts(program);
     let program = completed.as_ref().unwrap_or(program);

@@ -106,6 +106,9 @@ pub fn generate_method(
     method: &str,
     width: IntWidth,
 ) -> Result<MethodKernels, CodegenError> {
+    // Functions and methods are keyed by name: overloads get names of their own first.
+    let resolved = crate::check::resolve_overloads(program);
+    let program = resolved.as_ref().unwrap_or(program);
     let mut functions = HashMap::new();
     let mut found: Vec<(String, &Member)> = Vec::new();
     for item in &program.items {
@@ -167,11 +170,11 @@ pub fn generate_method(
     let mut kernels = String::new();
     let mut launches = Vec::new();
     if blocks.is_empty() {
-        let kernel = format!("alp_{}_body", m.name.name);
+        let kernel = format!("alp_{}_body", super::c_name(&m.name.name));
         launches.push(generator.whole_kernel(body, kernel, width, &mut kernels)?);
     }
     for (k, block) in blocks.into_iter().enumerate() {
-        let kernel = format!("alp_{}_{k}", m.name.name);
+        let kernel = format!("alp_{}_{k}", super::c_name(&m.name.name));
         let launch = generator.block_kernel(block, kernel, width, &mut kernels)?;
         launches.push(launch);
     }
@@ -322,6 +325,18 @@ impl Generator<'_> {
                 }
             }),
         };
+        self.captured.clear();
+        self.whole_method = true;
+        let mut code = String::new();
+        let generated = self.block_stmts(body, 1, &mut code);
+        self.whole_method = false;
+        generated?;
+        // Lengths the body reads (`a.length`) follow the parameters; the result is the last
+        // argument, where the launcher (`device_run.rs`) sets it.
+        for (name, var) in std::mem::take(&mut self.captured) {
+            params.push(parameter(&name, var, int));
+            args.push(LaunchArg { name, var });
+        }
         if let Some(var) = result {
             let array = if var == HostVar::Int {
                 HostVar::IntArray
@@ -329,17 +344,6 @@ impl Generator<'_> {
                 HostVar::BoolArray
             };
             params.push(parameter("alp_result", array, int));
-        }
-        self.captured.clear();
-        self.whole_method = true;
-        let mut code = String::new();
-        let generated = self.block_stmts(body, 1, &mut code);
-        self.whole_method = false;
-        generated?;
-        // Lengths the body reads (`a.length`) follow the parameters (and the result).
-        for (name, var) in std::mem::take(&mut self.captured) {
-            params.push(parameter(&name, var, int));
-            args.push(LaunchArg { name, var });
         }
         writeln!(out, "__kernel void {kernel}({}) {{", params.join(", ")).unwrap();
         out.push_str(&code);
@@ -482,6 +486,42 @@ mod tests {
             .source
             .contains("__kernel void alp_f_0(__global int* b, __global int* a, int k)"));
         assert!(k.source.contains("int i = 0 + (int)get_global_id(0);"));
+    }
+
+    #[test]
+    fn overloaded_functions_get_c_names_of_their_own() {
+        let k = kernels(
+            "pure int f(int x) = x + 1; pure int f(int x, int y) = x * y; \
+             void g(int n, int[] a) { par (int i = 0 .. n) { a[i] = f(a[i]) + f(a[i], 2); } }",
+            "g",
+        )
+        .unwrap();
+        // The definition (after the prototypes) of each overload, by the C name its call uses.
+        let defined = |c_name: &str| {
+            let at = k
+                .source
+                .rfind(&format!("static int {c_name}(int x"))
+                .unwrap();
+            let body = &k.source[at..];
+            body[body.find('{').unwrap()..body.find('}').unwrap()].to_string()
+        };
+        let call = k.source.lines().find(|l| l.contains("a[i] = ")).unwrap();
+        let names: Vec<&str> = call
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("alp_o_f_"))
+            .collect();
+        assert_eq!(names.len(), 2, "{call}");
+        assert_ne!(names[0], names[1]);
+        assert!(
+            defined(names[0]).contains("return (x + 1);"),
+            "{}",
+            k.source
+        );
+        assert!(
+            defined(names[1]).contains("return (x * y);"),
+            "{}",
+            k.source
+        );
     }
 
     #[test]

@@ -380,6 +380,20 @@ impl Member {
             }
         }
     }
+
+    /// [`Member::for_each_expr_deep`], mutably.
+    pub fn for_each_expr_deep_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
+        self.contract.for_each_expr_mut(f);
+        if let MemberKind::Method(method) = &mut self.kind {
+            match &mut method.body {
+                MethodBody::Block(b) => {
+                    b.stmts.iter_mut().for_each(|s| s.for_each_expr_deep_mut(f))
+                }
+                MethodBody::Expr(e) => f(e),
+                MethodBody::Abstract => {}
+            }
+        }
+    }
 }
 
 impl Method {
