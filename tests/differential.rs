@@ -534,3 +534,44 @@ fn tune_without_anything_to_try_or_with_too_many_variants_is_bad_input() {
         stderr(&output)
     );
 }
+
+/// Sizes beyond the interpreter's limits (here 4,096 threads of 16,384 steps each): the
+/// reference is the original's run on the first device (the precondition still checked on
+/// the interpreter), the optimised version skips the interpreter and runs on the devices.
+/// Without a device such a kernel cannot run at all (exit 2).
+#[test]
+fn beyond_the_interpreters_limits_the_reference_comes_from_a_device() {
+    let args = [
+        "run",
+        "examples/loop_unroll/repeated_add.pvl",
+        "--set",
+        "N=4096",
+        "--set",
+        "n=16384",
+    ];
+    if !devices_expected() {
+        let output = exits(&args, 2);
+        assert!(stderr(&output).contains("beyond the interpreter's limits"));
+        return;
+    }
+    let output = exits(&args, 0);
+    let out = stdout(&output);
+    let original = lines(&out, "original");
+    assert!(
+        original[0].ends_with("reference") && !original[0].contains("interpreter"),
+        "{}",
+        describe(&args, &output)
+    );
+    let optimised = lines(&out, "optimised");
+    assert!(
+        optimised[0].contains("interpreter")
+            && optimised[0].ends_with("skipped: beyond its limits"),
+        "{}",
+        describe(&args, &output)
+    );
+    assert!(
+        optimised[1..].iter().all(|l| l.ends_with("  same")) && optimised.len() > 1,
+        "{}",
+        describe(&args, &output)
+    );
+}

@@ -68,6 +68,13 @@ pub struct Input {
     pub ghosts: Vec<(String, Value)>,
 }
 
+impl Input {
+    /// The `given` ghost inputs as the interpreter takes them.
+    pub fn ghost_values(&self) -> Vec<(&str, Value)> {
+        self.ghosts.iter().map(|(n, v)| (n.as_str(), *v)).collect()
+    }
+}
+
 /// An admitted input and the original's run on it.
 #[derive(Clone, Debug)]
 pub struct Case {
@@ -94,9 +101,13 @@ pub enum CaseError {
     },
     #[error("the original fails on the interpreter with {input}: {error}")]
     OriginalFails { input: String, error: String },
-    /// The interpreter cannot run the original (a construct it does not model, a limit).
+    /// The interpreter cannot run the original (a construct it does not model).
     #[error("the interpreter cannot run the original: {error}")]
     NotRunnable { error: String },
+    /// The original's run needs more than the interpreter's limits (steps, threads, cells,
+    /// call depth): too large for a reference run here, not wrong.
+    #[error("the original's run is beyond the interpreter's limits: {error}")]
+    BeyondLimits { error: String },
 }
 
 /// The first difference between two runs of one method.
@@ -431,6 +442,41 @@ pub fn admitted_case(
     bits: u32,
     limits: &Limits,
 ) -> Result<Case, CaseError> {
+    let mut on_the_interpreter = |input: &Input, checked: &Limits| {
+        let ghosts = input.ghost_values();
+        interp::run_with_ghosts(
+            program,
+            method,
+            &input.args,
+            &ghosts,
+            input.memory.clone(),
+            checked,
+        )
+    };
+    admitted_case_with(
+        program,
+        method,
+        sizes,
+        seed,
+        bits,
+        limits,
+        &mut on_the_interpreter,
+    )
+}
+
+/// [`admitted_case`] with the original's run made by `reference` (given the input and the
+/// limits with specifications checked): a run whose par blocks go to a device where the
+/// interpreter alone would exceed its limits (the host code, and with it the entry
+/// precondition, still runs on the interpreter).
+pub fn admitted_case_with(
+    program: &Program,
+    method: &str,
+    sizes: &Sizes,
+    seed: u64,
+    bits: u32,
+    limits: &Limits,
+    reference: &mut dyn FnMut(&Input, &Limits) -> Result<Outcome, InterpError>,
+) -> Result<Case, CaseError> {
     let Some((member, m)) = find_method(program, method) else {
         return Err(CaseError::NoMethod {
             name: method.to_string(),
@@ -444,16 +490,7 @@ pub fn admitted_case(
     let mut reason = String::new();
     for attempt in 0..MAX_ATTEMPTS {
         let input = draw(member, m, sizes, seed.wrapping_add(u64::from(attempt)))?;
-        let ghosts: Vec<(&str, Value)> =
-            input.ghosts.iter().map(|(n, v)| (n.as_str(), *v)).collect();
-        match interp::run_with_ghosts(
-            program,
-            method,
-            &input.args,
-            &ghosts,
-            input.memory.clone(),
-            &checked,
-        ) {
+        match reference(&input, &checked) {
             Ok(reference) => {
                 if let Some(beyond) = beyond_bits(&input, &reference, m, bits) {
                     reason = beyond;
@@ -465,6 +502,11 @@ pub fn admitted_case(
             Err(e) if e.is_failure() => {
                 return Err(CaseError::OriginalFails {
                     input: show_input(&input),
+                    error: e.to_string(),
+                })
+            }
+            Err(e @ (InterpError::StepLimit { .. } | InterpError::ResourceLimit { .. })) => {
+                return Err(CaseError::BeyondLimits {
                     error: e.to_string(),
                 })
             }
@@ -751,6 +793,48 @@ mod tests {
             matches!(e, CaseError::Infeasible { attempts: 20, .. }),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_run_beyond_the_interpreters_limits_is_told_apart_and_another_reference_is_taken() {
+        let p = program(SCALE);
+        let small = Limits {
+            max_threads: 8,
+            ..Limits::default()
+        };
+        let e = admitted_case(&p, "scale", &Sizes::default(), 1, 32, &small).unwrap_err();
+        assert!(matches!(e, CaseError::BeyondLimits { .. }), "{e}");
+        let tiny_memory = Limits {
+            max_cells: 16,
+            ..Limits::default()
+        };
+        let e = admitted_case(&p, "scale", &Sizes::default(), 1, 32, &tiny_memory).unwrap_err();
+        assert!(matches!(e, CaseError::BeyondLimits { .. }), "{e}");
+        // A reference made elsewhere (a device, in `run`): the precondition still decides
+        // which draws are admitted, and its run is the case's reference.
+        let mut calls = 0;
+        let case = admitted_case_with(
+            &p,
+            "scale",
+            &Sizes::default(),
+            1,
+            32,
+            &Limits::default(),
+            &mut |input, checked| {
+                calls += 1;
+                interp::admits(&p, "scale", &input.args, &[], input.memory.clone(), checked)?;
+                interp::run(
+                    &p,
+                    "scale",
+                    &input.args,
+                    input.memory.clone(),
+                    &Limits::default(),
+                )
+            },
+        )
+        .expect("admitted");
+        assert_eq!(calls, 1);
+        assert!(case.reference.memory.total_cells() > 0);
     }
 
     #[test]

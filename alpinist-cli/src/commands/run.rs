@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use alpinist_core::differential::{self, Case, CaseError, Layout, Sizes};
+use alpinist_core::differential::{self, Case, CaseError, Input, Layout, Sizes};
 use alpinist_core::interp::{self, InterpError, Limits, Outcome};
 use alpinist_core::opencl::codegen::{self, IntWidth};
 use alpinist_core::pipeline::{self, Stop};
@@ -373,6 +373,86 @@ fn optimised_version(
     }
 }
 
+/// The interpreter's limits for host code whose par blocks run on a device: the steps of the
+/// host code and the threads and cells of a launch are the device's business.
+fn beyond_the_interpreter(limits: &Limits) -> Limits {
+    Limits {
+        max_steps: limits.max_steps.saturating_mul(100),
+        max_threads: u64::MAX,
+        max_cells: limits.max_cells.saturating_mul(4),
+        ..limits.clone()
+    }
+}
+
+/// The case of `method` with the original's run on `device` as its reference, for sizes
+/// beyond the interpreter's limits: a method with par blocks only, whose host code — and with
+/// it the entry precondition that admits the input — runs on the interpreter.
+fn reference_on_device(
+    original: &Version,
+    method: &str,
+    sizes: &Sizes,
+    args: &RunArgs,
+    width: IntWidth,
+    device: &devices::Device,
+    limits: &Limits,
+) -> Result<Case, CaseError> {
+    let kernels = codegen::generate_method(&original.program, method, width).map_err(|e| {
+        CaseError::NotRunnable {
+            error: e.to_string(),
+        }
+    })?;
+    if kernels.launches.iter().any(|l| {
+        matches!(
+            l.shape,
+            alpinist_core::opencl::codegen::ThreadShape::Single { .. }
+        )
+    }) {
+        return Err(CaseError::BeyondLimits {
+            error: "a method without a par block runs as one work-item, where nothing checks \
+                    its precondition: give smaller sizes"
+                .into(),
+        });
+    }
+    let bits = match width {
+        IntWidth::Bits32 => 32,
+        IntWidth::Bits64 => 64,
+    };
+    differential::admitted_case_with(
+        &original.program,
+        method,
+        sizes,
+        args.inputs.seed,
+        bits,
+        limits,
+        &mut |input, checked| {
+            // The precondition on the interpreter; the run with its par blocks on the device
+            // (a run that launches checks no specifications).
+            let ghosts = input.ghost_values();
+            let memory = input.memory.clone();
+            interp::admits(
+                &original.program,
+                method,
+                &input.args,
+                &ghosts,
+                memory,
+                checked,
+            )?;
+            let unchecked = Limits {
+                check_specs: false,
+                ..checked.clone()
+            };
+            match devices::run(device, &kernels, &original.program, input, &unchecked) {
+                Ok(outcome) => Ok(outcome),
+                Err(DeviceFailure::Run(e)) => Err(e),
+                Err(DeviceFailure::Environment(message)) => Err(InterpError::Launch {
+                    message,
+                    span: original.program.span,
+                }),
+            }
+        },
+    )
+}
+
 /// The matrices `requests` store as one array (matrix linearisation), with their layouts.
 pub(crate) fn layouts_of(requests: &[pipeline::Request]) -> Vec<Layout> {
     requests
@@ -407,12 +487,15 @@ fn run_method(
     let text = Text {
         to_stderr: timing.is_some_and(|t| t.lines_to_stderr),
     };
-    let limits = Limits::default();
+    let mut limits = Limits::default();
     let bits = match width {
         IntWidth::Bits32 => 32,
         IntWidth::Bits64 => 64,
     };
-    let case = match differential::admitted_case(
+    // The reference: the original on the interpreter, or where that is beyond its limits,
+    // the original on the first device (its host code still on the interpreter).
+    let mut reference_device: Option<&devices::Device> = None;
+    let admitted = match differential::admitted_case(
         &original.program,
         method,
         sizes,
@@ -420,6 +503,14 @@ fn run_method(
         bits,
         &limits,
     ) {
+        Err(CaseError::BeyondLimits { .. }) if !devices.is_empty() => {
+            limits = beyond_the_interpreter(&limits);
+            reference_device = Some(&devices[0]);
+            reference_on_device(original, method, sizes, args, width, &devices[0], &limits)
+        }
+        other => other,
+    };
+    let case = match admitted {
         Ok(case) => case,
         Err(e @ CaseError::OriginalFails { .. }) => {
             emit_plain(format_args!("{method}: {e}"));
@@ -473,10 +564,11 @@ fn run_method(
     };
     let input = differential::show_input(&case.input);
     text.say(format_args!("{method} ({input})"));
+    let reference_on = reference_device.map_or(INTERPRETER.to_string(), |d| d.name());
     text.say(format_args!(
         "  {:<l$} {:<w$}  reference",
         "original",
-        INTERPRETER,
+        reference_on,
         l = line.label,
         w = line.column
     ));
@@ -499,7 +591,16 @@ fn run_method(
             args: &run_case.input.args,
             layouts: &version.layouts,
         };
-        if version.label != original.label {
+        if version.label != original.label && reference_device.is_some() {
+            // Verified versions (`tune`'s) are free of out-of-bounds accesses; any other is
+            // run on the devices without the interpreter's screening at these sizes.
+            text.say(format_args!(
+                "  {:<l$} {INTERPRETER:<w$}  skipped: beyond its limits",
+                version.label,
+                l = line.label,
+                w = line.column
+            ));
+        } else if version.label != original.label {
             let run = interp::run(
                 &version.program,
                 method,
@@ -538,20 +639,28 @@ fn run_method(
             }
         };
         for device in devices {
-            let run = match devices::run(device, &kernels, &version.program, &run_case, &limits) {
-                Ok(outcome) => Ok(outcome),
-                Err(DeviceFailure::Environment(message)) => {
-                    emit_plain(format_args!("{}: {message}", device.name()));
-                    return Exit::Environment;
-                }
-                Err(DeviceFailure::Run(e)) => Err(e),
-            };
+            let run =
+                match devices::run(device, &kernels, &version.program, &run_case.input, &limits) {
+                    Ok(outcome) => Ok(outcome),
+                    Err(DeviceFailure::Environment(message)) => {
+                        emit_plain(format_args!("{}: {message}", device.name()));
+                        return Exit::Environment;
+                    }
+                    Err(DeviceFailure::Run(e)) => Err(e),
+                };
             let reported = line.report(version, &device.name(), run, &compared);
             exit = exit.max(reported);
             let Some(Timing { reps, .. }) = timing.filter(|_| reported == Exit::Success) else {
                 continue;
             };
-            match devices::time(device, &kernels, &version.program, &run_case, &limits, reps) {
+            match devices::time(
+                device,
+                &kernels,
+                &version.program,
+                &run_case.input,
+                &limits,
+                reps,
+            ) {
                 Ok(samples) => {
                     let timings = Timings::of(&samples);
                     line.timing(&timings);
@@ -908,7 +1017,7 @@ pub(crate) mod devices {
 
     use std::time::Instant;
 
-    use super::{Case, DeviceFailure, Sample};
+    use super::{DeviceFailure, Input, Sample};
     use crate::diagnostics::emit_plain;
     use crate::exit::Exit;
 
@@ -942,13 +1051,13 @@ pub(crate) mod devices {
         device: &Device,
         kernels: &MethodKernels,
         program: &Program,
-        case: &Case,
+        input: &Input,
         limits: &Limits,
     ) -> Result<Outcome, DeviceFailure> {
         let mut launcher = DeviceLauncher::new(kernels, &device.0)
             .map_err(|e| DeviceFailure::Environment(e.to_string()))?;
         launcher
-            .run(program, &case.input.args, case.input.memory.clone(), limits)
+            .run(program, &input.args, input.memory.clone(), limits)
             .map_err(DeviceFailure::Run)
     }
 
@@ -957,7 +1066,7 @@ pub(crate) mod devices {
         device: &Device,
         kernels: &MethodKernels,
         program: &Program,
-        case: &Case,
+        input: &Input,
         limits: &Limits,
         reps: u32,
     ) -> Result<Vec<Sample>, DeviceFailure> {
@@ -968,7 +1077,7 @@ pub(crate) mod devices {
             let kernel_before = launcher.kernel_time;
             let started = Instant::now();
             launcher
-                .run(program, &case.input.args, case.input.memory.clone(), limits)
+                .run(program, &input.args, input.memory.clone(), limits)
                 .map_err(DeviceFailure::Run)?;
             if rep > 0 {
                 samples.push(Sample {
@@ -987,7 +1096,7 @@ pub(crate) mod devices {
     use alpinist_core::opencl::codegen::MethodKernels;
     use alpinist_core::syntax::Program;
 
-    use super::{Case, DeviceFailure, Sample};
+    use super::{DeviceFailure, Input, Sample};
     use crate::exit::Exit;
 
     pub enum Device {}
@@ -1014,7 +1123,7 @@ pub(crate) mod devices {
         device: &Device,
         _: &MethodKernels,
         _: &Program,
-        _: &Case,
+        _: &Input,
         _: &Limits,
     ) -> Result<Outcome, DeviceFailure> {
         match *device {}
@@ -1024,7 +1133,7 @@ pub(crate) mod devices {
         device: &Device,
         _: &MethodKernels,
         _: &Program,
-        _: &Case,
+        _: &Input,
         _: &Limits,
         _: u32,
     ) -> Result<Vec<Sample>, DeviceFailure> {

@@ -172,7 +172,26 @@ pub fn run_with_ghosts(
     memory: Memory,
     limits: &Limits,
 ) -> Result<Outcome, InterpError> {
-    run_entry(program, method, args, ghosts, memory, limits, None)
+    run_entry(program, method, args, ghosts, memory, limits, None, false)
+}
+
+/// Whether the input satisfies `method`'s entry precondition, values and permissions, as a
+/// run with [`Limits::check_specs`] checks it at entry — without running the body: for a run
+/// too large for the interpreter whose par blocks go to a device ([`run_launching`], which
+/// checks no specifications). `Err(Infeasible)` where it does not hold.
+pub fn admits(
+    program: &Program,
+    method: &str,
+    args: &[Value],
+    ghosts: &[(&str, Value)],
+    memory: Memory,
+    limits: &Limits,
+) -> Result<(), InterpError> {
+    let checked = Limits {
+        check_specs: true,
+        ..limits.clone()
+    };
+    run_entry(program, method, args, ghosts, memory, &checked, None, true).map(|_| ())
 }
 
 /// [`run`], with every par block the host code reaches (outside any thread) handed to
@@ -192,7 +211,16 @@ pub fn run_launching(
             "specifications cannot be checked in a run that launches par blocks elsewhere".into(),
         ));
     }
-    run_entry(program, method, args, &[], memory, limits, Some(launcher))
+    run_entry(
+        program,
+        method,
+        args,
+        &[],
+        memory,
+        limits,
+        Some(launcher),
+        false,
+    )
 }
 
 /// Runs par blocks somewhere else than the interpreter (an OpenCL device); see
@@ -231,6 +259,7 @@ fn run_entry(
     memory: Memory,
     limits: &Limits,
     launcher: Option<&mut dyn Launcher>,
+    stop_after_entry: bool,
 ) -> Result<Outcome, InterpError> {
     // Methods are keyed by name: overloads get names of their own first
     // (`sumArray(int[], int)`, which is also how an entry names one of them).
@@ -280,12 +309,15 @@ fn run_entry(
         ghost_bindings.push((param.name.name.as_str(), v));
     }
     if memory.total_cells() as u64 > limits.max_cells {
-        return Err(InterpError::BadCall(format!(
-            "the arguments hold more than {} cells",
-            limits.max_cells
-        )));
+        // A limit, not a bad call: `run` then takes its reference from a device.
+        return Err(InterpError::ResourceLimit {
+            what: "memory cells (in the arguments)",
+            limit: limits.max_cells,
+            span: m.name.span,
+        });
     }
     let mut machine = Machine::new(&index, memory, limits);
+    machine.stop_after_entry = stop_after_entry;
     if let Some(launcher) = launcher {
         // Re-borrowed for the machine's lifetime (an `Option` would not coerce).
         machine.launcher = Some(launcher);
@@ -432,6 +464,8 @@ pub(crate) struct Machine<'p, 'i> {
     old_cache: HashMap<usize, bool>,
     /// Where par blocks reached outside any thread run ([`run_launching`]); `None`: here.
     launcher: Option<&'i mut dyn Launcher>,
+    /// [`admits`]: the entry method's precondition is checked, its body not run.
+    stop_after_entry: bool,
 }
 
 impl<'p, 'i> Machine<'p, 'i> {
@@ -450,6 +484,7 @@ impl<'p, 'i> Machine<'p, 'i> {
             tracking: limits.check_specs,
             old_cache: HashMap::new(),
             launcher: None,
+            stop_after_entry: false,
         }
     }
 
@@ -513,6 +548,9 @@ impl<'p, 'i> Machine<'p, 'i> {
         let checking = self.limits.check_specs && !m.is_function();
         if checking {
             self.enter(caller.as_deref_mut(), &mut env, member, m, call_span)?;
+            if caller.is_none() && self.stop_after_entry {
+                return Ok(None);
+            }
         } else if self.limits.check_specs && !m.modifiers.contains(&crate::syntax::Modifier::Inline)
         {
             self.apply(&mut env, member, m, call_span)?;

@@ -1621,3 +1621,35 @@ fn overloads_run_the_declaration_their_arguments_choose() {
     // An overload is entered by its own name.
     assert_eq!(int_result(src, "C.bump(int, int)", &[1, 2]).unwrap(), 4);
 }
+
+#[test]
+fn admits_checks_the_entry_precondition_without_running_the_body() {
+    let src = "requires n > 2;
+        void f(int n) { assert false; }";
+    let p = program(src);
+    // The body's `assert false` is never reached: only the precondition is checked.
+    assert_eq!(
+        admits(
+            &p,
+            "f",
+            &[Value::Int(3)],
+            &[],
+            Memory::new(),
+            &Limits::default()
+        ),
+        Ok(())
+    );
+    let e = admits(
+        &p,
+        "f",
+        &[Value::Int(2)],
+        &[],
+        Memory::new(),
+        &Limits::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, InterpError::Infeasible { .. }), "{e:?}");
+    // A run of the same input does reach the body.
+    let e = run_err(&p, "f", &[Value::Int(3)], Memory::new());
+    assert!(matches!(e, InterpError::AssertFailed { .. }), "{e:?}");
+}
