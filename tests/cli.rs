@@ -182,7 +182,7 @@ fn report_without_documents_is_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let empty = run(&["report", dir.path().to_str().unwrap()]);
     assert_eq!(empty.status.code(), Some(2));
-    assert!(stderr(&empty).contains("no `alpinist optimise --json` documents"));
+    assert!(stderr(&empty).contains("no `alpinist optimise --json` or `bench --json` documents"));
     let missing = run(&["report", "no/such/dir"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(stderr(&missing).contains("no/such/dir"));

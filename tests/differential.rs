@@ -575,3 +575,32 @@ fn beyond_the_interpreters_limits_the_reference_comes_from_a_device() {
         describe(&args, &output)
     );
 }
+
+/// `report` reads `bench --json` documents beside `optimise --json` ones: a run-time table
+/// after the verification tables, and the kernel times in a second panel of the chart.
+#[test]
+fn report_shows_run_times_from_bench_beside_verification_times() {
+    let file = "examples/tiling/saxpy_inter.pvl";
+    let bench_args = ["bench", file, "--reps", "2", "--json"];
+    let Some((_, bench_doc)) = bench(&bench_args, 0) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bench.json"), &bench_doc).unwrap();
+    let optimised = exits(&["optimise", file, "--json"], 0);
+    std::fs::write(dir.path().join("optimise.json"), stdout(&optimised)).unwrap();
+    let folder = dir.path().to_str().unwrap();
+    let md = stdout(&exits(&["report", folder], 0));
+    assert!(md.contains("after / before"), "{md}");
+    let timed = md
+        .lines()
+        .find(|l| l.starts_with(&format!("| {file} | SaxpyInter.saxpy |")))
+        .unwrap_or_else(|| panic!("no run-time row: {md}"));
+    assert!(
+        timed.contains("| optimised |") && timed.ends_with("x |"),
+        "{timed}"
+    );
+    let svg = stdout(&exits(&["report", folder, "--format", "svg"], 0));
+    assert!(svg.contains("kernel time (right)"), "{svg}");
+    assert_eq!(svg.matches("<rect").count(), 4, "{svg}");
+}

@@ -1,5 +1,6 @@
 //! `alpinist report PATH... [--format md|json|csv|svg]`: summarises the documents of
-//! `alpinist optimise --json` found under the paths (directories are searched recursively for
+//! `alpinist optimise --json` (verification times) and `alpinist bench --json` (run times)
+//! found under the paths (directories are searched recursively for
 //! `*.json`, files are read as given), in one format on standard output.
 //!
 //! Every `.json` file that is not such a document is named on standard error with the reason
@@ -8,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use alpinist_core::report::{self, Row};
+use alpinist_core::report::{self, Document, Row, RunTime};
 
 use crate::diagnostics::emit_plain;
 use crate::exit::Exit;
@@ -22,7 +23,8 @@ pub enum Format {
     Json,
     /// One record per document and method.
     Csv,
-    /// A bar chart of the verification time before and after, per document.
+    /// A bar chart of the verification time before and after, per document (and of the
+    /// kernel time, beside it, where `bench` documents were read).
     Svg,
 }
 
@@ -42,19 +44,28 @@ pub fn run(paths: &[PathBuf], format: Format) -> Exit {
         }
     }
     let mut rows: Vec<Row> = Vec::new();
+    let mut runs: Vec<RunTime> = Vec::new();
+    let mut documents = 0;
     for file in &files {
         let read = std::fs::read_to_string(file)
             .map_err(|e| e.to_string())
             .and_then(|text| report::read_document(&text).map_err(|e| e.to_string()));
         match read {
-            Ok(row) => rows.push(row),
+            Ok(Document::Optimised(row)) => {
+                documents += 1;
+                rows.push(row);
+            }
+            Ok(Document::Timed(timed)) => {
+                documents += 1;
+                runs.extend(timed);
+            }
             Err(reason) => eprintln!("warning: skipped {}: {reason}", file.display()),
         }
     }
-    if rows.is_empty() {
+    if documents == 0 {
         emit_plain(format_args!(
-            "no `alpinist optimise --json` documents in {} ({} .json file(s) read); write them \
-             with `alpinist optimise --json FILE > DIR/NAME.json`",
+            "no `alpinist optimise --json` or `bench --json` documents in {} ({} .json file(s) \
+             read); write them with `alpinist optimise --json FILE > DIR/NAME.json`",
             paths
                 .iter()
                 .map(|p| p.display().to_string())
@@ -65,18 +76,18 @@ pub fn run(paths: &[PathBuf], format: Format) -> Exit {
         return Exit::BadInput;
     }
     let text = match format {
-        Format::Md => report::markdown(&rows),
+        Format::Md => report::markdown(&rows, &runs),
         Format::Json => {
-            serde_json::to_string_pretty(&report::json(&rows)).unwrap_or_default() + "\n"
+            serde_json::to_string_pretty(&report::json(&rows, &runs)).unwrap_or_default() + "\n"
         }
-        Format::Csv => match report::csv(&rows) {
+        Format::Csv => match report::csv(&rows, &runs) {
             Ok(text) => text,
             Err(e) => {
                 emit_plain(format_args!("writing CSV: {e}"));
                 return Exit::Environment;
             }
         },
-        Format::Svg => report::svg(&rows),
+        Format::Svg => report::svg(&rows, &runs),
     };
     print!("{text}");
     Exit::Success
