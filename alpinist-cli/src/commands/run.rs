@@ -93,7 +93,8 @@ pub(crate) struct Timing {
     pub(crate) lines_to_stderr: bool,
 }
 
-/// Where the result lines go: stdout, or stderr where stdout is `bench --json`'s document.
+/// Where the result lines go: stdout, or stderr where stdout is `bench --json`'s document or
+/// `tune`'s program.
 #[derive(Clone, Copy)]
 struct Text {
     to_stderr: bool,
@@ -157,8 +158,6 @@ fn run_timed(args: &RunArgs, timing: Option<Timing>) -> Exit {
         Ok(v) => v,
         Err(exit) => return exit,
     };
-    // A named method and every kernel must run; another method that cannot is listed as
-    // skipped, with the reason.
     let devices = match devices::select(args.platform.as_deref()) {
         Ok(d) => d,
         Err(exit) => return exit,
@@ -251,6 +250,8 @@ fn run_versions(
             return Exit::BadInput;
         }
     };
+    // A named method and every kernel must run; another method that cannot is listed as
+    // skipped, with the reason.
     let methods: Vec<(String, bool)> = match &args.inputs.method {
         Some(m) => vec![(m.clone(), true)],
         None => differential::runnable_methods(&original.program)

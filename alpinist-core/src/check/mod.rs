@@ -10,8 +10,10 @@
 //!   `.`, methods (of the class, of another class by `C.m`/`o.m`, top-level ones), classes,
 //!   barrier labels (an enclosing par block), `atomic` names (an enclosing `invariant`) and
 //!   ghost arguments (`with`/`then` name `given`/`yields` parameters of the callee).
-//! - No name is declared twice in one scope (classes, fields, methods, parameters, locals of
-//!   one block, binders of one quantifier).
+//! - No name is declared twice in one scope (classes, fields, parameters, locals of one
+//!   block, binders of one quantifier); a method, function or predicate only with other
+//!   parameters (an overload), and every call reaches exactly one declaration
+//!   ([`Checked::overloads`] records which, where a name is overloaded).
 //! - Every expression has a type under VerCors' rules, so a later Z3 encoding is well-sorted:
 //!   `&&`/`||`/`!` on booleans only (a resource under `&&` is an error, as in VerCors); `**`,
 //!   `\forall*`, `Perm`, `PointsTo`, predicate applications and `b ==> R` are resources, and a
