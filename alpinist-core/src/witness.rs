@@ -262,6 +262,10 @@ pub fn search(program: &Program, at: Span, budget: &Budget) -> Search {
     let Some(inputs) = Inputs::new(member, m) else {
         return found;
     };
+    // Named apart once here, not by the interpreter at every run (a run resolves overloads
+    // itself, which for a program with overloads means type-checking it again).
+    let resolved = crate::check::resolve_overloads(program);
+    let runnable = resolved.as_ref().unwrap_or(program);
     let start = Instant::now();
     let mut unsupported = 0;
     for ints in tuples(inputs.ints.len(), budget.max_int) {
@@ -273,7 +277,7 @@ pub fn search(program: &Program, at: Span, budget: &Budget) -> Search {
         };
         found.runs += 1;
         let ghosts: Vec<(&str, Value)> = ghosts.iter().map(|(n, v)| (n.as_str(), *v)).collect();
-        match interp::run_with_ghosts(program, &entry, &args, &ghosts, memory, &budget.limits) {
+        match interp::run_with_ghosts(runnable, &entry, &args, &ghosts, memory, &budget.limits) {
             Ok(_) => {
                 unsupported = 0;
                 found.passed += 1;

@@ -386,14 +386,17 @@ fn beyond_the_interpreter(limits: &Limits) -> Limits {
 }
 
 /// The case of `method` with the original's run on `device` as its reference, for sizes
-/// beyond the interpreter's limits: a method with par blocks only, whose host code — and with
-/// it the entry precondition that admits the input — runs on the interpreter.
+/// beyond the interpreter's limits (`bits`: `width`'s integers): a method with par blocks
+/// only, whose host code — and with it the entry precondition that admits the input — runs
+/// on the interpreter.
+#[allow(clippy::too_many_arguments)]
 fn reference_on_device(
     original: &Version,
     method: &str,
     sizes: &Sizes,
     args: &RunArgs,
     width: IntWidth,
+    bits: u32,
     device: &devices::Device,
     limits: &Limits,
 ) -> Result<Case, CaseError> {
@@ -414,10 +417,6 @@ fn reference_on_device(
                 .into(),
         });
     }
-    let bits = match width {
-        IntWidth::Bits32 => 32,
-        IntWidth::Bits64 => 64,
-    };
     differential::admitted_case_with(
         &original.program,
         method,
@@ -507,7 +506,16 @@ fn run_method(
         Err(CaseError::BeyondLimits { .. }) if !devices.is_empty() => {
             limits = beyond_the_interpreter(&limits);
             reference_device = Some(&devices[0]);
-            reference_on_device(original, method, sizes, args, width, &devices[0], &limits)
+            reference_on_device(
+                original,
+                method,
+                sizes,
+                args,
+                width,
+                bits,
+                &devices[0],
+                &limits,
+            )
         }
         other => other,
     };
