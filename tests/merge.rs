@@ -143,6 +143,11 @@ fn merged_examples_compute_what_the_originals_compute() {
         ("fill_length.pvl", "fill", vec![(vec![], vec![vec![1; 12]])]),
         ("nested_rows.pvl", "run", vec![(vec![], vec![])]),
         (
+            "repeated_add_fixed.pvl",
+            "repeat",
+            vec![(vec![3], vec![vec![1, -2, 3], vec![4, 5, 0]])],
+        ),
+        (
             "for_countdown_fill.pvl",
             "fill",
             vec![(vec![], vec![vec![0, 3, 0, 3, 0, 3, 0, 3, 0, 3]])],

@@ -8,6 +8,7 @@ mod commands;
 mod diagnostics;
 mod exit;
 mod input;
+mod progress;
 mod worker;
 
 use clap::{Parser, Subcommand, ValueEnum};

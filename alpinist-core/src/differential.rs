@@ -10,7 +10,10 @@
 //! - An array parameter's length: `--set NAME.length=VALUE`, else what the precondition says
 //!   (`a.length == e`, `\array(a, e)`, see [`crate::inputs::length_of`]), else the default.
 //!   Its cells: seeded at random in `0..CELL_RANGE` (non-negative and small, so `/` and `%`
-//!   get non-negative operands and sums stay far from 32 bits), booleans at random.
+//!   get non-negative operands and sums stay far from 32 bits), booleans at random. A
+//!   sequence parameter (or `given` sequence): the copy of an array argument before it of its
+//!   length, where there is one (the usual mirror of the input, related cell by cell), else
+//!   drawn as an array's cells.
 //! - The input is then **checked by the interpreter**: the reference run evaluates the
 //!   precondition (values and permissions, `Limits::check_specs`). An input it refutes or
 //!   cannot decide is drawn again from the next seed of the sequence, up to
@@ -278,10 +281,16 @@ pub fn draw(member: &Member, m: &Method, sizes: &Sizes, seed: u64) -> Result<Inp
                         len,
                     },
                 )?;
-                let cells = (0..n).map(|_| draw_cell(&mut random, ints)).collect();
+                let cells: Vec<Value> = (0..n).map(|_| draw_cell(&mut random, ints)).collect();
                 shown.push(format!("{name}.length = {n}"));
                 args.push(match &p.ty.kind {
-                    TypeKind::Seq(_) => Value::Seq(memory.alloc_seq(cells)),
+                    // As a `given` sequence: the copy of an array argument drawn before it,
+                    // where one has its length (a mirror of the input the contract relates
+                    // cell by cell), else random.
+                    TypeKind::Seq(_) => {
+                        let cells = array_of_length(&args, &memory, n, ints).unwrap_or(cells);
+                        Value::Seq(memory.alloc_seq(cells))
+                    }
                     _ => Value::Array(memory.alloc(cells)),
                 });
             }
@@ -336,21 +345,9 @@ fn draw_ghosts(
                 else {
                     continue;
                 };
-                let copy = args.iter().find_map(|a| match a {
-                    Value::Array(r) => memory.get(*r).filter(|cells| {
-                        cells.len() == len
-                            && cells.first().is_none_or(|c| {
-                                matches!(c, Value::Int(_)) == (elem.kind == TypeKind::Int)
-                            })
-                    }),
-                    _ => None,
-                });
-                let elems = match copy {
-                    Some(cells) => cells.to_vec(),
-                    None => (0..len)
-                        .map(|_| draw_cell(random, elem.kind == TypeKind::Int))
-                        .collect(),
-                };
+                let ints = elem.kind == TypeKind::Int;
+                let elems = array_of_length(args, memory, len, ints)
+                    .unwrap_or_else(|| (0..len).map(|_| draw_cell(random, ints)).collect());
                 Value::Seq(memory.alloc_seq(elems))
             }
             _ => continue,
@@ -358,6 +355,23 @@ fn draw_ghosts(
         ghosts.push((name.clone(), value));
     }
     ghosts
+}
+
+/// The cells of the first array argument of length `len` whose cells are integers (`ints`)
+/// or booleans: what a sequence input mirroring it starts as.
+fn array_of_length(args: &[Value], memory: &Memory, len: usize, ints: bool) -> Option<Vec<Value>> {
+    args.iter().find_map(|a| match a {
+        Value::Array(r) => memory
+            .get(*r)
+            .filter(|cells| {
+                cells.len() == len
+                    && cells
+                        .first()
+                        .is_none_or(|c| matches!(c, Value::Int(_)) == ints)
+            })
+            .map(<[Value]>::to_vec),
+        _ => None,
+    })
 }
 
 /// One array cell: an integer in `0..CELL_RANGE`, or a boolean.

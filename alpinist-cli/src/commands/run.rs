@@ -662,14 +662,21 @@ fn run_method(
             let Some(Timing { reps, .. }) = timing.filter(|_| reported == Exit::Success) else {
                 continue;
             };
-            match devices::time(
+            let bar = crate::progress::bar(
+                u64::from(reps) + 1,
+                format!("timing {} on {}", version.label, device.name()),
+            );
+            let timed_runs = devices::time(
                 device,
                 &kernels,
                 &version.program,
                 &run_case.input,
                 &limits,
                 reps,
-            ) {
+                &|| bar.inc(1),
+            );
+            bar.finish_and_clear();
+            match timed_runs {
                 Ok(samples) => {
                     let timings = Timings::of(&samples);
                     line.timing(&timings);
@@ -1070,7 +1077,8 @@ pub(crate) mod devices {
             .map_err(DeviceFailure::Run)
     }
 
-    /// `reps` timed runs of the case after one untimed one (the program compiled once).
+    /// `reps` timed runs of the case after one untimed one (the program compiled once);
+    /// `ran` after each run.
     pub(super) fn time(
         device: &Device,
         kernels: &MethodKernels,
@@ -1078,6 +1086,7 @@ pub(crate) mod devices {
         input: &Input,
         limits: &Limits,
         reps: u32,
+        ran: &dyn Fn(),
     ) -> Result<Vec<Sample>, DeviceFailure> {
         let mut launcher = DeviceLauncher::new(kernels, &device.0)
             .map_err(|e| DeviceFailure::Environment(e.to_string()))?;
@@ -1088,6 +1097,7 @@ pub(crate) mod devices {
             launcher
                 .run(program, &input.args, input.memory.clone(), limits)
                 .map_err(DeviceFailure::Run)?;
+            ran();
             if rep > 0 {
                 samples.push(Sample {
                     kernel: launcher.kernel_time - kernel_before,
@@ -1145,6 +1155,7 @@ pub(crate) mod devices {
         _: &Input,
         _: &Limits,
         _: u32,
+        _: &dyn Fn(),
     ) -> Result<Vec<Sample>, DeviceFailure> {
         match *device {}
     }

@@ -175,6 +175,10 @@ fn tune_here(args: &TuneArgs) -> Exit {
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |j| j as usize,
     );
+    let bar = crate::progress::bar(
+        planned.len() as u64,
+        format!("optimising and reverifying {} variants", planned.len()),
+    );
     let next = AtomicUsize::new(0);
     let verdicts: Mutex<Vec<Option<Result<Verdict, Stop>>>> =
         Mutex::new((0..planned.len()).map(|_| None).collect());
@@ -187,9 +191,11 @@ fn tune_here(args: &TuneArgs) -> Exit {
                 };
                 let verdict = verdict_of(requests, &parsed, &settings, &at);
                 verdicts.lock().unwrap_or_else(|e| e.into_inner())[k] = Some(verdict);
+                bar.inc(1);
             });
         }
     });
+    bar.finish_and_clear();
     let verdicts: Vec<Result<Verdict, Stop>> = verdicts
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
