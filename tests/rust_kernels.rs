@@ -20,6 +20,8 @@ mod kernels {
     include!("data/rust/ok/mirror.rs");
     include!("data/rust/ok/spread_max.rs");
     include!("data/rust/ok/two_halves.rs");
+    include!("data/rust/ok/repeated_add_unrolled.rs");
+    include!("data/rust/ok/scale_tiled.rs");
 }
 
 use kernels::*;
@@ -76,6 +78,8 @@ fn every_kernel_was_verified_when_it_compiled() {
         mirror::VERIFIED,
         spread_max::VERIFIED,
         two_halves::total::VERIFIED,
+        repeated_add_unrolled::VERIFIED,
+        scale_tiled::VERIFIED,
     ] {
         // ALPINIST_VERIFY=0 at build time skips the proofs; CI never sets it.
         if std::env::var_os("ALPINIST_VERIFY").is_none() {
@@ -83,6 +87,11 @@ fn every_kernel_was_verified_when_it_compiled() {
         }
     }
     assert!(vector_add::PVL.contains("par threads1(int tid = 0 .. n)"));
+    // `#[gpuopt(..)]`: PVL is the optimised kernel (without verification, the request).
+    if std::env::var_os("ALPINIST_VERIFY").is_none() {
+        assert!(!repeated_add_unrolled::PVL.contains("gpuopt"));
+        assert!(scale_tiled::PVL.contains("(n + 3) / 4"));
+    }
     assert_ne!(vector_add::SOURCE_HASH, clamp::SOURCE_HASH);
 }
 
@@ -165,6 +174,25 @@ proptest! {
         prop_assert_eq!(sum, small.iter().sum::<i32>());
         let (_, result) = interpret(two_halves::total::PVL, "total", &[n as i128], &[&small]);
         prop_assert_eq!(result, Some(i128::from(sum)));
+
+        // `#[gpuopt(..)]`: the CPU function runs the kernel as written, `PVL` the optimised one
+        // (unrolled three times; tiled by four), and both compute the same.
+        let mut y = y0.clone();
+        repeated_add_unrolled(n, reps + 3, &x, &mut y);
+        let (arrays, _) = interpret(
+            repeated_add_unrolled::PVL,
+            "repeated_add_unrolled",
+            &[n as i128, i128::from(reps + 3)],
+            &[&x, &y0],
+        );
+        prop_assert_eq!(&y, &arrays[1]);
+        if n > 4 {
+            let mut t = a.clone();
+            scale_tiled(n, &mut t);
+            let (arrays, _) = interpret(scale_tiled::PVL, "scale_tiled", &[n as i128], &[&a]);
+            prop_assert_eq!(&t, &arrays[0]);
+            prop_assert!(t.iter().zip(&a).all(|(t, a)| *t == 3 * a));
+        }
 
         if n >= 1 {
             let mut m = a.iter().map(|v| v / 4).collect::<Vec<_>>();

@@ -287,6 +287,10 @@ pub struct Settings {
     /// The verified-method cache (`--no-cache`: none): the routines a step did not change are
     /// not proved again.
     pub cache: Option<MethodCache>,
+    /// Verify in the 32-bit mode (kernels written in Rust, whose `i32`s are machine
+    /// integers): every integer operation of executable code must stay within 32 bits. The
+    /// cache is not used in that mode.
+    pub int32: Option<crate::verify::Int32>,
 }
 
 /// Applies `requests` (from [`plan`]) to `program`, whose comments and blank lines are
@@ -302,7 +306,7 @@ pub fn run(
         let reports = crate::witness::verify_and_confirm(
             p,
             &|_| Ok(settings.limits),
-            None,
+            settings.int32.as_ref(),
             settings.jobs,
             &crate::witness::Budget::default(),
             settings.cache.as_ref().map(|c| (c, &settings.limits)),

@@ -10,7 +10,8 @@ use proc_macro::TokenStream;
 /// go in helper attributes below it: `#[requires(..)]`, `#[ensures(..)]`, `#[context(..)]`,
 /// `#[context_everywhere(..)]`; in the body `#[loop_invariant(..)]`, `#[thread(..)]` on
 /// `for tid in par(lo..hi)`, `#[barrier(..)] barrier();`, `#[ghost]` parameters and
-/// `ghost! { .. }`. `ALPINIST_VERIFY=0` skips verification.
+/// `ghost! { .. }`, and `#[gpuopt(loop_unroll(K))]` & co. on loops and par blocks (applied after
+/// verification, the result reverified). `ALPINIST_VERIFY=0` skips verification.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     alpinist_core::rust::expand_kernel(

@@ -551,6 +551,7 @@ pub fn pipeline_settings(verify: bool) -> alpinist::pipeline::Settings {
         limits: alpinist::verify::Limits::default(),
         jobs: 1,
         cache: None,
+        int32: None,
     }
 }
 

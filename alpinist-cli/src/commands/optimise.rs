@@ -137,6 +137,7 @@ fn run_here(file: &std::path::Path, options: &Options) -> Exit {
             .cache
             .then(alpinist_core::cache::MethodCache::from_env)
             .flatten(),
+        int32: None,
     };
     let done = match pipeline::run(program, &parsed.trivia, &requests, &settings) {
         Ok(done) => done,

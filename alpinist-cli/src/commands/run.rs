@@ -338,6 +338,7 @@ fn optimised_version(
         limits: Default::default(),
         jobs: 1,
         cache: None,
+        int32: None,
     };
     let layouts = layouts_of(&requests);
     match pipeline::run(&parsed.program, &parsed.trivia, &requests, &settings) {

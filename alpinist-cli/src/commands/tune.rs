@@ -170,6 +170,7 @@ fn tune_here(args: &TuneArgs) -> Exit {
         cache: (!args.no_cache)
             .then(alpinist_core::cache::MethodCache::from_env)
             .flatten(),
+        int32: None,
     };
     let jobs = args.jobs.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),

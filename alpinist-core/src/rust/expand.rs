@@ -20,6 +20,7 @@ use std::collections::BTreeSet;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 
+use crate::pipeline::{self, PlanError, Stop};
 use crate::syntax::{print, Span, Trivia};
 use crate::verify::{self, Int32, Limits, Status};
 
@@ -184,6 +185,18 @@ fn expand_routines(
                      name in it a PVL keyword (`write`, `read`, `seq`, `label`, ..)? Rename it",
                 ));
             }
+            // The `#[gpuopt(..)]` requests, once the kernel as written has verified.
+            let pvl = match errors.is_empty() && verify {
+                true => match optimise(&lowered) {
+                    Ok(Some(optimised)) => optimised,
+                    Ok(None) => pvl,
+                    Err(e) => {
+                        errors.push(e);
+                        pvl
+                    }
+                },
+                false => pvl,
+            };
             (Some(lowered), pvl)
         }
     };
@@ -270,6 +283,99 @@ fn diagnose(lowered: &Lowered, verify: bool) -> Vec<syn::Error> {
     out
 }
 
+/// Applies the lowered program's `gpuopt` statements (from `#[gpuopt(..)]`) through the
+/// optimisation pipeline, each after its applicability check, reverifying every step in the
+/// 32-bit mode (the optimised kernel's integers must stay within `i32`, as the generated OpenCL
+/// needs; the unsigned obligations belong to the Rust code, which the CPU function runs as
+/// written): the optimised program's text, `None` without requests, or the refusal at the
+/// tokens it concerns.
+fn optimise(lowered: &Lowered) -> Result<Option<String>, syn::Error> {
+    let mut requested = false;
+    lowered.program.visit_stmts(&mut |s| {
+        requested |= matches!(s.kind, crate::syntax::StmtKind::GpuOpt(_));
+    });
+    if !requested {
+        return Ok(None);
+    }
+    let at = |span: Span, message: String| lowered.spans.error(span, message);
+    let requests = pipeline::plan(&lowered.program, Vec::new(), None).map_err(|e| {
+        let span = match &e {
+            PlanError::Annotation { gpuopt, .. }
+            | PlanError::MethodLevelLoop { gpuopt }
+            | PlanError::TileTarget { gpuopt, .. }
+            | PlanError::NotBefore { gpuopt, .. } => *gpuopt,
+            PlanError::LoopVariable { target, .. } => *target,
+            _ => Span::default(),
+        };
+        at(span, e.message(&|_| "this attribute".into()))
+    })?;
+    let settings = pipeline::Settings {
+        verify: true,
+        limits: Limits::default(),
+        jobs: 1,
+        cache: None,
+        int32: Some(Int32::default()),
+    };
+    let not_verified = |what: &str, v: &pipeline::Verification, span: Span| {
+        let failed: Vec<String> = v
+            .reports
+            .iter()
+            .flat_map(|r| &r.obligations)
+            .filter(|o| o.status != Status::Verified)
+            .map(|o| format!("{}: {}", o.kind.code(), o.kind.describe()))
+            .chain(
+                v.reports
+                    .iter()
+                    .filter_map(|r| r.error.as_ref())
+                    .map(|e| e.to_string()),
+            )
+            .collect();
+        at(
+            span,
+            format!(
+                "{what} ({})",
+                failed.first().map_or("no verdict", |f| f.as_str())
+            ),
+        )
+    };
+    match pipeline::run(&lowered.program, &Trivia::default(), &requests, &settings) {
+        // The failing obligation's span is in the printed text the pipeline verified: the
+        // error goes on the request that produced it.
+        Ok(done) => match &done.after {
+            Some(after) if after.outcome() != verify::Outcome::Verified => Err(not_verified(
+                "the kernel this optimisation produced does not verify; where that is a 32-bit \
+                 overflow (E0623), its own arithmetic (a tile's bounds, ..) needs the sizes \
+                 bounded in the contract, otherwise it is a bug of the optimisation: please \
+                 report it",
+                after,
+                done.steps
+                    .last()
+                    .and_then(|s| s.request.gpuopt)
+                    .unwrap_or_default(),
+            )),
+            _ => Ok(Some(done.text)),
+        },
+        Err(Stop::Refused { refusal, .. }) => {
+            let code =
+                miette::Diagnostic::code(&*refusal).map_or(String::new(), |c| format!("{c}: "));
+            let help =
+                miette::Diagnostic::help(&*refusal).map_or(String::new(), |h| format!(" ({h})"));
+            Err(at(refusal.span(), format!("{code}{refusal}{help}")))
+        }
+        Err(Stop::InputNotVerified { before }) => Err(not_verified(
+            "the kernel does not verify in the 32-bit mode the optimisations check",
+            &before,
+            Span::default(),
+        )),
+        Err(Stop::OutputDoesNotParse { .. } | Stop::OutputDoesNotCheck { .. }) => Err(at(
+            Span::default(),
+            "the optimised kernel does not parse or type-check, a bug of the \
+             optimisation: please report it"
+                .into(),
+        )),
+    }
+}
+
 fn kernel_module(func: &syn::ItemFn, pvl: &str, verdict: KernelVerdict, hash: u64) -> TokenStream {
     let vis = &func.vis;
     let name = &func.sig.ident;
@@ -279,7 +385,8 @@ fn kernel_module(func: &syn::ItemFn, pvl: &str, verdict: KernelVerdict, hash: u6
         #[doc = #doc]
         #[allow(dead_code)]
         #vis mod #name {
-            /// The kernel as PVL (what was verified): `alpinist verify` checks it again.
+            /// The kernel as PVL, after its `#[gpuopt(..)]` optimisations (what was verified
+            /// last): `alpinist verify` checks it again.
             pub const PVL: &str = #pvl;
             /// Whether the checker verified the kernel when it was compiled.
             pub const VERIFIED: ::alpinist::KernelVerdict = ::alpinist::KernelVerdict::#verdict;

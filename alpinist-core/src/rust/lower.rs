@@ -11,9 +11,9 @@ use quote::ToTokens;
 use syn::spanned::Spanned;
 
 use crate::syntax::{
-    Barrier, BarrierStyle, BinaryOp, Block, Clause, ClauseKind, Contract, Expr, ExprKind, Ident,
-    Item, LocalVar, Member, MemberKind, Method, MethodBody, ParBlock, ParGroup, ParGroupStyle,
-    ParIter, Param, Program, Span, Stmt, StmtKind, Type, TypeKind,
+    Barrier, BarrierStyle, BinaryOp, Block, Clause, ClauseKind, Contract, Expr, ExprKind, GpuOpt,
+    GpuOptKind, Ident, Item, LocalVar, Member, MemberKind, Method, MethodBody, ParBlock, ParGroup,
+    ParGroupStyle, ParIter, Param, Program, Span, Stmt, StmtKind, TileLayout, Type, TypeKind,
 };
 
 use super::expr::{binary, int_lit, split_commas, Mode};
@@ -122,6 +122,16 @@ pub(super) struct Cx {
     /// Labels of the enclosing par blocks, innermost last.
     pars: Vec<String>,
     par_count: usize,
+    /// The `gpuopt` statements of the loop or par block just lowered (from its
+    /// `#[gpuopt(..)]` attributes), which go right before it, as in PVL.
+    gpuopts_before: Vec<Stmt>,
+}
+
+/// A loop's `#[gpuopt(..)]`, before its loop variable is known.
+struct LoopOpt {
+    merge: bool,
+    factor: Expr,
+    span: Span,
 }
 
 /// What a function of a kernel module is.
@@ -332,6 +342,7 @@ impl Cx {
             functions,
             pars: Vec::new(),
             par_count: 0,
+            gpuopts_before: Vec::new(),
         }
     }
 
@@ -664,7 +675,10 @@ impl Cx {
                     let span = at.to(value.span);
                     return Ok(vec![stmt(StmtKind::Return(Some(value)), span)]);
                 }
-                self.expr_stmt(e, mode).map(|s| vec![s])
+                let lowered = self.expr_stmt(e, mode)?;
+                let mut stmts = std::mem::take(&mut self.gpuopts_before);
+                stmts.push(lowered);
+                Ok(stmts)
             }
             syn::Stmt::Item(item) => Err(syn::Error::new_spanned(
                 item,
@@ -968,11 +982,15 @@ impl Cx {
                 if let Some(l) = &w.label {
                     return Err(syn::Error::new_spanned(l, "loop labels in a kernel"));
                 }
-                let contract = self.loop_contract(&w.attrs)?;
+                let (contract, opts) = self.loop_contract(&w.attrs)?;
                 let at = self.spans.at(w.while_token.span);
                 let (cond, _) = self.code(&w.cond, mode)?;
                 let body = self.block(&w.body, mode, false)?;
                 let span = at.to(body.span);
+                if !opts.is_empty() {
+                    let var = self.while_variable(&cond, &body, &w.attrs)?;
+                    self.loop_gpuopts(opts, var);
+                }
                 Ok(stmt(
                     StmtKind::While {
                         contract,
@@ -1073,18 +1091,38 @@ impl Cx {
         }
     }
 
-    fn loop_contract(&mut self, attrs: &[syn::Attribute]) -> Res<Contract> {
+    /// A loop's invariants, and its `#[gpuopt(loop_unroll(K))]` / `iter_merge(M)` requests.
+    fn loop_contract(&mut self, attrs: &[syn::Attribute]) -> Res<(Contract, Vec<LoopOpt>)> {
         let mut clauses = Vec::new();
+        let mut opts = Vec::new();
         for attr in attrs {
             match helper_name(attr) {
                 Some("loop_invariant") => clauses.extend(self.clause_attr(attr, "loop_invariant")?),
                 Some("gpuopt") => {
-                    return Err(syn::Error::new_spanned(
-                        attr,
-                        "`#[gpuopt(..)]` is not applied by `#[alpinist::kernel]` yet (the \
-                         optimisations of Rust kernels are the next slice); optimise the \
-                         kernel's PVL with `alpinist optimise` meanwhile",
-                    ))
+                    let (name, args, span) = self.gpuopt_request(attr)?;
+                    let merge = match name.as_str() {
+                        "loop_unroll" => false,
+                        "iter_merge" => true,
+                        _ => {
+                            return Err(syn::Error::new_spanned(
+                                attr,
+                                "a loop takes `#[gpuopt(loop_unroll(K))]` or \
+                                 `#[gpuopt(iter_merge(M))]` (tiling and fusion go on a par block)",
+                            ))
+                        }
+                    };
+                    let [factor] = args.as_slice() else {
+                        return Err(syn::Error::new_spanned(
+                            attr,
+                            format!("write `#[gpuopt({name}(K))]`, K a positive literal"),
+                        ));
+                    };
+                    let factor = self.positive_literal(factor)?;
+                    opts.push(LoopOpt {
+                        merge,
+                        factor: int_lit(factor, span),
+                        span,
+                    });
                 }
                 Some(other) => {
                     return Err(syn::Error::new_spanned(
@@ -1095,7 +1133,102 @@ impl Cx {
                 None => {}
             }
         }
-        Ok(Contract { clauses })
+        Ok((Contract { clauses }, opts))
+    }
+
+    /// `#[gpuopt(name(args..))]`: the name, the arguments, and the attribute's span.
+    fn gpuopt_request(&mut self, attr: &syn::Attribute) -> Res<(String, Vec<syn::Expr>, Span)> {
+        let first = self.spans.at(attr.pound_token.span);
+        let last = self.spans.at(attr.bracket_token.span.close());
+        let span = first.to(last);
+        let usage = || {
+            syn::Error::new_spanned(
+                attr,
+                "write `#[gpuopt(loop_unroll(K))]`, `iter_merge(M)`, `tile(inter, T)`, \
+                 `tile(intra, T)` or `fuse(F)`",
+            )
+        };
+        let request: syn::Expr = attr.parse_args().map_err(|_| usage())?;
+        let syn::Expr::Call(call) = request else {
+            return Err(usage());
+        };
+        let syn::Expr::Path(path) = &*call.func else {
+            return Err(usage());
+        };
+        let Some(name) = path.path.get_ident() else {
+            return Err(usage());
+        };
+        Ok((name.to_string(), call.args.into_iter().collect(), span))
+    }
+
+    /// A `gpuopt` number: a positive integer literal (as in PVL's `gpuopt` lines).
+    fn positive_literal(&self, e: &syn::Expr) -> Res<u64> {
+        match e {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(n),
+                ..
+            }) => match n.base10_parse::<u64>() {
+                Ok(k) if k > 0 && k <= u64::from(u32::MAX) => Ok(k),
+                _ => Err(syn::Error::new_spanned(e, "a positive number")),
+            },
+            _ => Err(syn::Error::new_spanned(
+                e,
+                "a positive integer literal (the optimisation's factor is fixed when it is applied)",
+            )),
+        }
+    }
+
+    /// The loop variable a `while` loop's `gpuopt` means: the one name its guard reads that
+    /// its body assigns (`while i < n { ..; i += 1; }`).
+    fn while_variable(&self, cond: &Expr, body: &Block, attrs: &[syn::Attribute]) -> Res<Ident> {
+        let mut read = BTreeSet::new();
+        cond.names(&mut read);
+        let body = stmt(StmtKind::Block(body.clone()), body.span);
+        let assigned: BTreeSet<String> = body
+            .assigned_locals()
+            .into_iter()
+            .map(|a| a.name)
+            .filter(|n| read.contains(n))
+            .collect();
+        let mut names = assigned.into_iter();
+        match (names.next(), names.next()) {
+            (Some(name), None) => {
+                let mut span = cond.span;
+                cond.visit(&mut |e| {
+                    if matches!(&e.kind, ExprKind::Name(id) if id.name == name) {
+                        span = e.span;
+                    }
+                });
+                Ok(Ident { name, span })
+            }
+            _ => Err(syn::Error::new_spanned(
+                &attrs[0],
+                "`#[gpuopt(..)]` on a `while` loop needs one loop variable: a name the guard \
+                 reads and the body assigns (write the loop as `for i in lo..hi`, or keep one \
+                 such name)",
+            )),
+        }
+    }
+
+    /// The `gpuopt` statements of a loop's requests over `var`, to go right before it.
+    fn loop_gpuopts(&mut self, opts: Vec<LoopOpt>, var: Ident) {
+        for o in opts {
+            let kind = if o.merge {
+                GpuOptKind::IterMerge {
+                    var: var.clone(),
+                    factor: o.factor,
+                }
+            } else {
+                GpuOptKind::LoopUnroll {
+                    var: var.clone(),
+                    factor: o.factor,
+                }
+            };
+            self.gpuopts_before.push(stmt(
+                StmtKind::GpuOpt(GpuOpt { kind, span: o.span }),
+                o.span,
+            ));
+        }
     }
 
     fn for_loop(&mut self, f: &syn::ExprForLoop, mode: Mode) -> Res<Stmt> {
@@ -1134,7 +1267,7 @@ impl Cx {
         if is_par {
             return self.par(f, var, lo, hi);
         }
-        let contract = self.loop_contract(&f.attrs)?;
+        let (contract, opts) = self.loop_contract(&f.attrs)?;
         let at = self.spans.at(f.for_token.span);
         let name = var.ident.to_string();
         let name_span = self.spans.at(var.ident.span());
@@ -1183,6 +1316,13 @@ impl Cx {
         } else {
             ty
         };
+        self.loop_gpuopts(
+            opts,
+            Ident {
+                name: name.clone(),
+                span: name_span,
+            },
+        );
         Ok(stmt(
             StmtKind::For {
                 contract,
@@ -1258,16 +1398,21 @@ impl Cx {
             },
         );
         let mut thread_contract = Contract::default();
+        let mut gpuopts = Vec::new();
         for attr in &f.attrs {
             match helper_name(attr) {
                 Some("thread") => thread_contract.clauses.extend(self.nested_clauses(
                     attr,
                     &["requires", "ensures", "context", "context_everywhere"],
                 )?),
+                Some("gpuopt") => gpuopts.push(self.par_gpuopt(attr)?),
                 Some(other) => {
                     return Err(syn::Error::new_spanned(
                         attr,
-                        format!("`#[{other}]` does not go on a par block (`#[thread(..)]` does)"),
+                        format!(
+                            "`#[{other}]` does not go on a par block (`#[thread(..)]` and \
+                             `#[gpuopt(tile(..))]`, `#[gpuopt(fuse(..))]` do)"
+                        ),
                     ))
                 }
                 None => {}
@@ -1288,6 +1433,7 @@ impl Cx {
         self.vars = saved;
         let body = body?;
         let span = at.to(body.span);
+        self.gpuopts_before.extend(gpuopts);
         Ok(stmt(
             StmtKind::Par(ParGroup {
                 blocks: vec![ParBlock {
@@ -1316,6 +1462,41 @@ impl Cx {
             }),
             span,
         ))
+    }
+
+    /// A par block's `#[gpuopt(tile(inter|intra, T))]` or `#[gpuopt(fuse(F))]` (`fuse(F, B)`:
+    /// on B work-groups), as the `gpuopt` statement right before it.
+    fn par_gpuopt(&mut self, attr: &syn::Attribute) -> Res<Stmt> {
+        let (name, args, span) = self.gpuopt_request(attr)?;
+        let kind =
+            match (name.as_str(), args.as_slice()) {
+                ("tile", [layout, size]) => {
+                    let layout = match layout {
+                        syn::Expr::Path(p) if p.path.is_ident("inter") => TileLayout::Inter,
+                        syn::Expr::Path(p) if p.path.is_ident("intra") => TileLayout::Intra,
+                        other => {
+                            return Err(syn::Error::new_spanned(other, "`inter` or `intra`"));
+                        }
+                    };
+                    GpuOptKind::Tile {
+                        layout,
+                        size: int_lit(self.positive_literal(size)?, span),
+                    }
+                }
+                ("fuse", [count]) | ("fuse", [count, _]) => GpuOptKind::Fuse {
+                    count: int_lit(self.positive_literal(count)?, span),
+                    block_hint: match args.get(1) {
+                        Some(b) => Some(int_lit(self.positive_literal(b)?, span)),
+                        None => None,
+                    },
+                },
+                _ => return Err(syn::Error::new_spanned(
+                    attr,
+                    "a par block takes `#[gpuopt(tile(inter, T))]`, `#[gpuopt(tile(intra, T))]` \
+                     or `#[gpuopt(fuse(F))]` (loop unrolling and merging go on a loop)",
+                )),
+            };
+        Ok(stmt(StmtKind::GpuOpt(GpuOpt { kind, span }), span))
     }
 
     /// `#[barrier(requires(..), ensures(..))] barrier();`

@@ -16,8 +16,18 @@ fn expand(item: TokenStream, verify: bool) -> TokenStream {
     }
 }
 
-/// The lowered program, as the expansion's `PVL` constant holds it.
+/// The lowered program, as the expansion's `PVL` constant holds it without verification.
 fn lowered_pvl(item: TokenStream) -> String {
+    pvl_constant(expand(item, false))
+}
+
+/// The `PVL` constant of an expansion with verification on: the optimised kernel.
+fn verified_pvl(item: TokenStream) -> String {
+    pvl_constant(expand(item, true))
+}
+
+/// The `PVL` constant of an expansion.
+fn pvl_constant(out: TokenStream) -> String {
     fn find(items: &[syn::Item]) -> Option<String> {
         items.iter().find_map(|i| match i {
             syn::Item::Const(c) if c.ident == "PVL" => match &*c.expr {
@@ -31,7 +41,7 @@ fn lowered_pvl(item: TokenStream) -> String {
             _ => None,
         })
     }
-    let file: syn::File = syn::parse2(expand(item, false)).expect("the expansion parses");
+    let file: syn::File = syn::parse2(out).expect("the expansion parses");
     find(&file.items).expect("a PVL constant")
 }
 
@@ -249,4 +259,79 @@ fn the_expansion_of_a_kernel_with_barriers() {
     let text = pretty(out);
     let cpu = &text[..text.find("///What").expect("the module follows")];
     insta::assert_snapshot!(cpu);
+}
+
+/// `#[gpuopt(..)]` requests are applied after the kernel as written verifies: `PVL` holds the
+/// optimised kernel, which the PVL front end verifies too; without verification (their
+/// applicability cannot be checked) they stay requests in `PVL`.
+#[test]
+fn gpuopt_requests_are_applied_and_the_result_reverified() {
+    let item = first_kernel("ok/repeated_add_unrolled.rs");
+    let pvl = verified_pvl(item.clone());
+    assert!(!pvl.contains("gpuopt"), "{pvl}");
+    // Three copies of the body before the loop, and the loop's own.
+    assert_eq!(pvl.matches("y[tid] = y[tid] + x[tid];").count(), 4, "{pvl}");
+    let parsed = crate::syntax::parse(&pvl).unwrap_or_else(|e| panic!("{e:?}\n{pvl}"));
+    for report in
+        crate::verify::verify_program(&parsed.program, &crate::verify::Limits::default(), 1)
+    {
+        assert_eq!(report.outcome(), crate::verify::Outcome::Verified, "{pvl}");
+    }
+    let tiled = verified_pvl(first_kernel("ok/scale_tiled.rs"));
+    assert!(
+        tiled.contains("par threads1(int t = 0 .. (n + 3) / 4)"),
+        "{tiled}"
+    );
+    assert!(lowered_pvl(item).contains("gpuopt loop_unroll i 3;"));
+}
+
+/// Misplaced or malformed `#[gpuopt(..)]` attributes are errors at the attribute.
+#[test]
+fn gpuopt_attributes_say_where_they_go() {
+    let on_a_while = |attr: TokenStream| {
+        quote! {
+            #[requires(n > 2)]
+            fn f(n: i32) {
+                let mut i = 0;
+                #attr
+                while i < n { i += 1; }
+            }
+        }
+    };
+    let cases = [
+        (
+            on_a_while(quote!(#[gpuopt(tile(inter, 2))])),
+            "tiling and fusion go on a par block",
+        ),
+        (
+            on_a_while(quote!(#[gpuopt(loop_unroll(k))])),
+            "a positive integer literal",
+        ),
+        (
+            quote! {
+                #[requires(n > 2)]
+                fn f(n: i32) {
+                    let mut i = 0;
+                    let mut j = 0;
+                    #[gpuopt(loop_unroll(2))]
+                    while i < n && j < n { i += 1; j += 1; }
+                }
+            },
+            "needs one loop variable",
+        ),
+        (
+            quote! {
+                #[requires(n > 2)]
+                fn f(n: usize, a: &mut [i32]) {
+                    #[gpuopt(loop_unroll(2))]
+                    for tid in par(0..n) { }
+                }
+            },
+            "loop unrolling and merging go on a loop",
+        ),
+    ];
+    for (item, expect) in cases {
+        let out = expand(item, false).to_string();
+        assert!(out.contains(expect), "{expect}: {out}");
+    }
 }
