@@ -31,3 +31,22 @@ pub mod prelude {
 macro_rules! ghost {
     ($($code:tt)*) => {};
 }
+
+/// What `#[alpinist::kernel]` wraps its OpenCL launcher in: the launcher where this package's
+/// `opencl` feature is on, nothing where it is off. A macro of this crate rather than a
+/// `#[cfg(feature = "opencl")]` in the expansion, which would test the *user's* crate's
+/// features.
+#[cfg(feature = "opencl")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_opencl {
+    ($($item:tt)*) => { $($item)* };
+}
+
+/// See the `opencl` twin: without the feature, no launcher.
+#[cfg(not(feature = "opencl"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_opencl {
+    ($($item:tt)*) => {};
+}

@@ -203,3 +203,73 @@ proptest! {
         }
     }
 }
+
+/// `OPENCL_SOURCE` is the generated program of the kernel as verified (after its
+/// optimisations): one `__kernel` per par block; a sequential kernel is one work-item.
+#[test]
+fn every_kernel_has_its_opencl_source() {
+    for (name, source) in [
+        ("vector_add", vector_add::OPENCL_SOURCE),
+        (
+            "repeated_add_unrolled",
+            repeated_add_unrolled::OPENCL_SOURCE,
+        ),
+        ("scale_tiled", scale_tiled::OPENCL_SOURCE),
+        ("mirror", mirror::OPENCL_SOURCE),
+        ("sum_below", sum_below::OPENCL_SOURCE),
+    ] {
+        let source = source.unwrap_or_else(|why| panic!("{name}: {why}"));
+        assert!(source.contains("__kernel void"), "{name}: {source}");
+    }
+    assert!(mirror::OPENCL_SOURCE.unwrap().contains("barrier(CLK_"));
+}
+
+/// The launchers run the kernels on every OpenCL device (pocl in CI) with the CPU functions'
+/// results: a flat launch, an unrolled and a tiled one (`PVL` is the optimised kernel), a
+/// barrier (one work-group), a one-work-item kernel with a result.
+#[cfg(feature = "opencl")]
+#[test]
+fn launchers_compute_what_the_cpu_functions_compute_on_every_device() {
+    let devices = match alpinist::opencl::platform::select(None) {
+        Ok(devices) => devices,
+        Err(e) => {
+            assert_ne!(
+                std::env::var("ALPINIST_REQUIRE_OPENCL").as_deref(),
+                Ok("1"),
+                "no OpenCL device: {e}"
+            );
+            return;
+        }
+    };
+    let a: Vec<i32> = (0..37).map(|i| (i * 7) % 23 - 11).collect();
+    let b: Vec<i32> = (0..37).map(|i| (i * 5) % 17).collect();
+    let n = a.len();
+    for device in &devices {
+        let mut on_cpu = vec![0; n];
+        vector_add(n, &a, &b, &mut on_cpu);
+        let mut on_device = vec![0; n];
+        vector_add::launch(device, n, &a, &b, &mut on_device).expect("vector_add runs");
+        assert_eq!(on_device, on_cpu);
+
+        let x: Vec<i32> = a.iter().map(|v| v.abs()).collect();
+        let mut on_cpu = b.clone();
+        repeated_add_unrolled(n, 5, &x, &mut on_cpu);
+        let mut on_device = b.clone();
+        repeated_add_unrolled::launch(device, n, 5, &x, &mut on_device).expect("unrolled runs");
+        assert_eq!(on_device, on_cpu);
+
+        let mut on_cpu = a.clone();
+        scale_tiled(n, &mut on_cpu);
+        let mut on_device = a.clone();
+        scale_tiled::launch(device, n, &mut on_device).expect("tiled runs");
+        assert_eq!(on_device, on_cpu);
+
+        let mut on_cpu = vec![0; n];
+        mirror(n, &a, &mut on_cpu);
+        let mut on_device = vec![0; n];
+        mirror::launch(device, n, &a, &mut on_device).expect("mirror runs");
+        assert_eq!(on_device, on_cpu);
+
+        assert_eq!(sum_below::launch(device, 10).expect("sum_below runs"), 45);
+    }
+}

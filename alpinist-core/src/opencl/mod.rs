@@ -37,6 +37,8 @@ pub mod device_run;
 #[cfg(feature = "opencl")]
 pub mod harness;
 pub mod interval;
+#[cfg(feature = "opencl")]
+pub mod kernel_run;
 pub mod monoid;
 #[cfg(feature = "opencl")]
 pub mod platform;

@@ -140,7 +140,7 @@ fn is_ghost_stmt(s: &syn::Stmt) -> bool {
 }
 
 /// `assert!`s of what the proof assumed of the arguments.
-fn entry_checks(kernel: &str, lowered: &Lowered, routine: usize) -> Vec<TokenStream> {
+pub(super) fn entry_checks(kernel: &str, lowered: &Lowered, routine: usize) -> Vec<TokenStream> {
     let params: HashMap<&str, &RustTy> = lowered.params[routine]
         .iter()
         .filter(|(_, _, ghost)| !ghost)

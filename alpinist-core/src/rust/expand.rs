@@ -24,8 +24,9 @@ use crate::pipeline::{self, PlanError, Stop};
 use crate::syntax::{print, Span, Trivia};
 use crate::verify::{self, Int32, Limits, Status};
 
-use super::cpu::cpu_function;
-use super::lower::{alpinist_attr, lower_routines, Lowered, RoutineKind};
+use super::cpu::{cpu_function, entry_checks};
+use super::lower::{alpinist_attr, lower_routines, Lowered, RoutineKind, RustTy};
+use crate::opencl::codegen::IntWidth;
 
 /// How the kernel came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,7 +206,8 @@ fn expand_routines(
         if *kind == RoutineKind::Kernel {
             let (cpu, cpu_errors) = cpu_function(func, lowered.as_ref().map(|l| (l, k)));
             errors.extend(cpu_errors);
-            cpus.push((func, cpu));
+            let launcher = lowered.as_ref().and_then(|l| launcher(func, l, k));
+            cpus.push((func, cpu, launcher));
         }
     }
     let verdict = if !errors.is_empty() {
@@ -216,9 +218,9 @@ fn expand_routines(
         KernelVerdict::Skipped
     };
     let mut out = TokenStream::new();
-    for (func, cpu) in cpus {
+    for (func, cpu, launcher) in cpus {
         out.extend(cpu.into_token_stream());
-        out.extend(kernel_module(func, &pvl, verdict, hash));
+        out.extend(kernel_module(func, &pvl, verdict, hash, launcher));
     }
     (errors, out)
 }
@@ -376,9 +378,101 @@ fn optimise(lowered: &Lowered) -> Result<Option<String>, syn::Error> {
     }
 }
 
-fn kernel_module(func: &syn::ItemFn, pvl: &str, verdict: KernelVerdict, hash: u64) -> TokenStream {
+/// `OPENCL_SOURCE`'s value: the OpenCL C program of kernel `name` in `pvl` (the program that
+/// was verified last), one kernel per par block the host code reaches, or why there is none.
+fn opencl_source(pvl: &str, name: &str) -> Result<String, String> {
+    let program = crate::syntax::parse(pvl)
+        .map_err(|_| "the kernel's PVL does not parse".to_string())?
+        .program;
+    crate::opencl::codegen::generate_method(&program, name, IntWidth::Bits32)
+        .map(|k| k.source)
+        .map_err(|e| e.to_string())
+}
+
+/// The launcher of kernel `k` of the lowered program: `launch(device, <the kernel's
+/// parameters>)`, which checks the sizes the proof assumed (as the CPU function does), runs
+/// the kernel's `PVL` on the device (`opencl::kernel_run`) and copies the `&mut` slices back;
+/// expanded only where the `alpinist` package has its `opencl` feature (`__if_opencl!`). None
+/// for a kernel with ghost parameters (the host code would need their values).
+fn launcher(func: &syn::ItemFn, lowered: &Lowered, k: usize) -> Option<TokenStream> {
+    let params = lowered.params.get(k)?;
+    if params.iter().any(|(_, _, ghost)| *ghost) {
+        return None;
+    }
+    let name = func.sig.ident.to_string();
+    let checks = entry_checks(&name, lowered, k);
+    let inputs = &func.sig.inputs;
+    let mut args = Vec::new();
+    let mut copy_back = Vec::new();
+    for (position, (arg, (pname, ty, _))) in inputs.iter().zip(params).enumerate() {
+        let id = format_ident!("{}", pname);
+        args.push(match ty {
+            RustTy::Bool => quote!(Arg::Bool(#id)),
+            RustTy::Slice(elem) if **elem == RustTy::Bool => quote!(Arg::Bools(#id.to_vec())),
+            RustTy::Slice(_) => quote!(Arg::Ints(#id.iter().map(|&v| v as i128).collect())),
+            _ => quote!(Arg::Int(#id as i128)),
+        });
+        let syn::FnArg::Typed(pt) = arg else {
+            return None;
+        };
+        if let syn::Type::Reference(r) = &*pt.ty {
+            if let (Some(_), syn::Type::Slice(slice)) = (&r.mutability, &*r.elem) {
+                let elem = &slice.elem;
+                copy_back.push(match ty {
+                    RustTy::Slice(e) if **e == RustTy::Bool => quote! {
+                        #id.copy_from_slice(&ran.bools(#position));
+                    },
+                    _ => quote! {
+                        for (cell, v) in #id.iter_mut().zip(ran.ints(#position)) {
+                            *cell = v as #elem;
+                        }
+                    },
+                });
+            }
+        }
+    }
+    let (output, result) = match &func.sig.output {
+        syn::ReturnType::Default => (quote!(()), quote!(())),
+        syn::ReturnType::Type(_, ty) if matches!(&**ty, syn::Type::Path(p) if p.path.is_ident("bool")) => {
+            (quote!(#ty), quote!(ran.bool_result()?))
+        }
+        syn::ReturnType::Type(_, ty) => (quote!(#ty), quote!(ran.int_result()? as #ty)),
+    };
+    let doc = format!(
+        "Runs `{name}` (after its `#[gpuopt(..)]` optimisations, as verified: `PVL`) on an OpenCL \
+         device, its host code on alpinist's interpreter; panics where the CPU function does \
+         (sizes the proof does not cover). Generates and compiles the program at each call."
+    );
+    Some(quote! {
+        ::alpinist::__if_opencl! {
+            #[doc = #doc]
+            pub fn launch(
+                device: &::alpinist::opencl::platform::DeviceInfo,
+                #inputs
+            ) -> ::core::result::Result<#output, ::alpinist::opencl::kernel_run::LaunchError> {
+                use ::alpinist::opencl::kernel_run::{run_on_device, Arg};
+                #(#checks)*
+                let ran = run_on_device(PVL, #name, device, ::std::vec![#(#args),*])?;
+                #(#copy_back)*
+                ::core::result::Result::Ok(#result)
+            }
+        }
+    })
+}
+
+fn kernel_module(
+    func: &syn::ItemFn,
+    pvl: &str,
+    verdict: KernelVerdict,
+    hash: u64,
+    launcher: Option<TokenStream>,
+) -> TokenStream {
     let vis = &func.vis;
     let name = &func.sig.ident;
+    let opencl = match opencl_source(pvl, &name.to_string()) {
+        Ok(source) => quote!(::core::result::Result::Ok(#source)),
+        Err(why) => quote!(::core::result::Result::Err(#why)),
+    };
     let verdict = format_ident!("{}", format!("{verdict:?}"));
     let doc = format!("What `#[alpinist::kernel]` made of `{name}`.");
     quote! {
@@ -392,6 +486,10 @@ fn kernel_module(func: &syn::ItemFn, pvl: &str, verdict: KernelVerdict, hash: u6
             pub const VERIFIED: ::alpinist::KernelVerdict = ::alpinist::KernelVerdict::#verdict;
             /// A hash of the item's tokens (FNV-1a).
             pub const SOURCE_HASH: u64 = #hash;
+            /// The OpenCL C program of `PVL` (one kernel per par block the host code reaches,
+            /// `int` for the integers), or why the generator refuses the kernel.
+            pub const OPENCL_SOURCE: ::core::result::Result<&str, &str> = #opencl;
+            #launcher
         }
     }
 }
