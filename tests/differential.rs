@@ -111,27 +111,51 @@ fn kernels_give_the_interpreters_results_on_every_device() {
     }
 }
 
-/// Issue 19's bar: every unrolling, merging, tiling and fusion example runs, original and
-/// optimised (the file's annotations), with the same results on the interpreter and on every
-/// device; a device line may only say why it did not run (a sequence parameter). The one
-/// refusal the README lists: a `frac` input (no draw of permission amounts yet).
+/// Issue 19's bar: every example with a par block runs, original and optimised (the file's
+/// annotations), with the same results on the interpreter and on every device, or stops with
+/// a reason the README lists (below). A line may say why it did not run (`skipped: ..`: a
+/// sequence or a matrix on a device, objects the interpreter does not model), never differ;
+/// every file has at least one run that agrees with the reference.
 #[test]
-fn every_unrolling_merging_tiling_and_fusion_example_runs_with_the_same_results() {
+fn every_example_with_a_par_block_runs_with_the_same_results() {
     let devices = devices_expected();
-    let mut files = Vec::new();
-    for folder in [
-        "loop_unroll",
-        "iteration_merging",
-        "tiling",
-        "kernel_fusion",
-    ] {
-        files.extend(crate::common::pvl_files(&format!("examples/{folder}")));
-    }
-    assert!(files.len() > 30, "the examples went missing");
-    for file in files {
+    // (file, exit, what stderr says): the README's known gaps of `run`.
+    let listed = [
+        ("data_prefetching/call_between.pvl", 2, "E0803"),
+        (
+            "data_prefetching/field_array.pvl",
+            2,
+            "no drawn input satisfies",
+        ),
+        ("kernel_fusion/fraction_compared.pvl", 2, "has type `frac`"),
+        ("kernel_fusion/fraction_parameter.pvl", 2, "has type `frac`"),
+        ("matrix_linearisation/matrix_add_colmajor.pvl", 1, "E0956"),
+    ];
+    let mut ran = 0;
+    for file in crate::common::pvl_files("examples") {
         let path = crate::common::relative(&file);
+        let text = std::fs::read_to_string(&file).unwrap();
+        let program = alpinist::syntax::parse(&text).unwrap().program;
+        let mut pars = 0;
+        program.visit_stmts(&mut |s| {
+            pars += usize::from(matches!(s.kind, alpinist::syntax::StmtKind::Par(_)));
+        });
+        if pars == 0 {
+            continue;
+        }
         let output = run(&["run", &path]);
-        if output.status.code() == Some(2) && stderr(&output).contains("has type `frac`") {
+        if let Some((_, code, why)) = listed.iter().find(|(f, ..)| path.ends_with(f)) {
+            assert_eq!(
+                output.status.code(),
+                Some(*code),
+                "{}",
+                describe(&[&path], &output)
+            );
+            assert!(
+                stderr(&output).contains(why),
+                "{}",
+                describe(&[&path], &output)
+            );
             continue;
         }
         assert_eq!(
@@ -141,21 +165,26 @@ fn every_unrolling_merging_tiling_and_fusion_example_runs_with_the_same_results(
             describe(&[&path], &output)
         );
         let out = stdout(&output);
-        let (original, optimised) = (lines(&out, "original"), lines(&out, "optimised"));
-        assert!(
-            original.first().is_some_and(|l| l.ends_with("reference")),
-            "{path}: {out}"
-        );
-        assert_eq!(optimised.len(), original.len(), "{path}: {out}");
-        assert_eq!(original.len(), 1 + usize::from(devices), "{path}: {out}");
-        for line in original[1..].iter().chain(&optimised) {
+        let results: Vec<&str> = lines(&out, "original")
+            .into_iter()
+            .chain(lines(&out, "optimised"))
+            .collect();
+        for line in &results {
             assert!(
-                line.ends_with("  same") || line.contains("skipped: `"),
+                line.ends_with("  same")
+                    || line.ends_with("  reference")
+                    || line.contains("skipped: "),
                 "{path}: {line}"
             );
         }
-        assert!(optimised[0].ends_with("  same"), "{path}: {out}");
+        let agreeing = results.iter().filter(|l| l.ends_with("  same")).count();
+        assert!(
+            agreeing > 0 || !devices && lines(&out, "optimised").is_empty(),
+            "{path}: {out}"
+        );
+        ran += 1;
     }
+    assert!(ran > 50, "only {ran} examples with par blocks ran");
 }
 
 #[test]
