@@ -1163,6 +1163,23 @@ mod decimal {
     }
 }
 
+/// Triggers in the patterns they stand for, in order of first occurrence: an unnumbered one
+/// alone, the ones of one number `{:n: e :}` together (a multi-pattern). One rule for the
+/// checker's warnings (over the IR) and the verifier's patterns (over Z3 terms).
+pub fn group_triggers<T>(triggers: impl IntoIterator<Item = (Option<u32>, T)>) -> Vec<Vec<T>> {
+    let mut groups: Vec<(Option<u32>, Vec<T>)> = Vec::new();
+    for (group, term) in triggers {
+        match groups
+            .iter_mut()
+            .find(|(g, _)| group.is_some() && *g == group)
+        {
+            Some((_, terms)) => terms.push(term),
+            None => groups.push((group, vec![term])),
+        }
+    }
+    groups.into_iter().map(|(_, terms)| terms).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1229,21 +1246,4 @@ mod tests {
         let by = Expr::name("y", Span::default());
         assert_eq!(names(&e.substitute("x", &by)), ["y"]);
     }
-}
-
-/// Triggers in the patterns they stand for, in order of first occurrence: an unnumbered one
-/// alone, the ones of one number `{:n: e :}` together (a multi-pattern). One rule for the
-/// checker's warnings (over the IR) and the verifier's patterns (over Z3 terms).
-pub fn group_triggers<T>(triggers: impl IntoIterator<Item = (Option<u32>, T)>) -> Vec<Vec<T>> {
-    let mut groups: Vec<(Option<u32>, Vec<T>)> = Vec::new();
-    for (group, term) in triggers {
-        match groups
-            .iter_mut()
-            .find(|(g, _)| group.is_some() && *g == group)
-        {
-            Some((_, terms)) => terms.push(term),
-            None => groups.push((group, vec![term])),
-        }
-    }
-    groups.into_iter().map(|(_, terms)| terms).collect()
 }

@@ -359,7 +359,7 @@ mod tests {
         let ids = || in_fresh_context(|| (declaration_id(), declaration_id()));
         let outer = declaration_id();
         assert_eq!(ids(), (0, 1));
-        let beside = std::thread::spawn(move || ids());
+        let beside = std::thread::spawn(ids);
         assert_eq!(ids(), (0, 1));
         assert_eq!(beside.join().unwrap(), (0, 1));
         assert_eq!(declaration_id(), outer + 1, "the outer count is kept");

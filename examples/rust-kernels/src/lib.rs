@@ -1,0 +1,97 @@
+//! Kernels written in Rust, as a user of alpinist writes them: each `#[alpinist::kernel]` is
+//! lowered to PVL and verified by alpinist's checker when this crate compiles (a kernel that
+//! does not verify does not build), its `#[gpuopt(..)]` requests applied and the result
+//! reverified; each gives a CPU function of its own name and a module with `PVL`,
+//! `OPENCL_SOURCE` and, with the `opencl` feature, `launch(device, ..)`. The tests run the CPU
+//! functions and, on every OpenCL device (pocl in CI), the launchers.
+
+use alpinist::prelude::*;
+
+/// `y[i] += 2 * x[i]`, one thread per cell (values bounded so that no `i32` overflows).
+#[alpinist::kernel]
+#[context_everywhere(x.len() == n && y.len() == n)]
+#[context(forall(|i: usize| i < n ==> perm!(x[i], 1/2) ** perm!(y[i], write)))]
+#[requires(forall(|i: usize| i < n ==> -1000 <= x[i] && x[i] <= 1000 && -1000 <= y[i] && y[i] <= 1000))]
+#[ensures(forall(|i: usize| i < n ==> y[i] == 2 * x[i] + old(y[i])))]
+pub fn saxpy(n: usize, x: &[i32], y: &mut [i32]) {
+    #[thread(context(perm!(x[tid], 1/2) ** perm!(y[tid], write)))]
+    #[thread(requires(-1000 <= x[tid] && x[tid] <= 1000 && -1000 <= y[tid] && y[tid] <= 1000))]
+    #[thread(ensures(y[tid] == 2 * x[tid] + old(y[tid])))]
+    for tid in par(0..n) {
+        y[tid] += 2 * x[tid];
+    }
+}
+
+/// Each thread counts its cell up to a multiple of `step`, `rounds` times; the loop is
+/// unrolled twice (`rounds >= 2` makes two iterations certain) before it is verified again.
+#[alpinist::kernel]
+#[context_everywhere(c.len() == n && 2 <= rounds && rounds <= 64 && 0 <= step && step <= 64)]
+#[context(forall(|i: usize| i < n ==> perm!(c[i], write)))]
+#[requires(forall(|i: usize| i < n ==> 0 <= c[i] && c[i] <= 4096))]
+#[ensures(forall(|i: usize| i < n ==> c[i] == old(c[i]) + rounds * step))]
+pub fn count_up(n: usize, rounds: i32, step: i32, c: &mut [i32]) {
+    #[thread(context(perm!(c[tid], write)))]
+    #[thread(requires(0 <= c[tid] && c[tid] <= 4096))]
+    #[thread(ensures(c[tid] == old(c[tid]) + rounds * step))]
+    for tid in par(0..n) {
+        ghost! {
+            let start = c[tid];
+        }
+        #[gpuopt(loop_unroll(2))]
+        #[loop_invariant(0 <= _r && _r <= rounds && 0 <= start && start <= 4096)]
+        #[loop_invariant(perm!(c[tid], write) ** c[tid] == start + _r * step)]
+        for _r in 0..rounds {
+            c[tid] += step;
+        }
+    }
+}
+
+/// `a[i] = -a[i]`, tiled: eight cells per thread (`n` bounded so that the tiles' own
+/// arithmetic stays within `i32`).
+#[alpinist::kernel]
+#[context_everywhere(a.len() == n && 8 < n && n <= 1048576)]
+#[context(forall(|i: usize| i < n ==> perm!(a[i], write)))]
+#[requires(forall(|i: usize| i < n ==> -1000 <= a[i] && a[i] <= 1000))]
+#[ensures(forall(|i: usize| i < n ==> a[i] == 0 - old(a[i])))]
+pub fn negate(n: usize, a: &mut [i32]) {
+    #[gpuopt(tile(intra, 8))]
+    #[thread(context(perm!(a[tid], write)))]
+    #[thread(requires(-1000 <= a[tid] && a[tid] <= 1000))]
+    #[thread(ensures(a[tid] == 0 - old(a[tid])))]
+    for tid in par(0..n) {
+        a[tid] = 0 - a[tid];
+    }
+}
+
+/// A stencil with a barrier: each thread publishes its cell in a work-group array, and after
+/// the barrier adds its right neighbour's (the last thread, itself twice). Each cell of `a` is
+/// read by two threads, a quarter share each.
+#[alpinist::kernel]
+#[context_everywhere(a.len() == n && s.len() == n && 1 <= n && n <= 1024)]
+#[context(forall(|i: usize| i < n ==> perm!(a[i], 1/2) ** perm!(s[i], write)))]
+#[requires(forall(|i: usize| i < n ==> -1000 <= a[i] && a[i] <= 1000))]
+#[ensures(forall(|i: usize| i + 1 < n ==> s[i] == a[i] + a[i + 1]))]
+#[ensures(s[n - 1] == 2 * a[n - 1])]
+pub fn pair_sums(n: usize, a: &[i32], s: &mut [i32]) {
+    let mut t = vec![0; n];
+    #[thread(context(perm!(a[tid], 1/4) ** (tid + 1 < n ==> perm!(a[tid + 1], 1/4))))]
+    #[thread(context(perm!(s[tid], write)))]
+    #[thread(requires(perm!(t[tid], write) ** (-1000 <= a[tid] && a[tid] <= 1000)))]
+    #[thread(ensures(tid + 1 < n ==> s[tid] == a[tid] + a[tid + 1]))]
+    #[thread(ensures(tid + 1 == n ==> s[tid] == 2 * a[tid]))]
+    for tid in par(0..n) {
+        t[tid] = a[tid];
+        #[barrier(context(perm!(a[tid], 1/4) ** (tid + 1 < n ==> perm!(a[tid + 1], 1/4))))]
+        #[barrier(requires(perm!(t[tid], write) ** (t[tid] == a[tid] && -1000 <= a[tid] && a[tid] <= 1000)))]
+        #[barrier(ensures(perm!(t[tid], 1/2) ** t[tid] == a[tid]))]
+        #[barrier(ensures(tid + 1 < n ==> perm!(t[tid + 1], 1/2) ** t[tid + 1] == a[tid + 1]))]
+        #[barrier(ensures(-1000 <= t[tid] && t[tid] <= 1000))]
+        #[barrier(ensures(tid + 1 < n ==> -1000 <= t[tid + 1] && t[tid + 1] <= 1000))]
+        barrier();
+        if tid + 1 < n {
+            s[tid] = t[tid] + t[tid + 1];
+        } else {
+            s[tid] = 2 * t[tid];
+        }
+    }
+}

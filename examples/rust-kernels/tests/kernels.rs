@@ -1,0 +1,109 @@
+//! The kernels on the CPU (their own functions, against the closed forms their postconditions
+//! state) and, with the `opencl` feature, through their launchers on every OpenCL device
+//! against the CPU (pocl in CI, where `ALPINIST_REQUIRE_OPENCL=1` makes a missing platform a
+//! failure).
+
+use rust_kernels::*;
+
+/// Inputs within the kernels' preconditions, different at every size.
+fn cells(n: usize, salt: i32) -> Vec<i32> {
+    (0..n as i32)
+        .map(|i| (i * 37 + salt) % 2001 - 1000)
+        .collect()
+}
+
+#[test]
+fn every_kernel_was_verified_and_optimised_when_it_compiled() {
+    if std::env::var_os("ALPINIST_VERIFY").is_none() {
+        for verdict in [
+            saxpy::VERIFIED,
+            count_up::VERIFIED,
+            negate::VERIFIED,
+            pair_sums::VERIFIED,
+        ] {
+            assert_eq!(verdict, alpinist::KernelVerdict::Verified);
+        }
+        assert!(!count_up::PVL.contains("gpuopt"), "{}", count_up::PVL);
+        assert!(negate::PVL.contains("(n + 7) / 8"), "{}", negate::PVL);
+    }
+    for source in [
+        saxpy::OPENCL_SOURCE,
+        count_up::OPENCL_SOURCE,
+        negate::OPENCL_SOURCE,
+        pair_sums::OPENCL_SOURCE,
+    ] {
+        assert!(source.expect("generated").contains("__kernel void"));
+    }
+}
+
+#[test]
+fn the_cpu_functions_compute_what_their_postconditions_say() {
+    for n in [9, 16, 100] {
+        let x = cells(n, 3);
+        let y0 = cells(n, 11);
+        let mut y = y0.clone();
+        saxpy(n, &x, &mut y);
+        assert!((0..n).all(|i| y[i] == 2 * x[i] + y0[i]));
+
+        let c0: Vec<i32> = (0..n as i32).map(|i| i % 4096).collect();
+        let mut c = c0.clone();
+        count_up(n, 5, 7, &mut c);
+        assert!((0..n).all(|i| c[i] == c0[i] + 35));
+
+        let mut a = x.clone();
+        negate(n, &mut a);
+        assert!((0..n).all(|i| a[i] == -x[i]));
+
+        let mut s = vec![0; n];
+        pair_sums(n, &x, &mut s);
+        assert!((0..n - 1).all(|i| s[i] == x[i] + x[i + 1]));
+        assert_eq!(s[n - 1], 2 * x[n - 1]);
+    }
+}
+
+#[test]
+fn the_cpu_functions_refuse_sizes_their_proofs_do_not_cover() {
+    // `negate` was verified for 8 < n only (its tile size).
+    assert!(std::panic::catch_unwind(|| negate(8, &mut [0; 8])).is_err());
+}
+
+#[cfg(feature = "opencl")]
+#[test]
+fn the_launchers_compute_what_the_cpu_functions_compute_on_every_device() {
+    let devices = match alpinist::opencl::platform::select(None) {
+        Ok(devices) => devices,
+        Err(e) => {
+            assert_ne!(
+                std::env::var("ALPINIST_REQUIRE_OPENCL").as_deref(),
+                Ok("1"),
+                "no OpenCL device: {e}"
+            );
+            return;
+        }
+    };
+    let n = 100;
+    let x = cells(n, 5);
+    let y0 = cells(n, 17);
+    for device in &devices {
+        let (mut on_cpu, mut on_device) = (y0.clone(), y0.clone());
+        saxpy(n, &x, &mut on_cpu);
+        saxpy::launch(device, n, &x, &mut on_device).expect("saxpy runs");
+        assert_eq!(on_device, on_cpu);
+
+        let c0: Vec<i32> = (0..n as i32).map(|i| i % 4096).collect();
+        let (mut on_cpu, mut on_device) = (c0.clone(), c0.clone());
+        count_up(n, 6, 3, &mut on_cpu);
+        count_up::launch(device, n, 6, 3, &mut on_device).expect("count_up runs");
+        assert_eq!(on_device, on_cpu);
+
+        let (mut on_cpu, mut on_device) = (x.clone(), x.clone());
+        negate(n, &mut on_cpu);
+        negate::launch(device, n, &mut on_device).expect("negate runs");
+        assert_eq!(on_device, on_cpu);
+
+        let (mut on_cpu, mut on_device) = (vec![0; n], vec![0; n]);
+        pair_sums(n, &x, &mut on_cpu);
+        pair_sums::launch(device, n, &x, &mut on_device).expect("pair_sums runs");
+        assert_eq!(on_device, on_cpu);
+    }
+}
