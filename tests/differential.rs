@@ -588,6 +588,49 @@ fn tune_drops_refused_variants_times_the_rest_and_writes_a_version_that_verifies
     }
 }
 
+/// `tune --json`: one document with every candidate, the chosen one and its program.
+#[test]
+fn tune_json_is_one_document_with_every_candidate_and_the_chosen_program() {
+    let args = [
+        "tune",
+        "examples/loop_unroll/multiply.pvl",
+        "--unroll",
+        "2,4",
+        "--loop",
+        "i",
+        "--reps",
+        "2",
+        "--json",
+    ];
+    if !devices_expected() {
+        exits(&args, 4);
+        return;
+    }
+    let output = exits(&args, 0);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&output))
+        .unwrap_or_else(|e| panic!("{e}: {}", describe(&args, &output)));
+    assert_eq!(doc["command"], "tune");
+    assert_eq!(doc["exit"], 0);
+    let candidates = doc["candidates"].as_array().expect("candidates");
+    let find = |variant: &str| {
+        candidates
+            .iter()
+            .find(|c| c["variant"] == variant)
+            .unwrap_or_else(|| panic!("no `{variant}`: {doc:#}"))
+    };
+    assert_eq!(find("original")["status"], "input");
+    assert_eq!(find("unroll 2")["status"], "timed");
+    assert!(find("unroll 2")["kernel_ms"].as_f64().is_some());
+    assert_eq!(find("unroll 4")["status"], "dropped");
+    assert!(find("unroll 4")["reason"]
+        .as_str()
+        .unwrap()
+        .contains("E0905"));
+    let chosen = doc["chosen"].as_str().unwrap();
+    assert!(["original", "unroll 2"].contains(&chosen), "{doc:#}");
+    assert!(doc["text"].as_str().unwrap().contains("class"), "{doc:#}");
+}
+
 #[test]
 fn tune_without_anything_to_try_or_with_too_many_variants_is_bad_input() {
     // No list and no `gpuopt` line.

@@ -63,6 +63,11 @@ pub struct TuneArgs {
     /// Write the chosen version here instead of standard output.
     #[arg(short = 'o', value_name = "OUT")]
     pub output: Option<PathBuf>,
+    /// One JSON document on standard output: every candidate (its verdict, reverification
+    /// and kernel times, speed-up), the chosen one and its program (the table stays on
+    /// stderr; `-o` still writes the program).
+    #[arg(long)]
+    pub json: bool,
     /// Memory Z3 may use, in MB, for the whole run.
     #[arg(long, value_name = "MB", default_value_t = alpinist_core::verify::DEFAULT_MEMORY_MB,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -337,6 +342,38 @@ fn tune_here(args: &TuneArgs) -> Exit {
         Some(b) if !s.is_zero() => format!("{:.2}x", b.as_secs_f64() / s.as_secs_f64()),
         _ => "-".to_string(),
     };
+    let ms_of = |d: Duration| d.as_secs_f64() * 1e3;
+    let mut candidates = Vec::new();
+    if let Some(b) = base {
+        candidates.push(serde_json::json!({
+            "variant": original.label,
+            "status": "input",
+            "kernel_ms": ms_of(b),
+            "speed_up": 1.0,
+        }));
+    }
+    for row in &rows {
+        candidates.push(match (&row.verdict, score(&row.label)) {
+            (Verdict::Verified { time, .. }, Some(s)) => serde_json::json!({
+                "variant": row.label,
+                "status": "timed",
+                "reverified_ms": ms_of(*time),
+                "kernel_ms": ms_of(s),
+                "speed_up": base.filter(|_| !s.is_zero()).map(|b| b.as_secs_f64() / s.as_secs_f64()),
+            }),
+            (Verdict::Verified { time, .. }, None) => serde_json::json!({
+                "variant": row.label,
+                "status": "not timed",
+                "reverified_ms": ms_of(*time),
+                "reason": "it did not give the original's results",
+            }),
+            (Verdict::Dropped(why), _) => serde_json::json!({
+                "variant": row.label,
+                "status": "dropped",
+                "reason": why,
+            }),
+        });
+    }
     if let Some(b) = base {
         eprintln!(
             "  {:<width$}  {:<28}  {:>10}  {:>6}{}",
@@ -379,7 +416,23 @@ fn tune_here(args: &TuneArgs) -> Exit {
             }
             eprintln!("tune: `{}` written to {}", best.0, path.display());
         }
+        None if args.json => {}
         None => print!("{text}"),
+    }
+    if args.json {
+        let doc = serde_json::json!({
+            "schema_version": 1,
+            "command": "tune",
+            "file": source.name,
+            "device": device_name,
+            "reps": args.reps,
+            "methods": methods,
+            "candidates": candidates,
+            "chosen": best.0,
+            "text": text,
+            "exit": exit as u8,
+        });
+        println!("{doc:#}");
     }
     exit
 }
