@@ -704,9 +704,14 @@ impl<'w, 'a> Walker<'w, 'a> {
     }
 
     /// Inhaling the body of an unfolded instance (`Eval::unfolding_parent`): the instance at
-    /// `at`, inhaled on this path, is lower than it ([`World::depth`]). Not under a
-    /// quantifier (no fact then: fewer facts are always sound).
+    /// `at`, inhaled on this path, is lower than it ([`World::depth`]). Only in a pure
+    /// function's own check (`Eval::one_heap`), the one place the fact is needed (its
+    /// recursion's measure) and sound; not under a quantifier (no fact then: fewer facts are
+    /// always sound).
     fn lower_than_parent(&mut self, at: &(Dynamic, Int)) {
+        if !self.eval.one_heap {
+            return;
+        }
         let (Mode::Inhale, Some((pr, pi))) = (&self.mode, &self.eval.unfolding_parent) else {
             return;
         };

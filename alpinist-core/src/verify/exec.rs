@@ -761,6 +761,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             MethodBody::Expr(body) => {
                 let mut ev = eval(self.ctx, &st, true);
                 ev.defining = Some(routine.method.name.name.clone());
+                ev.one_heap = true;
                 let v = ev.value(body)?;
                 let v = ev.settle(v, self.result_ty.as_ref(), body.span)?;
                 let calls = std::mem::take(&mut ev.recursive_calls);

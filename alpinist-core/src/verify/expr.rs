@@ -326,6 +326,13 @@ pub struct Eval<'a> {
     /// Inhaling the body of the predicate instance at this location (an `\unfolding`): each
     /// instance inhaled is lower ([`World::depth`]).
     pub unfolding_parent: Option<(Dynamic, Int)>,
+    /// A pure function's own body, evaluated in its check: one heap throughout, so the height
+    /// of an instance `\unfolding` yields may be related to its parent's
+    /// (`assertion::lower_than_parent`). Anywhere else the heap may change between two
+    /// unfoldings, and `depth` is a function of the location alone: a location's instance can
+    /// be refolded around another footprint, and two such facts could contradict each other
+    /// (`a` inside `b`, later `b` inside `a`), making everything after them vacuous.
+    pub one_heap: bool,
     /// `--int32` in executable code: the mode (exempt and unsigned operations); `None`
     /// outside (`int32.rs`).
     pub int32: Option<&'a int32::Int32>,
@@ -381,6 +388,7 @@ impl<'a> Eval<'a> {
             recursive_calls: Vec::new(),
             unfolded: Vec::new(),
             unfolding_parent: None,
+            one_heap: false,
             int32: None,
             inlining: Vec::new(),
             permissions_as_true: false,
@@ -2636,6 +2644,7 @@ impl Eval<'_> {
         let decls = self.decls;
         let (heap, old, definedness) = (self.heap.clone(), self.old.clone(), self.definedness);
         let defining = self.defining.clone();
+        let one_heap = self.one_heap;
         let fresh = || {
             let mut inner = Eval::new(decls, store.clone());
             inner.heap = heap.clone();
@@ -2643,6 +2652,7 @@ impl Eval<'_> {
             inner.old = old.clone();
             inner.definedness = definedness;
             inner.defining = defining.clone();
+            inner.one_heap = one_heap;
             inner
         };
         // Whether P(args) is held here: checked where definedness is, and in any case the
