@@ -1,5 +1,5 @@
-//! The optimisation pipeline: one API for every client (`alpinist optimise` today; the Rust
-//! macros and `tune` next). Data flows one way:
+//! The optimisation pipeline: one API for every client (`alpinist optimise`, `run`, `tune`, and
+//! `#[gpuopt(..)]` in kernels written in Rust, `rust/expand.rs`). Data flows one way:
 //!
 //! 1. [`plan`] — the file's `gpuopt` annotations and the requested flags become [`Request`]s
 //!    on target spans (a flag replaces an annotation of its kind on the same target), in the
