@@ -281,6 +281,9 @@ pub enum Stop {
 pub struct Settings {
     /// Verify the input before and the output after (`--no-verify`: false).
     pub verify: bool,
+    /// With `verify`: verify the input too (false where the caller has verified it itself:
+    /// the Rust macros, with the unsigned obligations the pipeline's reparse would lose).
+    pub verify_input: bool,
     pub limits: Limits,
     /// Verification threads.
     pub jobs: usize,
@@ -316,7 +319,7 @@ pub fn run(
             time: start.elapsed(),
         }
     };
-    let before = match settings.verify {
+    let before = match settings.verify && settings.verify_input {
         true => {
             let before = verify(program);
             if before.outcome() != Outcome::Verified {

@@ -548,6 +548,7 @@ pub fn assert_flag_does_what_the_annotation_does(
 pub fn pipeline_settings(verify: bool) -> alpinist::pipeline::Settings {
     alpinist::pipeline::Settings {
         verify,
+        verify_input: true,
         limits: alpinist::verify::Limits::default(),
         jobs: 1,
         cache: None,

@@ -128,6 +128,7 @@ fn run_here(file: &std::path::Path, options: &Options) -> Exit {
     };
     let settings = pipeline::Settings {
         verify: !options.no_verify,
+        verify_input: true,
         limits: Limits {
             mbqi: options.mbqi,
             ..Limits::default()

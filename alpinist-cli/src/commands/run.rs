@@ -335,6 +335,7 @@ fn optimised_version(
     };
     let settings = pipeline::Settings {
         verify: false,
+        verify_input: true,
         limits: Default::default(),
         jobs: 1,
         cache: None,
@@ -372,17 +373,6 @@ fn optimised_version(
             ));
             Err(Exit::Environment)
         }
-    }
-}
-
-/// The interpreter's limits for host code whose par blocks run on a device: the steps of the
-/// host code and the threads and cells of a launch are the device's business.
-fn beyond_the_interpreter(limits: &Limits) -> Limits {
-    Limits {
-        max_steps: limits.max_steps.saturating_mul(100),
-        max_threads: u64::MAX,
-        max_cells: limits.max_cells.saturating_mul(4),
-        ..limits.clone()
     }
 }
 
@@ -505,7 +495,7 @@ fn run_method(
         &limits,
     ) {
         Err(CaseError::BeyondLimits { .. }) if !devices.is_empty() => {
-            limits = beyond_the_interpreter(&limits);
+            limits = limits.beyond_the_interpreter();
             reference_device = Some(&devices[0]);
             reference_on_device(
                 original,

@@ -25,6 +25,9 @@ use crate::diagnostics::emit_plain;
 use crate::exit::Exit;
 use crate::input::Source;
 
+/// Why a reverified variant was not timed.
+const NOT_TIMED: &str = "it did not give the original's results";
+
 /// The most variants one run enumerates: each is optimised, reverified and timed.
 const MAX_VARIANTS: usize = 64;
 
@@ -167,6 +170,7 @@ fn tune_here(args: &TuneArgs) -> Exit {
     // Optimise and reverify every variant, `--jobs` at once.
     let settings = pipeline::Settings {
         verify: true,
+        verify_input: true,
         limits: Limits {
             mbqi: !args.no_mbqi,
             ..Limits::default()
@@ -338,42 +342,17 @@ fn tune_here(args: &TuneArgs) -> Exit {
         methods.join(", ")
     );
     let mark = |label: &str| if label == best.0 { "  <- chosen" } else { "" };
-    let speed_up = |s: Duration| match base {
-        Some(b) if !s.is_zero() => format!("{:.2}x", b.as_secs_f64() / s.as_secs_f64()),
-        _ => "-".to_string(),
+    let ratio = |s: Duration| {
+        base.filter(|_| !s.is_zero())
+            .map(|b| b.as_secs_f64() / s.as_secs_f64())
     };
+    let speed_up = |s: Duration| match ratio(s) {
+        Some(r) => format!("{r:.2}x"),
+        None => "-".to_string(),
+    };
+    // Each candidate once: its line of the table, and its entry of `--json`'s document.
     let ms_of = |d: Duration| d.as_secs_f64() * 1e3;
     let mut candidates = Vec::new();
-    if let Some(b) = base {
-        candidates.push(serde_json::json!({
-            "variant": original.label,
-            "status": "input",
-            "kernel_ms": ms_of(b),
-            "speed_up": 1.0,
-        }));
-    }
-    for row in &rows {
-        candidates.push(match (&row.verdict, score(&row.label)) {
-            (Verdict::Verified { time, .. }, Some(s)) => serde_json::json!({
-                "variant": row.label,
-                "status": "timed",
-                "reverified_ms": ms_of(*time),
-                "kernel_ms": ms_of(s),
-                "speed_up": base.filter(|_| !s.is_zero()).map(|b| b.as_secs_f64() / s.as_secs_f64()),
-            }),
-            (Verdict::Verified { time, .. }, None) => serde_json::json!({
-                "variant": row.label,
-                "status": "not timed",
-                "reverified_ms": ms_of(*time),
-                "reason": "it did not give the original's results",
-            }),
-            (Verdict::Dropped(why), _) => serde_json::json!({
-                "variant": row.label,
-                "status": "dropped",
-                "reason": why,
-            }),
-        });
-    }
     if let Some(b) = base {
         eprintln!(
             "  {:<width$}  {:<28}  {:>10}  {:>6}{}",
@@ -383,24 +362,55 @@ fn tune_here(args: &TuneArgs) -> Exit {
             speed_up(b),
             mark(&original.label)
         );
+        candidates.push(serde_json::json!({
+            "variant": original.label,
+            "status": "input",
+            "kernel_ms": ms_of(b),
+            "speed_up": 1.0,
+        }));
     }
     for row in &rows {
-        match (&row.verdict, score(&row.label)) {
-            (Verdict::Verified { time, .. }, Some(s)) => eprintln!(
-                "  {:<width$}  {:<28}  {:>10}  {:>6}{}",
-                row.label,
-                format!("reverified in {}", seconds(*time)),
-                run::ms(s),
-                speed_up(s),
-                mark(&row.label)
-            ),
-            (Verdict::Verified { time, .. }, None) => eprintln!(
-                "  {:<width$}  {:<28}  not timed: it did not give the original's results",
-                row.label,
-                format!("reverified in {}", seconds(*time)),
-            ),
-            (Verdict::Dropped(why), _) => eprintln!("  {:<width$}  dropped: {why}", row.label),
-        }
+        let candidate = match (&row.verdict, score(&row.label)) {
+            (Verdict::Verified { time, .. }, Some(s)) => {
+                eprintln!(
+                    "  {:<width$}  {:<28}  {:>10}  {:>6}{}",
+                    row.label,
+                    format!("reverified in {}", seconds(*time)),
+                    run::ms(s),
+                    speed_up(s),
+                    mark(&row.label)
+                );
+                serde_json::json!({
+                    "variant": row.label,
+                    "status": "timed",
+                    "reverified_ms": ms_of(*time),
+                    "kernel_ms": ms_of(s),
+                    "speed_up": ratio(s),
+                })
+            }
+            (Verdict::Verified { time, .. }, None) => {
+                eprintln!(
+                    "  {:<width$}  {:<28}  not timed: {NOT_TIMED}",
+                    row.label,
+                    format!("reverified in {}", seconds(*time)),
+                );
+                serde_json::json!({
+                    "variant": row.label,
+                    "status": "not timed",
+                    "reverified_ms": ms_of(*time),
+                    "reason": NOT_TIMED,
+                })
+            }
+            (Verdict::Dropped(why), _) => {
+                eprintln!("  {:<width$}  dropped: {why}", row.label);
+                serde_json::json!({
+                    "variant": row.label,
+                    "status": "dropped",
+                    "reason": why,
+                })
+            }
+        };
+        candidates.push(candidate);
     }
 
     // The chosen version.

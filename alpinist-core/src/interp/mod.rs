@@ -132,6 +132,20 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// The limits for host code whose par blocks run on a device (`alpinist run` beyond the
+    /// interpreter's sizes, a Rust kernel's launcher): the steps of the host code grow, the
+    /// threads of a launch are the device's business, and the cells four times these.
+    pub fn beyond_the_interpreter(&self) -> Limits {
+        Limits {
+            max_steps: self.max_steps.saturating_mul(100),
+            max_threads: u64::MAX,
+            max_cells: self.max_cells.saturating_mul(4),
+            ..self.clone()
+        }
+    }
+}
+
 /// The result of a successful run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {

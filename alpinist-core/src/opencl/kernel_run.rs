@@ -109,13 +109,11 @@ pub fn run_on_device(
         .collect();
     let mut launcher =
         DeviceLauncher::new(&kernels, device).map_err(|e| LaunchError::Device(e.to_string()))?;
-    // The interpreter runs the host code only: threads and cells are the device's business.
-    let defaults = Limits::default();
+    // The interpreter runs the host code only; the cells are the caller's slices, already
+    // in memory.
     let limits = Limits {
-        max_steps: defaults.max_steps.saturating_mul(100),
-        max_threads: u64::MAX,
         max_cells: u64::MAX,
-        ..defaults
+        ..Limits::default().beyond_the_interpreter()
     };
     let out = launcher
         .run(&program, &values, memory, &limits)
