@@ -84,6 +84,29 @@ fn assert_interval_pass(file: &str, kind: &str, range: &str, sizes: &[u64]) {
     }
 }
 
+/// A scan written in Rust (`examples/rust-kernels`: Kogge-Stone in local memory, its proof in
+/// an `#[alpinist::module]`) passes the interval test through the PVL its macro generated,
+/// reverified by `scan-test` with its 32-bit arithmetic.
+#[test]
+fn a_scan_written_in_rust_passes_the_interval_test_through_its_pvl() {
+    if !platform_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let file = dir.path().join("kogge_stone.pvl");
+    std::fs::write(&file, rust_kernels::scan::kogge_stone::PVL).expect("written");
+    let file = file.to_str().expect("a UTF-8 path");
+    assert_interval_pass(
+        file,
+        "inclusive",
+        "1..1024",
+        &[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+    );
+    // The precondition bounds n by 1024: larger sizes are refused, not tested.
+    let output = run(&["scan-test", file, "--n", "2048"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
+
 #[test]
 fn the_four_classic_scans_pass_the_interval_test_at_several_sizes() {
     if !platform_available() {

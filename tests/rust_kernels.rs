@@ -200,6 +200,15 @@ proptest! {
             clamp(n, &mut m);
             let (arrays, _) = interpret(clamp::PVL, "clamp", &[n as i128], &[&before]);
             prop_assert_eq!(&m, &arrays[0]);
+
+            // The scan of `examples/rust-kernels` (local memory, barriers in a loop, a ghost
+            // input sequence that is no parameter of the CPU function).
+            let input: Vec<i32> = x.iter().map(|v| v % 1001).collect();
+            let mut s = input.clone();
+            rust_kernels::scan::kogge_stone(n, &mut s);
+            let (arrays, _) =
+                interpret(rust_kernels::scan::kogge_stone::PVL, "kogge_stone", &[n as i128], &[&input]);
+            prop_assert_eq!(&s, &arrays[0]);
         }
     }
 }

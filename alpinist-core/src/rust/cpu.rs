@@ -30,15 +30,7 @@ pub(super) fn cpu_function(
 ) -> (syn::ItemFn, Vec<syn::Error>) {
     let mut f = item.clone();
     f.attrs.retain(|a| helper_name(a).is_none());
-    f.sig.inputs = f
-        .sig
-        .inputs
-        .into_iter()
-        .filter(|arg| match arg {
-            syn::FnArg::Typed(pt) => !pt.attrs.iter().any(|a| helper_name(a) == Some("ghost")),
-            syn::FnArg::Receiver(_) => true,
-        })
-        .collect();
+    f.sig.inputs = inputs_without_ghosts(&f.sig);
     let mut strip = Strip {
         types: lowered.map(|(l, k)| l.local_types[k].clone().into_iter()),
         errors: Vec::new(),
@@ -53,6 +45,21 @@ pub(super) fn cpu_function(
         }));
     }
     (f, strip.errors)
+}
+
+/// The parameters of `sig` that exist at run time: all but the `#[ghost]` ones (the CPU
+/// function's and the launcher's signature).
+pub(super) fn inputs_without_ghosts(
+    sig: &syn::Signature,
+) -> syn::punctuated::Punctuated<syn::FnArg, syn::token::Comma> {
+    sig.inputs
+        .iter()
+        .filter(|arg| match arg {
+            syn::FnArg::Typed(pt) => !pt.attrs.iter().any(|a| helper_name(a) == Some("ghost")),
+            syn::FnArg::Receiver(_) => true,
+        })
+        .cloned()
+        .collect()
 }
 
 /// Takes the helpers out of a body, and writes out the type the proof assumed of each `let`

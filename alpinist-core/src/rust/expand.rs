@@ -24,7 +24,7 @@ use crate::pipeline::{self, PlanError, Stop};
 use crate::syntax::{print, Span, Trivia};
 use crate::verify::{self, Int32, Limits, Status};
 
-use super::cpu::{cpu_function, entry_checks};
+use super::cpu::{cpu_function, entry_checks, inputs_without_ghosts};
 use super::lower::{alpinist_attr, lower_routines, Lowered, RoutineKind, RustTy};
 use crate::opencl::codegen::IntWidth;
 
@@ -241,8 +241,9 @@ fn diagnose(lowered: &Lowered, verify: bool) -> Vec<syn::Error> {
     if !verify {
         return Vec::new();
     }
-    // The default budget: `rlimit` only, no wall clock (verdicts must not depend on load).
-    let limits = Limits::default();
+    // The default budget: `rlimit` only, no wall clock (verdicts must not depend on load);
+    // inside rustc, without model-based instantiation (a libz3 crash would end the build).
+    let limits = Limits::in_process();
     let mode = Int32 {
         exempt: BTreeSet::new(),
         unsigned: lowered.unsigned.clone(),
@@ -315,7 +316,7 @@ fn optimise(lowered: &Lowered) -> Result<Option<String>, syn::Error> {
     let settings = pipeline::Settings {
         verify: true,
         verify_input: false,
-        limits: Limits::default(),
+        limits: Limits::in_process(),
         jobs: 1,
         cache: None,
         int32: Some(Int32::default()),
@@ -394,16 +395,22 @@ fn opencl_source(pvl: &str, name: &str) -> Result<String, String> {
 /// The launcher of kernel `k` of the lowered program: `launch(device, <the kernel's
 /// parameters>)`, which checks the sizes the proof assumed (as the CPU function does), runs
 /// the kernel's `PVL` on the device (`opencl::kernel_run`) and copies the `&mut` slices back;
-/// expanded only where the `alpinist` package has its `opencl` feature (`__if_opencl!`). None
-/// for a kernel with ghost parameters (the host code would need their values).
+/// expanded only where the `alpinist` package has its `opencl` feature (`__if_opencl!`). Its
+/// signature is the CPU function's: ghost parameters are `given` names of the PVL, which only
+/// ghost code (never run) reads.
 fn launcher(func: &syn::ItemFn, lowered: &Lowered, k: usize) -> Option<TokenStream> {
-    let params = lowered.params.get(k)?;
-    if params.iter().any(|(_, _, ghost)| *ghost) {
-        return None;
-    }
+    let params: Vec<_> = lowered
+        .params
+        .get(k)?
+        .iter()
+        .filter(|(_, _, ghost)| !ghost)
+        .collect();
     let name = func.sig.ident.to_string();
     let checks = entry_checks(&name, lowered, k);
-    let inputs = &func.sig.inputs;
+    let inputs = inputs_without_ghosts(&func.sig);
+    if inputs.len() != params.len() {
+        return None;
+    }
     let mut args = Vec::new();
     let mut copy_back = Vec::new();
     for (position, (arg, (pname, ty, _))) in inputs.iter().zip(params).enumerate() {

@@ -44,6 +44,18 @@ impl Limits {
 }
 
 impl Limits {
+    /// The budget for Z3 inside another program's process — the Rust macros, inside rustc —
+    /// where no worker process stands between a libz3 crash and the program: the default
+    /// budget with model-based quantifier instantiation off, the configuration the CLI falls
+    /// back to after libz3 4.8.12 crashed building a model (a failing quantified obligation is
+    /// `unknown`, so still not verified).
+    pub fn in_process() -> Limits {
+        Limits {
+            mbqi: false,
+            ..Limits::default()
+        }
+    }
+
     /// The solver parameters for these limits.
     pub fn params(&self) -> Params {
         let mut params = Params::new();

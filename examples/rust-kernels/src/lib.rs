@@ -95,3 +95,96 @@ pub fn pair_sums(n: usize, a: &[i32], s: &mut [i32]) {
         }
     }
 }
+
+/// Kogge-Stone inclusive prefix sum in work-group local memory, with its functional proof:
+/// `x[i]` ends as `xs[0] + .. + xs[i]` for the ghost copy `xs` of the input. Each step has a
+/// read phase and a write phase between barriers: the first lends half of `t[tid]` to the
+/// reader `tid + offset`, the second gives every thread its own cell back.
+#[alpinist::module]
+pub mod scan {
+    use alpinist::prelude::*;
+
+    /// The sum of `xs[k]` for `max(lo, 0) <= k < hi`.
+    #[alpinist::pure]
+    #[requires(hi <= xs.len())]
+    #[decreases(hi)]
+    fn seg(xs: &Seq<Int>, lo: Int, hi: Int) -> Int {
+        if hi <= 0 || hi <= lo {
+            0
+        } else {
+            seg(xs, lo, hi - 1) + xs[hi - 1]
+        }
+    }
+
+    /// Adjacent segments add up (by induction on `hi`).
+    #[alpinist::lemma]
+    #[requires(lo <= mid && mid <= hi && hi <= xs.len())]
+    #[ensures(seg(xs, lo, mid) + seg(xs, mid, hi) == seg(xs, lo, hi))]
+    #[decreases(hi - mid)]
+    fn split_seg(xs: &Seq<Int>, lo: Int, mid: Int, hi: Int) {
+        if mid < hi {
+            split_seg(xs, lo, mid, hi - 1);
+        }
+    }
+
+    /// A segment of cells in `0 ..= 1000` sums to at most `1000` per cell (so no `i32`
+    /// overflows).
+    #[alpinist::lemma]
+    #[requires(0 <= hi && hi <= xs.len())]
+    #[requires(forall(|k: Int| 0 <= k && k < xs.len() ==> 0 <= xs[k] && xs[k] <= 1000))]
+    #[ensures(0 <= seg(xs, lo, hi) && seg(xs, lo, hi) <= 1000 * hi)]
+    #[decreases(hi)]
+    fn seg_bound(xs: &Seq<Int>, lo: Int, hi: Int) {
+        if 0 < hi && lo < hi {
+            seg_bound(xs, lo, hi - 1);
+        }
+    }
+
+    #[alpinist::kernel]
+    #[context_everywhere(x.len() == n && xs.len() == n && 1 <= n && n <= 1024)]
+    #[context_everywhere(forall(|i: usize| i < n ==> 0 <= xs[i] && xs[i] <= 1000))]
+    #[requires(forall(|i: usize| i < n ==> perm!(x[i], write) ** x[i] == xs[i]))]
+    #[ensures(forall(|i: usize| i < n ==> perm!(x[i], write) ** x[i] == seg(xs, 0, i + 1)))]
+    pub fn kogge_stone(n: usize, x: &mut [i32], #[ghost] xs: Seq<Int>) {
+        let mut t = vec![0; n];
+        #[thread(requires(perm!(x[tid], write) ** x[tid] == xs[tid] ** perm!(t[tid], write)))]
+        #[thread(ensures(perm!(x[tid], write) ** x[tid] == seg(xs, 0, tid + 1)))]
+        for tid in par(0..n) {
+            t[tid] = x[tid];
+            let mut offset = 1;
+            #[loop_invariant(tid < n && 1 <= offset)]
+            #[loop_invariant(perm!(x[tid], write) ** perm!(t[tid], write))]
+            #[loop_invariant(t[tid] == seg(xs, tid + 1 - offset, tid + 1))]
+            while offset < n {
+                let mut v = 0;
+                #[barrier(context(tid < n && 1 <= offset && offset < n))]
+                #[barrier(requires(perm!(t[tid], write) ** t[tid] == seg(xs, tid + 1 - offset, tid + 1)))]
+                #[barrier(ensures(perm!(t[tid], 1/2) ** t[tid] == seg(xs, tid + 1 - offset, tid + 1)))]
+                #[barrier(ensures(tid + offset >= n ==> perm!(t[tid], 1/2)))]
+                #[barrier(ensures(tid >= offset ==> perm!(t[tid - offset], 1/2) ** t[tid - offset] == seg(xs, tid + 1 - 2 * offset, tid + 1 - offset)))]
+                barrier();
+                if tid >= offset {
+                    v = t[tid - offset];
+                }
+                #[barrier(context(tid < n && 1 <= offset && offset < n))]
+                #[barrier(requires(perm!(t[tid], 1/2) ** t[tid] == seg(xs, tid + 1 - offset, tid + 1)))]
+                #[barrier(requires(tid + offset >= n ==> perm!(t[tid], 1/2)))]
+                #[barrier(requires(tid >= offset ==> perm!(t[tid - offset], 1/2)))]
+                #[barrier(ensures(perm!(t[tid], write) ** t[tid] == seg(xs, tid + 1 - offset, tid + 1)))]
+                barrier();
+                ghost! {
+                    split_seg(xs, tid + 1 - 2 * offset, tid + 1 - offset, tid + 1);
+                    seg_bound(xs, tid + 1 - 2 * offset, tid + 1);
+                }
+                if tid >= offset {
+                    t[tid] += v;
+                }
+                offset *= 2;
+            }
+            ghost! {
+                split_seg(xs, tid + 1 - offset, 0, tid + 1);
+            }
+            x[tid] = t[tid];
+        }
+    }
+}

@@ -20,6 +20,7 @@ fn every_kernel_was_verified_and_optimised_when_it_compiled() {
             count_up::VERIFIED,
             negate::VERIFIED,
             pair_sums::VERIFIED,
+            scan::kogge_stone::VERIFIED,
         ] {
             assert_eq!(verdict, alpinist::KernelVerdict::Verified);
         }
@@ -31,6 +32,7 @@ fn every_kernel_was_verified_and_optimised_when_it_compiled() {
         count_up::OPENCL_SOURCE,
         negate::OPENCL_SOURCE,
         pair_sums::OPENCL_SOURCE,
+        scan::kogge_stone::OPENCL_SOURCE,
     ] {
         assert!(source.expect("generated").contains("__kernel void"));
     }
@@ -59,6 +61,34 @@ fn the_cpu_functions_compute_what_their_postconditions_say() {
         assert!((0..n - 1).all(|i| s[i] == x[i] + x[i + 1]));
         assert_eq!(s[n - 1], 2 * x[n - 1]);
     }
+}
+
+/// Inclusive prefix sums of `cells` in `0 ..= 1000`, as `kogge_stone`'s postcondition states.
+fn prefix_sums(cells: &[i32]) -> Vec<i32> {
+    cells
+        .iter()
+        .scan(0, |sum, v| {
+            *sum += v;
+            Some(*sum)
+        })
+        .collect()
+}
+
+/// Scan inputs within `kogge_stone`'s precondition (cells in `0 ..= 1000`).
+fn scan_input(n: usize, salt: i32) -> Vec<i32> {
+    cells(n, salt).iter().map(|v| v.abs()).collect()
+}
+
+#[test]
+fn the_rust_kogge_stone_computes_prefix_sums_at_every_size() {
+    // Powers of two and others (Kogge-Stone needs none), up to the precondition's 1024.
+    for n in [1, 2, 3, 7, 16, 100, 255, 1024] {
+        let input = scan_input(n, 7);
+        let mut x = input.clone();
+        scan::kogge_stone(n, &mut x);
+        assert_eq!(x, prefix_sums(&input), "n = {n}");
+    }
+    assert!(std::panic::catch_unwind(|| scan::kogge_stone(1025, &mut [0; 1025])).is_err());
 }
 
 #[test]
@@ -105,5 +135,13 @@ fn the_launchers_compute_what_the_cpu_functions_compute_on_every_device() {
         pair_sums(n, &x, &mut on_cpu);
         pair_sums::launch(device, n, &x, &mut on_device).expect("pair_sums runs");
         assert_eq!(on_device, on_cpu);
+
+        // The scan's ghost input sequence is not a parameter of the launcher either.
+        for n in [1, 64, 100, 1024] {
+            let input = scan_input(n, 3);
+            let mut on_device = input.clone();
+            scan::kogge_stone::launch(device, n, &mut on_device).expect("kogge_stone runs");
+            assert_eq!(on_device, prefix_sums(&input), "n = {n}");
+        }
     }
 }
