@@ -230,6 +230,18 @@ fn broken_variants_fail_where_expected() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// A precondition that is not well defined is one error: what its failed check assumed may
+/// contradict the rest, which is not reported as an unsatisfiable precondition too.
+#[test]
+fn an_ill_defined_precondition_is_one_error() {
+    let (code, doc, err) =
+        verify_json("tests/data/verify/precondition_reads_a_row_without_permission.pvl");
+    assert_eq!(code, Some(1), "{err}");
+    let found = unverified(&doc);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "insufficient_permission", "{found:?}");
+}
+
 /// Inputs that once crashed the checker: each gets a verdict (verified, failed or unknown), the
 /// checker never panics.
 #[test]
