@@ -105,6 +105,20 @@ fn a_scan_written_in_rust_passes_the_interval_test_through_its_pvl() {
     // The precondition bounds n by 1024: larger sizes are refused, not tested.
     let output = run(&["scan-test", file, "--n", "2048"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    // Written `t[tid] += v` (what clippy suggests), the kernel adds the left segment on the
+    // right: correct for `+`, which commutes, and the checker proves it, but not a scan for
+    // every associative operator, which the interval run shows.
+    let pvl = rust_kernels::scan::kogge_stone::PVL;
+    let swapped = pvl.replace("t[tid] = v + t[tid];", "t[tid] = t[tid] + v;");
+    assert_ne!(swapped, pvl, "the kernel's update is `t[tid] = v + t[tid]`");
+    let broken = dir.path().join("kogge_stone_swapped.pvl");
+    std::fs::write(&broken, swapped).expect("written");
+    let (code, document) = scan_test(broken.to_str().unwrap(), "inclusive", &["--n", "64"]);
+    assert_eq!(code, Some(1), "{document:#}");
+    assert_eq!(document["race_freedom"]["status"], "proved");
+    let result = &results(&document)[0];
+    assert_eq!(result["integer"]["passed"], true, "{result:#}");
+    assert_eq!(result["interval"]["passed"], false, "{result:#}");
 }
 
 #[test]

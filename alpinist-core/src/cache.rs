@@ -1,7 +1,7 @@
 //! The verified-method cache: a routine verified once is not proved again while nothing its
 //! verdict depends on has changed. One cache for every client — `verify`, `optimise` (an
-//! optimisation changes one method; the others come from here) and, later, the Rust macros —
-//! through [`crate::witness::verify_and_confirm`].
+//! optimisation changes one method; the others come from here) through
+//! [`crate::witness::verify_and_confirm`], and the Rust macros through their item entries.
 //!
 //! # The key
 //! A routine's entry is keyed on the whole text of what its verdict depends on ([`keys`]):
@@ -32,6 +32,15 @@
 //!   points depends on every body).
 //! - The folder is bounded: [`MethodCache::from_env`] prunes it to [`MAX_ENTRIES`], the least
 //!   recently written entries first.
+//!
+//! # The Rust macros' entries
+//! `#[alpinist::kernel]` and `#[alpinist::module]` verify a whole lowered program at once, in
+//! the 32-bit mode, so their entries ([`ItemKey`], in a folder of their own) are keyed on that
+//! program in full — every routine's body and every span (the 32-bit mode keys its unsigned
+//! operations by span) — with the checker, Z3's version and the limits; one stores the `PVL`
+//! the expansion emits (after the `#[gpuopt(..)]` optimisations, reverified), and only when
+//! nothing was reported. A hit skips Z3 for the item; the rest of the expansion (lowering,
+//! the CPU function) runs as before.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,6 +60,8 @@ pub const DIR_ENV: &str = "ALPINIST_CACHE_DIR";
 
 /// The entries' format; a new one starts a new folder.
 const FORMAT: &str = "methods-v1";
+/// The Rust macros' entries' format (see [`ItemKey`]).
+const ITEM_FORMAT: &str = "items-v1";
 
 /// At most this many entries stay in the folder (a few kilobytes each; see
 /// [`MethodCache::prune`]).
@@ -101,7 +112,13 @@ impl MethodCache {
     /// ones go (down to three quarters of `max`), so the cache never grows without bound.
     /// Best effort: what cannot be read or removed stays.
     pub fn prune(&self, max: usize) {
-        let Ok(entries) = std::fs::read_dir(self.dir.join(FORMAT)) else {
+        for format in [FORMAT, ITEM_FORMAT] {
+            self.prune_folder(format, max);
+        }
+    }
+
+    fn prune_folder(&self, format: &str, max: usize) {
+        let Ok(entries) = std::fs::read_dir(self.dir.join(format)) else {
             return;
         };
         let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
@@ -237,6 +254,54 @@ impl MethodCache {
             return false;
         };
         write_atomically(&self.path(key), text.as_bytes()).is_ok()
+    }
+}
+
+impl MethodCache {
+    fn item_path(&self, key: &ItemKey) -> PathBuf {
+        self.dir
+            .join(ITEM_FORMAT)
+            .join(format!("{:032x}.json", digest(&key.material)))
+    }
+
+    /// The `PVL` stored for exactly this key: the item verified (and was optimised) before.
+    pub fn lookup_item(&self, key: &ItemKey) -> Option<String> {
+        let text = std::fs::read_to_string(self.item_path(key)).ok()?;
+        let entry: ItemEntry = serde_json::from_str(&text).ok()?;
+        (entry.material == key.material).then_some(entry.pvl)
+    }
+
+    /// Records that the item of `key` verified, giving `pvl`; the caller stores only an item
+    /// for which nothing was reported. `false` when the folder cannot be written.
+    pub fn store_item(&self, key: &ItemKey, pvl: &str) -> bool {
+        let entry = ItemEntry {
+            material: key.material.clone(),
+            pvl: pvl.to_string(),
+        };
+        let Ok(text) = serde_json::to_string(&entry) else {
+            return false;
+        };
+        write_atomically(&self.item_path(key), text.as_bytes()).is_ok()
+    }
+}
+
+/// What the verdict of an item of the Rust macros depends on, in full: the checker, Z3's
+/// version, `config` (the limits and mode, in words) and `program`, the lowered program as
+/// the checker receives it (its `Debug` form: every body and every span).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ItemKey {
+    material: String,
+}
+
+impl ItemKey {
+    pub fn new(program: &str, config: &str) -> ItemKey {
+        ItemKey {
+            material: format!(
+                "alpinist verified-item cache {ITEM_FORMAT}\nchecker {}\nz3 {}\nconfig {config}\n== program\n{program}\n",
+                env!("ALPINIST_CHECKER_FINGERPRINT"),
+                z3::full_version(),
+            ),
+        }
     }
 }
 
@@ -387,6 +452,13 @@ struct Entry {
     obligations: Vec<StoredObligation>,
     trusted: Vec<StoredTrusted>,
     warnings: Vec<StoredWarning>,
+}
+
+/// A Rust macro item's entry on disk.
+#[derive(Serialize, Deserialize)]
+struct ItemEntry {
+    material: String,
+    pvl: String,
 }
 
 /// Offsets into the routine.

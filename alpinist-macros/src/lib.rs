@@ -11,13 +11,15 @@ use proc_macro::TokenStream;
 /// `#[context_everywhere(..)]`; in the body `#[loop_invariant(..)]`, `#[thread(..)]` on
 /// `for tid in par(lo..hi)`, `#[barrier(..)] barrier();`, `#[ghost]` parameters and
 /// `ghost! { .. }`, and `#[gpuopt(loop_unroll(K))]` & co. on loops and par blocks (applied after
-/// verification, the result reverified). `ALPINIST_VERIFY=0` skips verification.
+/// verification, the result reverified). `ALPINIST_VERIFY=0` skips verification; a kernel that
+/// verified is recorded in the verified-method cache and not proved again while it is
+/// unchanged (`ALPINIST_CACHE=0`: proved every time).
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     alpinist_core::rust::expand_kernel(
         attr.into(),
         item.into(),
-        alpinist_core::rust::verification_enabled(),
+        alpinist_core::rust::Checking::from_env(),
     )
     .into()
 }
@@ -30,7 +32,7 @@ pub fn module(attr: TokenStream, item: TokenStream) -> TokenStream {
     alpinist_core::rust::expand_module(
         attr.into(),
         item.into(),
-        alpinist_core::rust::verification_enabled(),
+        alpinist_core::rust::Checking::from_env(),
     )
     .into()
 }

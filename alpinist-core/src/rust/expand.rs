@@ -20,6 +20,7 @@ use std::collections::BTreeSet;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 
+use crate::cache::{ItemKey, MethodCache};
 use crate::pipeline::{self, PlanError, Stop};
 use crate::syntax::{print, Span, Trivia};
 use crate::verify::{self, Int32, Limits, Status};
@@ -44,8 +45,43 @@ pub fn verification_enabled() -> bool {
         && std::env::var("ALPINIST_VERIFY").map_or(true, |v| v != "0")
 }
 
-/// The expansion of `#[alpinist::kernel]` on `item`, verifying when `verify` is set.
-pub fn expand_kernel(attr: TokenStream, item: TokenStream, verify: bool) -> TokenStream {
+/// How an expansion checks its item: whether it verifies, and the verified-method cache it
+/// consults (its item entries, [`crate::cache::ItemKey`]) and fills. A `bool` is "verify, or
+/// not", without a cache.
+#[derive(Clone, Debug, Default)]
+pub struct Checking {
+    pub verify: bool,
+    pub cache: Option<MethodCache>,
+}
+
+impl Checking {
+    /// What the environment asks for: [`verification_enabled`], and the cache of
+    /// [`MethodCache::from_env`] (`ALPINIST_CACHE=0`: none).
+    pub fn from_env() -> Checking {
+        let verify = verification_enabled();
+        Checking {
+            verify,
+            cache: verify.then(MethodCache::from_env).flatten(),
+        }
+    }
+}
+
+impl From<bool> for Checking {
+    fn from(verify: bool) -> Checking {
+        Checking {
+            verify,
+            cache: None,
+        }
+    }
+}
+
+/// The expansion of `#[alpinist::kernel]` on `item`, verifying as `checking` says.
+pub fn expand_kernel(
+    attr: TokenStream,
+    item: TokenStream,
+    checking: impl Into<Checking>,
+) -> TokenStream {
+    let checking = checking.into();
     let hash = fnv1a(item.to_string().as_bytes());
     let func = match parse_or_refuse::<syn::ItemFn>(
         item,
@@ -55,7 +91,7 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream, verify: bool) -> Toke
         Err(refusal) => return refusal,
     };
     let mut errors = no_arguments("kernel", attr);
-    let (found, items) = expand_routines(&[(RoutineKind::Kernel, func)], verify, hash);
+    let (found, items) = expand_routines(&[(RoutineKind::Kernel, func)], &checking, hash);
     errors.extend(found);
     let mut out: TokenStream = errors.iter().map(syn::Error::to_compile_error).collect();
     out.extend(items);
@@ -66,7 +102,12 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream, verify: bool) -> Toke
 /// functions and `#[alpinist::lemma]`s form one program (kernels may use the others in their
 /// specifications and ghost code), verified together; each kernel becomes its CPU function and
 /// module, the pure functions and lemmas (ghost) are left out, every other item stays.
-pub fn expand_module(attr: TokenStream, item: TokenStream, verify: bool) -> TokenStream {
+pub fn expand_module(
+    attr: TokenStream,
+    item: TokenStream,
+    checking: impl Into<Checking>,
+) -> TokenStream {
+    let checking = checking.into();
     let hash = fnv1a(item.to_string().as_bytes());
     const WHERE: &str = "`#[alpinist::module]` goes on a module with a body (`mod name { .. }`)";
     let module = match parse_or_refuse::<syn::ItemMod>(item.clone(), WHERE) {
@@ -94,7 +135,7 @@ pub fn expand_module(attr: TokenStream, item: TokenStream, verify: bool) -> Toke
             other => others.push(other.to_token_stream()),
         }
     }
-    let (found, items) = expand_routines(&routines, verify, hash);
+    let (found, items) = expand_routines(&routines, &checking, hash);
     errors.extend(found);
     let attrs = &module.attrs;
     let vis = &module.vis;
@@ -157,9 +198,10 @@ fn routine_kind(f: &syn::ItemFn) -> Option<RoutineKind> {
 /// (CPU function and module each).
 fn expand_routines(
     routines: &[(RoutineKind, syn::ItemFn)],
-    verify: bool,
+    checking: &Checking,
     hash: u64,
 ) -> (Vec<syn::Error>, TokenStream) {
+    let verify = checking.verify;
     let mut errors = Vec::new();
     let refs: Vec<(RoutineKind, &syn::ItemFn)> = routines.iter().map(|(k, f)| (*k, f)).collect();
     let (lowered, pvl) = match lower_routines(&refs) {
@@ -169,6 +211,20 @@ fn expand_routines(
         }
         Ok(lowered) => {
             let pvl = print(&lowered.program, &Trivia::default());
+            // The cache: the program as the checker receives it, under the macros' limits.
+            let cached = checking.cache.as_ref().filter(|_| verify).map(|cache| {
+                let key = ItemKey::new(
+                    &format!("{:?}\nunsigned {:?}", lowered.program, lowered.unsigned),
+                    &format!("{:?}, 32-bit mode", Limits::in_process()),
+                );
+                let hit = cache.lookup_item(&key);
+                (cache, key, hit)
+            });
+            if let Some((_, _, Some(pvl))) = cached {
+                // Verified (and optimised) before, exactly this program: nothing to report.
+                let lowered = Some(lowered);
+                return emit_routines(routines, lowered.as_ref(), &pvl, errors, verify, hash);
+            }
             errors.extend(diagnose(&lowered, verify));
             // `PVL` must be the program that was verified, as `alpinist verify` reads it: a
             // Rust name that is a PVL keyword (`write`, `label`, ..) would print as something
@@ -198,15 +254,33 @@ fn expand_routines(
                 },
                 false => pvl,
             };
+            if let Some((cache, key, None)) = &cached {
+                if errors.is_empty() {
+                    cache.store_item(key, &pvl);
+                }
+            }
             (Some(lowered), pvl)
         }
     };
+    emit_routines(routines, lowered.as_ref(), &pvl, errors, verify, hash)
+}
+
+/// The items of the kernels (CPU function and module each) after `errors`, the verdict saying
+/// whether there were any.
+fn emit_routines(
+    routines: &[(RoutineKind, syn::ItemFn)],
+    lowered: Option<&Lowered>,
+    pvl: &str,
+    mut errors: Vec<syn::Error>,
+    verify: bool,
+    hash: u64,
+) -> (Vec<syn::Error>, TokenStream) {
     let mut cpus = Vec::new();
     for (k, (kind, func)) in routines.iter().enumerate() {
         if *kind == RoutineKind::Kernel {
-            let (cpu, cpu_errors) = cpu_function(func, lowered.as_ref().map(|l| (l, k)));
+            let (cpu, cpu_errors) = cpu_function(func, lowered.map(|l| (l, k)));
             errors.extend(cpu_errors);
-            let launcher = lowered.as_ref().and_then(|l| launcher(func, l, k));
+            let launcher = lowered.and_then(|l| launcher(func, l, k));
             cpus.push((func, cpu, launcher));
         }
     }
@@ -220,7 +294,7 @@ fn expand_routines(
     let mut out = TokenStream::new();
     for (func, cpu, launcher) in cpus {
         out.extend(cpu.into_token_stream());
-        out.extend(kernel_module(func, &pvl, verdict, hash, launcher));
+        out.extend(kernel_module(func, pvl, verdict, hash, launcher));
     }
     (errors, out)
 }

@@ -37,7 +37,7 @@ mod spans;
 mod tests;
 
 pub use expand::{
-    expand_kernel, expand_module, misplaced_helper, verification_enabled, KernelVerdict,
+    expand_kernel, expand_module, misplaced_helper, verification_enabled, Checking, KernelVerdict,
 };
 pub use lower::{lower_kernel, lower_routines, Lowered, RoutineKind, RustTy, HELPERS};
 pub use spans::SpanMap;

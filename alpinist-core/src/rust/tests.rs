@@ -335,3 +335,112 @@ fn gpuopt_attributes_say_where_they_go() {
         assert!(out.contains(expect), "{expect}: {out}");
     }
 }
+
+/// A cache folder of its own under the system's temporary folder, emptied.
+fn fresh_cache(name: &str) -> crate::cache::MethodCache {
+    let dir = std::env::temp_dir().join(format!(
+        "alpinist-macro-cache-test-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    crate::cache::MethodCache::at(dir)
+}
+
+/// The item entries in a cache folder.
+fn item_entries(cache: &crate::cache::MethodCache) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(cache.dir().join("items-v1"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+fn with_cache(cache: &crate::cache::MethodCache) -> Checking {
+    Checking {
+        verify: true,
+        cache: Some(cache.clone()),
+    }
+}
+
+/// A verified kernel is stored with the `PVL` it emits, and an expansion of the same kernel
+/// takes it from there without proving: an entry whose `PVL` was replaced (keeping its key) is
+/// what the next expansion emits. A changed kernel is a miss; a damaged entry is one too (the
+/// kernel is proved again and the entry written anew); without a cache nothing is written.
+#[test]
+fn verified_items_come_back_from_the_cache_and_nothing_else_does() {
+    let cache = fresh_cache("items");
+    let item = first_kernel("ok/vector_add.rs");
+    let pvl = pvl_constant(expand_kernel(
+        TokenStream::new(),
+        item.clone(),
+        with_cache(&cache),
+    ));
+    let entries = item_entries(&cache);
+    assert_eq!(entries.len(), 1, "{entries:?}");
+
+    // Reused: the entry's PVL, replaced, is what comes back (no proof ran to make it).
+    let text = std::fs::read_to_string(&entries[0]).unwrap();
+    let mut entry: serde_json::Value = serde_json::from_str(&text).unwrap();
+    entry["pvl"] = serde_json::Value::String("// from the cache".into());
+    std::fs::write(&entries[0], entry.to_string()).unwrap();
+    let out = expand_kernel(TokenStream::new(), item.clone(), with_cache(&cache));
+    assert_eq!(pvl_constant(out.clone()), "// from the cache");
+    assert!(out.to_string().contains("KernelVerdict :: Verified"));
+
+    // Damaged: a miss, proved again and stored again.
+    std::fs::write(&entries[0], "{ not json").unwrap();
+    let out = expand_kernel(TokenStream::new(), item.clone(), with_cache(&cache));
+    assert_eq!(pvl_constant(out), pvl);
+    assert_eq!(item_entries(&cache).len(), 1);
+    assert!(std::fs::read_to_string(&entries[0])
+        .unwrap()
+        .contains("\"pvl\""));
+
+    // Changed (a weaker postcondition): another key, proved, a second entry.
+    let changed: TokenStream = item
+        .to_string()
+        .replacen("ensures (", "ensures (n >= 0 , ", 1)
+        .parse()
+        .unwrap();
+    let out = expand_kernel(TokenStream::new(), changed, with_cache(&cache));
+    assert!(
+        out.to_string().contains("KernelVerdict :: Verified"),
+        "{out}"
+    );
+    assert_eq!(item_entries(&cache).len(), 2);
+
+    // Without a cache (`ALPINIST_CACHE=0`, `ALPINIST_VERIFY=0`): nothing read or written.
+    let none = fresh_cache("none");
+    expand_kernel(TokenStream::new(), item, true);
+    assert!(item_entries(&none).is_empty());
+}
+
+/// Failing kernels and modules are never stored (and a module's entry is its whole program).
+#[test]
+fn failing_items_are_never_stored() {
+    let cache = fresh_cache("failing");
+    for file in ["fail/vector_add_wrong_sum.rs", "fail/lemma_precondition.rs"] {
+        let (items, _) = kernels(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../tests/data/rust")
+                .join(file),
+        );
+        for item in items {
+            let out = if syn::parse2::<syn::ItemMod>(item.clone()).is_ok() {
+                expand_module(TokenStream::new(), item, with_cache(&cache))
+            } else {
+                expand_kernel(TokenStream::new(), item, with_cache(&cache))
+            };
+            assert!(out.to_string().contains("compile_error"), "{file}");
+        }
+    }
+    assert!(item_entries(&cache).is_empty());
+    let (items, _) = kernels(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/data/rust/ok/two_halves.rs"),
+    );
+    for item in items {
+        expand_module(TokenStream::new(), item, with_cache(&cache));
+    }
+    assert_eq!(item_entries(&cache).len(), 1);
+}

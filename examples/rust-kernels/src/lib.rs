@@ -101,6 +101,7 @@ pub fn pair_sums(n: usize, a: &[i32], s: &mut [i32]) {
 /// read phase and a write phase between barriers: the first lends half of `t[tid]` to the
 /// reader `tid + offset`, the second gives every thread its own cell back.
 #[alpinist::module]
+#[allow(clippy::assign_op_pattern)]
 pub mod scan {
     use alpinist::prelude::*;
 
@@ -177,7 +178,10 @@ pub mod scan {
                     seg_bound(xs, tid + 1 - 2 * offset, tid + 1);
                 }
                 if tid >= offset {
-                    t[tid] += v;
+                    // `v + t[tid]`, never `t[tid] += v`: the left segment first, so that the
+                    // scan is right for every associative operator, not only for commutative
+                    // `+` (`scan-test`'s interval run tells the two apart).
+                    t[tid] = v + t[tid];
                 }
                 offset *= 2;
             }
