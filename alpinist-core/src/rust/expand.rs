@@ -56,12 +56,16 @@ pub struct Checking {
 
 impl Checking {
     /// What the environment asks for: [`verification_enabled`], and the cache of
-    /// [`MethodCache::from_env`] (`ALPINIST_CACHE=0`: none).
+    /// [`MethodCache::from_env`] (`ALPINIST_CACHE=0`: none), named — and its folder pruned —
+    /// once per process: rustc expands every kernel of a crate in one process.
     pub fn from_env() -> Checking {
+        static CACHE: std::sync::OnceLock<Option<MethodCache>> = std::sync::OnceLock::new();
         let verify = verification_enabled();
         Checking {
             verify,
-            cache: verify.then(MethodCache::from_env).flatten(),
+            cache: verify
+                .then(|| CACHE.get_or_init(MethodCache::from_env).clone())
+                .flatten(),
         }
     }
 }
@@ -222,8 +226,7 @@ fn expand_routines(
             });
             if let Some((_, _, Some(pvl))) = cached {
                 // Verified (and optimised) before, exactly this program: nothing to report.
-                let lowered = Some(lowered);
-                return emit_routines(routines, lowered.as_ref(), &pvl, errors, verify, hash);
+                return emit_routines(routines, Some(&lowered), &pvl, errors, verify, hash);
             }
             errors.extend(diagnose(&lowered, verify));
             // `PVL` must be the program that was verified, as `alpinist verify` reads it: a
