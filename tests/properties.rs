@@ -1095,6 +1095,7 @@ fn method(
         body,
         span: sp(),
         is_run: false,
+        model_member: None,
     })
 }
 
@@ -1228,6 +1229,7 @@ fn class() -> BoxedStrategy<Item> {
                     name: name.clone(),
                     members,
                     span: sp(),
+                    is_model: false,
                 })
             })
         })

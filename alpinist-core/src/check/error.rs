@@ -257,6 +257,17 @@ pub enum CheckError {
         span: Span,
     },
 
+    #[error("not supported yet: {what} (VerCors' process-algebra models, `--check-history`)")]
+    #[diagnostic(
+        code(E0227),
+        help("alpinist reads and prints models (`fmt`) but does not check or verify them yet")
+    )]
+    ModelNotSupported {
+        what: &'static str,
+        #[label("here")]
+        span: Span,
+    },
+
     // ---- E03xx: types ------------------------------------------------------------------
     #[error("type mismatch in {what}: expected {expected}, found {found}")]
     #[diagnostic(code(E0301))]
@@ -558,6 +569,7 @@ impl CheckError {
             | AllIndicesOutsideLocation { span }
             | LabelTwice { span, .. }
             | UnknownLabel { span, .. }
+            | ModelNotSupported { span, .. }
             | Mismatch { span, .. }
             | BadOperands { span, .. }
             | ArgCount { span, .. }

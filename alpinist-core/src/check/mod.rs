@@ -61,7 +61,10 @@ pub use env::{ClassId, ClassInfo, FieldInfo, MethodKind, MethodSig, ParamInfo, T
 pub use error::{CheckError, CheckWarning};
 pub use types::{assignable, comparable};
 
-use crate::syntax::{ClauseKind, Expr, ExprKind, Item, Member, MemberKind, Method, Program, Span};
+use crate::syntax::{
+    Builtin, ClauseKind, Expr, ExprKind, Item, Member, MemberKind, Method, ModelMember, Program,
+    Span, StmtKind,
+};
 use env::method_kind;
 use resolve::Checker;
 
@@ -185,6 +188,11 @@ impl Checked {
 
 /// Resolves and type-checks `program`. Never panics, whatever the IR.
 pub fn check(program: &Program) -> Result<Checked, Vec<CheckError>> {
+    // Models are read and printed, not checked: the first construct says why; the rest, and
+    // what uses them (`m.create(..)`, `m.state(..)`: unknown methods), would only repeat it.
+    if let Some(first) = model_constructs(program).into_iter().next() {
+        return Err(vec![first]);
+    }
     let mut errors = Vec::new();
     let tables = build_tables(program, &mut errors);
 
@@ -398,4 +406,68 @@ fn signature(tables: &Tables, member: &Member, method: &Method) -> MethodSig {
         span: method.name.span,
         type_params,
     }
+}
+
+/// Every use of VerCors' process-algebra models in `program` (declarations, their clauses and
+/// members, `action` blocks, `HPerm`/`APerm`), in source order: not supported yet (E0227).
+fn model_constructs(program: &Program) -> Vec<CheckError> {
+    let mut out = Vec::new();
+    let mut found = |what: &'static str, span: Span| {
+        out.push(CheckError::ModelNotSupported { what, span });
+    };
+    for item in &program.items {
+        if let Item::Class(class) = item {
+            if class.is_model {
+                found("a `model` declaration", class.name.span);
+            }
+        }
+    }
+    for (_, member) in program.members() {
+        for clause in &member.contract.clauses {
+            match clause.kind {
+                ClauseKind::Modifies(_) => found("a `modifies` clause", clause.span),
+                ClauseKind::Accessible(_) => found("an `accessible` clause", clause.span),
+                _ => {}
+            }
+        }
+        if let MemberKind::Method(method) = &member.kind {
+            match method.model_member {
+                Some(ModelMember::Action) => found("an `action` declaration", method.name.span),
+                Some(ModelMember::Process) => found("a `process` declaration", method.name.span),
+                None => {}
+            }
+        }
+        member.for_each_expr_deep(&mut |e| {
+            e.visit(&mut |e| {
+                if let ExprKind::Builtin {
+                    op: op @ (Builtin::HPerm | Builtin::APerm),
+                    ..
+                } = &e.kind
+                {
+                    found(
+                        if *op == Builtin::HPerm {
+                            "`HPerm`"
+                        } else {
+                            "`APerm`"
+                        },
+                        e.span,
+                    );
+                }
+            });
+        });
+    }
+    program.visit_stmts(&mut |s| {
+        if let StmtKind::Action { .. } = s.kind {
+            found("an `action` block", s.span);
+        }
+        for contract in s.own_contracts() {
+            for clause in &contract.clauses {
+                if let ClauseKind::Modifies(_) | ClauseKind::Accessible(_) = clause.kind {
+                    found("a `modifies` or `accessible` clause", clause.span);
+                }
+            }
+        }
+    });
+    out.sort_by_key(|e| e.span().start);
+    out
 }

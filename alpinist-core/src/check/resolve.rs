@@ -370,7 +370,11 @@ impl<'a> Checker<'a> {
             | ClauseKind::ContextEverywhere(e)
             | ClauseKind::LoopInvariant(e)
             | ClauseKind::LockInvariant(e) => self.expect(e, &Ty::Resource, "contract clause"),
-            ClauseKind::Given(_) | ClauseKind::Yields(_) => {}
+            // Models are refused before this (`model_constructs`).
+            ClauseKind::Given(_)
+            | ClauseKind::Yields(_)
+            | ClauseKind::Modifies(_)
+            | ClauseKind::Accessible(_) => {}
             ClauseKind::Decreases(Decreases::Measure(measure)) => {
                 for e in measure {
                     self.expect(e, &Ty::Int, "termination measure");
@@ -544,6 +548,8 @@ impl<'a> Checker<'a> {
                 self.check_invariant_name(name);
                 self.check_block(body);
             }
+            // Models are refused before this (`model_constructs`).
+            StmtKind::Action { body, .. } => self.check_block(body),
             StmtKind::Lock(e)
             | StmtKind::Unlock(e)
             | StmtKind::Commit(e)
@@ -1366,7 +1372,7 @@ impl<'a> Checker<'a> {
 
     fn builtin(&mut self, e: &'a Expr, op: Builtin, args: &'a [Expr]) -> Ty {
         let expected = match op {
-            Builtin::Perm => 2,
+            Builtin::Perm | Builtin::HPerm | Builtin::APerm => 2,
             Builtin::PointsTo => 3,
             Builtin::Value => 1,
             Builtin::Array => 2,
@@ -1390,7 +1396,11 @@ impl<'a> Checker<'a> {
             };
         }
         match op {
-            Builtin::Perm | Builtin::PointsTo | Builtin::Value => {
+            Builtin::Perm
+            | Builtin::HPerm
+            | Builtin::APerm
+            | Builtin::PointsTo
+            | Builtin::Value => {
                 let loc_ty = self.heap_location(&args[0]);
                 if let Some(p) = args.get(1) {
                     self.expect(p, &Ty::ZFrac, "permission amount");

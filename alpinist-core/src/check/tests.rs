@@ -120,6 +120,7 @@ impl B {
                 body,
                 span,
                 is_run: false,
+                model_member: None,
                 type_params: Vec::new(),
             }),
             span,
@@ -163,6 +164,7 @@ impl B {
                 name,
                 members,
                 span,
+                is_model: false,
             })],
             span,
         }

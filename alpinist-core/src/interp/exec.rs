@@ -208,6 +208,9 @@ impl<'p> Machine<'p, '_> {
             StmtKind::Atomic { .. } => {
                 return Err(InterpError::unsupported("`atomic` blocks", stmt.span))
             }
+            StmtKind::Action { .. } => {
+                return Err(InterpError::unsupported("`action` blocks", stmt.span))
+            }
             StmtKind::Lock(_)
             | StmtKind::Unlock(_)
             | StmtKind::Commit(_)

@@ -507,6 +507,7 @@ impl Cx {
                 body,
                 span,
                 is_run: false,
+                model_member: None,
             }),
             span,
         })

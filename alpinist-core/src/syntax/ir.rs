@@ -50,6 +50,10 @@ pub struct Class {
     pub name: Ident,
     pub members: Vec<Member>,
     pub span: Span,
+    /// `model M { .. }` (VerCors' process-algebra models, `--check-history`): fields, and
+    /// `action`/`process` declarations (see [`ModelMember`]) instead of methods.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_model: bool,
 }
 
 /// A class member or top-level declaration with everything written before it.
@@ -108,6 +112,21 @@ pub struct Method {
     /// awaited by `join` (written without a type and parameters).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_run: bool,
+    /// A model's `action a(..);` or `process p(..) = P;` (the process, if any, is the
+    /// [`MethodBody::Expr`]; `return_type` is `None`, as for a constructor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_member: Option<ModelMember>,
+}
+
+/// What a member of a `model` declares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ModelMember {
+    /// `action a(params);`: one atomic step on the model's fields, specified by its contract
+    /// (`modifies`, `accessible`, `requires`, `ensures` over `\old` field values).
+    Action,
+    /// `process p(params) = P;`: a process built of actions and processes with `*`
+    /// (sequence), `+` (choice), `||` (parallel), `c ? P : Q` and `empty`.
+    Process,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -204,6 +223,10 @@ pub enum ClauseKind {
     LockInvariant(Expr),
     /// `decreases ...;` — a termination measure on a method or a loop.
     Decreases(Decreases),
+    /// `modifies x, y;` — on a model's action or process: the fields it may change.
+    Modifies(Vec<Ident>),
+    /// `accessible x, y;` — on a model's action or process: the fields it may read.
+    Accessible(Vec<Ident>),
 }
 
 /// What a `decreases` clause says about termination.
@@ -230,6 +253,8 @@ impl ClauseKind {
             ClauseKind::Yields(_) => "yields",
             ClauseKind::LockInvariant(_) => "lock_invariant",
             ClauseKind::Decreases(_) => "decreases",
+            ClauseKind::Modifies(_) => "modifies",
+            ClauseKind::Accessible(_) => "accessible",
         }
     }
 }
@@ -378,6 +403,26 @@ pub enum StmtKind {
     Goto(Ident),
     /// `label l;`: a target of `goto l;`; does nothing itself.
     Label(Ident),
+    /// `action(m, p, rest, a(args)) { .. }`: the body performs action `a` of model object `m`,
+    /// whose process state `m.state(p, a(args) * rest)` becomes `m.state(p, rest)`.
+    Action {
+        header: Box<ActionHeader>,
+        body: Block,
+    },
+}
+
+/// The parenthesised part of `action(m, p, rest, a(args)) { .. }` (boxed: statements stay
+/// small).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActionHeader {
+    /// The model object.
+    pub model: Expr,
+    /// The fraction `p` of the process state `m.state(p, ..)` the block takes and gives.
+    pub fraction: Expr,
+    /// The process left after the action.
+    pub rest: Expr,
+    /// The action performed, `m.a(args)`.
+    pub action: Expr,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -1083,6 +1128,11 @@ pub enum Builtin {
     Held,
     /// `committed(o)`: the lock of `o` holds its invariant (after `commit o`); a boolean.
     Committed,
+    /// `HPerm(loc, p)`: a history permission to a field of a model object (reads; an
+    /// `action` block writes through it).
+    HPerm,
+    /// `APerm(loc, p)`: an action permission to a field of a model object (reads and writes).
+    APerm,
 }
 
 impl Builtin {
@@ -1097,6 +1147,8 @@ impl Builtin {
             Builtin::Running => "running",
             Builtin::Held => "held",
             Builtin::Committed => "committed",
+            Builtin::HPerm => "HPerm",
+            Builtin::APerm => "APerm",
         }
     }
 }

@@ -386,6 +386,8 @@ fn describe_pest_error(source: &str, err: pest::error::Error<Rule>) -> SyntaxErr
 const EXPRESSION_START_TOKENS: &[&str] = &[
     "!",
     "Perm",
+    "HPerm",
+    "APerm",
     "PointsTo",
     "Value",
     "idle",
@@ -526,6 +528,8 @@ fn rule_in_words(rule: Rule) -> Option<String> {
         | Rule::method_decl
         | Rule::constructor_decl
         | Rule::run_decl
+        | Rule::action_decl
+        | Rule::process_decl
         | Rule::field_decl => Some("a declaration".into()),
         Rule::class_decl => word("class"),
         Rule::modifier => Some("a modifier".into()),
@@ -554,6 +558,7 @@ fn rule_in_words(rule: Rule) -> Option<String> {
         | Rule::notify_stmt
         | Rule::goto_stmt
         | Rule::label_stmt
+        | Rule::action_stmt
         | Rule::vec_stmt => Some("a statement".into()),
         Rule::gpuopt => word("gpuopt"),
         Rule::bracket_suffix => word("["),
@@ -799,6 +804,11 @@ fn is_keyword(rule: Rule) -> bool {
             | k_yields
             | k_decreases
             | k_class
+            | k_model
+            | k_action
+            | k_process
+            | k_modifies
+            | k_accessible
             | k_static
             | k_pure
             | k_inline
@@ -915,6 +925,10 @@ impl Builder {
         let mut contract = Contract::default();
         let mut name = None;
         let mut members = Vec::new();
+        let is_model = pair
+            .clone()
+            .into_inner()
+            .any(|p| p.as_rule() == Rule::k_model);
         for p in children(&pair) {
             match p.as_rule() {
                 Rule::clause => contract.clauses.push(self.clause(p)?),
@@ -929,6 +943,7 @@ impl Builder {
             name,
             members,
             span,
+            is_model,
         }))
     }
 
@@ -942,7 +957,11 @@ impl Builder {
             match p.as_rule() {
                 Rule::gpuopt => gpuopts.extend(self.gpuopt(p)),
                 Rule::clause => contract.clauses.push(self.clause(p)?),
-                Rule::method_decl | Rule::constructor_decl | Rule::run_decl => {
+                Rule::method_decl
+                | Rule::constructor_decl
+                | Rule::run_decl
+                | Rule::action_decl
+                | Rule::process_decl => {
                     let method = self.method(p)?;
                     return Ok(vec![Member {
                         gpuopts,
@@ -980,6 +999,11 @@ impl Builder {
         let span = span_of(&pair);
         let is_constructor = pair.as_rule() == Rule::constructor_decl;
         let is_run = pair.as_rule() == Rule::run_decl;
+        let model_member = match pair.as_rule() {
+            Rule::action_decl => Some(ModelMember::Action),
+            Rule::process_decl => Some(ModelMember::Process),
+            _ => None,
+        };
         let mut modifiers = Vec::new();
         let mut return_type = None;
         let mut name = None;
@@ -1031,6 +1055,7 @@ impl Builder {
             body,
             span,
             is_run,
+            model_member,
         })
     }
 
@@ -1071,6 +1096,14 @@ impl Builder {
                 }
                 _ => ClauseKind::Decreases(Decreases::Measure(Vec::new())),
             },
+            Rule::k_modifies | Rule::k_accessible => {
+                let fields = inner.map(|p| ident_of(&p)).collect();
+                if kw.as_rule() == Rule::k_modifies {
+                    ClauseKind::Modifies(fields)
+                } else {
+                    ClauseKind::Accessible(fields)
+                }
+            }
             Rule::k_given | Rule::k_yields => {
                 let ty = self.ty(kids.next("a ghost parameter type")?)?;
                 let name_pair = kids.next("a ghost parameter name")?;
@@ -1408,6 +1441,15 @@ impl Builder {
                 let body = self.block(kids.next("a block")?)?;
                 StmtKind::Atomic { name, body }
             }
+            Rule::action_stmt => StmtKind::Action {
+                header: Box::new(ActionHeader {
+                    model: self.expr(kids.next("a model object")?)?,
+                    fraction: self.expr(kids.next("a fraction")?)?,
+                    rest: self.expr(kids.next("a process")?)?,
+                    action: self.expr(kids.next("an action")?)?,
+                }),
+                body: self.block(kids.next("a block")?)?,
+            },
             Rule::lock_stmt => StmtKind::Lock(self.expr(kids.next("an object")?)?),
             Rule::unlock_stmt => StmtKind::Unlock(self.expr(kids.next("an object")?)?),
             Rule::fold_stmt => StmtKind::Fold(self.expr(kids.next("a predicate")?)?),
@@ -1920,6 +1962,8 @@ impl Builder {
                     Rule::b_running => Builtin::Running,
                     Rule::b_held => Builtin::Held,
                     Rule::b_committed => Builtin::Committed,
+                    Rule::b_hperm => Builtin::HPerm,
+                    Rule::b_aperm => Builtin::APerm,
                     _ => Builtin::Matrix,
                 };
                 let (args, d) = self.args(kids.next("arguments")?)?;

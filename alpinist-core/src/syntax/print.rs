@@ -632,6 +632,10 @@ fn clause_text(clause: &Clause) -> String {
         ClauseKind::Given(param) | ClauseKind::Yields(param) => {
             format!("{keyword} {};", param_text(param))
         }
+        ClauseKind::Modifies(fields) | ClauseKind::Accessible(fields) => {
+            let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+            format!("{keyword} {};", names.join(", "))
+        }
         ClauseKind::Decreases(Decreases::Assume) => format!("{keyword} assume;"),
         ClauseKind::Decreases(Decreases::Measure(measure)) => {
             let mut out = String::from(keyword);
@@ -984,7 +988,8 @@ impl<'t> Printer<'t> {
             self.clauses(&class.contract);
             self.flush_comments_before(class.name.span.start);
         }
-        let header = format!("class {}", class.name.name);
+        let keyword = if class.is_model { "model" } else { "class" };
+        let header = format!("{keyword} {}", class.name.name);
         if class.members.is_empty() && !self.has_comment_before(class.span.end) {
             self.line(&format!("{header} {{ }}"));
             self.advance_to(class.span.end);
@@ -1057,6 +1062,11 @@ impl<'t> Printer<'t> {
             // `run { .. }`: no type, no parameters.
             header.push_str("run");
         } else {
+            match method.model_member {
+                Some(ModelMember::Action) => header.push_str("action "),
+                Some(ModelMember::Process) => header.push_str("process "),
+                None => {}
+            }
             if let Some(ty) = &method.return_type {
                 write_type(&mut header, ty);
                 header.push(' ');
@@ -1232,6 +1242,16 @@ impl<'t> Printer<'t> {
             }
             StmtKind::Atomic { name, body } => {
                 self.block_after(&format!("atomic({})", name.name), body);
+            }
+            StmtKind::Action { header, body } => {
+                let text = format!(
+                    "action({}, {}, {}, {})",
+                    print_expr(&header.model),
+                    print_expr(&header.fraction),
+                    print_expr(&header.rest),
+                    print_expr(&header.action)
+                );
+                self.block_after(&text, body);
             }
             StmtKind::GpuOpt(gpuopt) => {
                 self.line(&gpuopt_text(gpuopt));
@@ -1565,6 +1585,7 @@ mod tests {
             body,
             span: Span::default(),
             is_run: false,
+            model_member: None,
         }
     }
 
@@ -1574,6 +1595,7 @@ mod tests {
             name: ident(name),
             members,
             span: Span::default(),
+            is_model: false,
         })
     }
 
@@ -2680,6 +2702,7 @@ class D { }
                 name: ident("C"),
                 members: vec![member],
                 span: class_span,
+                is_model: false,
             })],
             span: Span::new(0, source.len()),
         }

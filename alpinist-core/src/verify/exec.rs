@@ -1313,6 +1313,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
             }
             StmtKind::Invariant { name, inv, body } => self.invariant_block(st, name, inv, body),
             StmtKind::Atomic { name, body } => self.atomic(st, name, body),
+            // `check` refuses models (E0227) before the checker sees a program.
+            StmtKind::Action { .. } => Err(unsupported("an `action` block", s.span)),
             StmtKind::Lock(o)
             | StmtKind::Unlock(o)
             | StmtKind::Commit(o)

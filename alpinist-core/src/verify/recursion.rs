@@ -342,6 +342,19 @@ pub(super) fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
                 stmt_exprs(x, f);
             }
         }
+        StmtKind::Action { header, body } => {
+            for e in [
+                &header.model,
+                &header.fraction,
+                &header.rest,
+                &header.action,
+            ] {
+                f(e);
+            }
+            for x in &body.stmts {
+                stmt_exprs(x, f);
+            }
+        }
         StmtKind::GpuOpt(_) | StmtKind::Goto(_) | StmtKind::Label(_) => {}
     }
 }

@@ -568,7 +568,9 @@ impl<'a> Analysis<'a> {
                 }
             }
             StmtKind::Ghost(inner) => self.stmt(inner, state),
-            StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
+            StmtKind::Invariant { body, .. }
+            | StmtKind::Atomic { body, .. }
+            | StmtKind::Action { body, .. } => {
                 for x in &body.stmts {
                     self.stmt(x, state);
                 }
@@ -770,6 +772,7 @@ fn collect_decls(
         StmtKind::Block(b)
         | StmtKind::Invariant { body: b, .. }
         | StmtKind::Atomic { body: b, .. }
+        | StmtKind::Action { body: b, .. }
         | StmtKind::Barrier(Barrier { body: b, .. }) => b.stmts.iter().for_each(rec),
         StmtKind::Par(g) => {
             for block in &g.blocks {

@@ -49,9 +49,9 @@ macro_rules! stmt_children {
                 .collect(),
             StmtKind::Barrier(b) => b.body.stmts.$iter().collect(),
             StmtKind::Ghost(g) => vec![g],
-            StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
-                body.stmts.$iter().collect()
-            }
+            StmtKind::Invariant { body, .. }
+            | StmtKind::Atomic { body, .. }
+            | StmtKind::Action { body, .. } => body.stmts.$iter().collect(),
             StmtKind::LocalDecl { .. }
             | StmtKind::Assign { .. }
             | StmtKind::Increment(_)
@@ -121,6 +121,12 @@ macro_rules! stmt_exprs {
                 }
             }
             StmtKind::Invariant { inv, .. } => $f(inv),
+            StmtKind::Action { header, .. } => {
+                $f(& $($m)* header.model);
+                $f(& $($m)* header.fraction);
+                $f(& $($m)* header.rest);
+                $f(& $($m)* header.action);
+            }
             StmtKind::Block(_)
             | StmtKind::Barrier(_)
             | StmtKind::Ghost(_)
@@ -214,6 +220,7 @@ impl Stmt {
                 | StmtKind::Ghost(_)
                 | StmtKind::Invariant { .. }
                 | StmtKind::Atomic { .. }
+                | StmtKind::Action { .. }
                 | StmtKind::Lock(_)
                 | StmtKind::Unlock(_)
                 | StmtKind::Fork(_)
@@ -265,7 +272,9 @@ macro_rules! contract_exprs {
                 }
                 ClauseKind::Decreases(Decreases::Assume)
                 | ClauseKind::Given(_)
-                | ClauseKind::Yields(_) => {}
+                | ClauseKind::Yields(_)
+                | ClauseKind::Modifies(_)
+                | ClauseKind::Accessible(_) => {}
             }
         }
     };
@@ -304,6 +313,7 @@ macro_rules! own_contracts {
             | StmtKind::Ghost(_)
             | StmtKind::Invariant { .. }
             | StmtKind::Atomic { .. }
+            | StmtKind::Action { .. }
             | StmtKind::Lock(_)
             | StmtKind::Unlock(_)
             | StmtKind::Fork(_)
@@ -505,9 +515,9 @@ impl Program {
                     .for_each(|b| list(&mut b.body.stmts, f)),
                 StmtKind::Barrier(b) => list(&mut b.body.stmts, f),
                 StmtKind::Ghost(g) => stmt(g, f),
-                StmtKind::Invariant { body, .. } | StmtKind::Atomic { body, .. } => {
-                    list(&mut body.stmts, f)
-                }
+                StmtKind::Invariant { body, .. }
+                | StmtKind::Atomic { body, .. }
+                | StmtKind::Action { body, .. } => list(&mut body.stmts, f),
                 StmtKind::LocalDecl { .. }
                 | StmtKind::Assign { .. }
                 | StmtKind::Increment(_)
@@ -564,6 +574,7 @@ fn own_types_mut(s: &mut Stmt) -> Vec<&mut Type> {
         | StmtKind::Barrier(_)
         | StmtKind::Invariant { .. }
         | StmtKind::Atomic { .. }
+        | StmtKind::Action { .. }
         | StmtKind::Lock(_)
         | StmtKind::Unlock(_)
         | StmtKind::Fork(_)

@@ -257,6 +257,9 @@ impl<'s> Fast<'s> {
             contract.clauses.push(self.clause()?);
             self.skip();
         }
+        if self.word() == "model" {
+            return bail();
+        }
         if self.word() == "class" {
             self.keyword("class");
             self.skip();
@@ -275,6 +278,7 @@ impl<'s> Fast<'s> {
                 name,
                 members,
                 span: self.span_from(start),
+                is_model: false,
             }));
             return Ok(());
         }
@@ -294,6 +298,9 @@ impl<'s> Fast<'s> {
                 gpuopts.push(self.gpuopt()?);
             } else if is_clause_keyword(w) {
                 contract.clauses.push(self.clause()?);
+            } else if matches!(w, "modifies" | "accessible" | "action" | "process") {
+                // Models' clauses and members are pest's.
+                return bail();
             } else {
                 break;
             }
@@ -337,6 +344,7 @@ impl<'s> Fast<'s> {
                 body,
                 span: self.span_from(decl_start),
                 is_run: true,
+                model_member: None,
             };
             return Ok(vec![Member {
                 gpuopts,
@@ -433,6 +441,7 @@ impl<'s> Fast<'s> {
             body,
             span: self.span_from(decl_start),
             is_run: false,
+            model_member: None,
         };
         Ok(vec![Member {
             gpuopts,
@@ -767,7 +776,7 @@ impl<'s> Fast<'s> {
             "while" | "for" => return self.loop_stmt(),
             w if is_clause_keyword(w) => return self.loop_stmt(),
             "par" => return self.par_stmt(),
-            "parallel" | "sequential" | "goto" | "label" | "vec" => return bail(),
+            "parallel" | "sequential" | "goto" | "label" | "vec" | "action" => return bail(),
             "barrier" => self.barrier()?,
             "return" => {
                 self.keyword(w);
@@ -1650,6 +1659,7 @@ impl<'s> Fast<'s> {
             "map" if next == b'<' => return self.map_literal(),
             // Tuples are pest's (`tuple<A, B>{a, b}` would read as comparisons here).
             "tuple" if next == b'<' => return bail(),
+            "HPerm" | "APerm" if next == b'(' => return bail(),
             "Perm" | "PointsTo" | "Value" | "idle" | "running" | "held" | "committed"
                 if next == b'(' =>
             {
