@@ -112,8 +112,15 @@ const KEYWORDS: &[&str] = &[
     "with",
     "then",
     "Perm",
+    "HPerm",
+    "APerm",
     "PointsTo",
     "Value",
+    "model",
+    "action",
+    "process",
+    "modifies",
+    "accessible",
     "old",
     "result",
     "array",
@@ -504,6 +511,8 @@ fn builtin(inner: BoxedStrategy<Expr>) -> BoxedStrategy<Expr> {
         args(1).prop_map(|args| (Builtin::Value, args)),
         args(2).prop_map(|args| (Builtin::Array, args)),
         args(3).prop_map(|args| (Builtin::Matrix, args)),
+        args(2).prop_map(|args| (Builtin::HPerm, args)),
+        args(2).prop_map(|args| (Builtin::APerm, args)),
     ]
     .prop_map(|(op, args)| ex(ExprKind::Builtin { op, args }))
     .boxed()
@@ -1041,8 +1050,19 @@ fn stmt() -> BoxedStrategy<Stmt> {
                     .prop_map(|b| st(StmtKind::Ghost(Box::new(st(StmtKind::Block(b)))))),
                 1 => (var(), small_expr(), block_of(inner.clone(), 2))
                     .prop_map(|(name, inv, body)| st(StmtKind::Invariant { name, inv, body })),
-                1 => (var(), block_of(inner, 2))
+                1 => (var(), block_of(inner.clone(), 2))
                     .prop_map(|(name, body)| st(StmtKind::Atomic { name, body })),
+                1 => (
+                    proptest::collection::vec(small_expr(), 4..=4),
+                    block_of(inner, 2)
+                )
+                    .prop_map(|(es, body)| {
+                        let [model, fraction, rest, action] = <[Expr; 4]>::try_from(es).unwrap();
+                        st(StmtKind::Action {
+                            header: Box::new(ActionHeader { model, fraction, rest, action }),
+                            body,
+                        })
+                    }),
             ]
         })
         .boxed()
@@ -1220,16 +1240,66 @@ fn class_contract() -> BoxedStrategy<Contract> {
         .boxed()
 }
 
+/// A model's action or process: `modifies`/`accessible` clauses among the others, a process
+/// with or without its `= P`.
+fn model_member() -> BoxedStrategy<Member> {
+    let fields = || proptest::collection::vec(pick(FIELDS), 1..=2);
+    let model_clause = prop_oneof![
+        2 => method_clause(),
+        1 => fields().prop_map(|f| clause(ClauseKind::Modifies(f))),
+        1 => fields().prop_map(|f| clause(ClauseKind::Accessible(f))),
+    ];
+    (
+        proptest::collection::vec(model_clause, 0..=3),
+        pick(FUNCS),
+        params(),
+        prop_oneof![
+            1 => Just(None),
+            1 => Just(Some(MethodBody::Abstract)),
+            2 => small_expr().prop_map(|e| Some(MethodBody::Expr(e))),
+        ],
+    )
+        .prop_map(|(clauses, name, params, process)| {
+            let kind = if process.is_some() {
+                ModelMember::Process
+            } else {
+                ModelMember::Action
+            };
+            let mut m = method(
+                vec![],
+                None,
+                name,
+                vec![],
+                params,
+                process.unwrap_or(MethodBody::Abstract),
+            );
+            if let MemberKind::Method(method) = &mut m {
+                method.model_member = Some(kind);
+            }
+            member(vec![], Contract { clauses }, m)
+        })
+        .boxed()
+}
+
 fn class() -> BoxedStrategy<Item> {
-    (pick(CLASSES), class_contract())
-        .prop_flat_map(|(name, contract)| {
-            proptest::collection::vec(class_member(name.clone()), 0..=4).prop_map(move |members| {
+    (
+        pick(CLASSES),
+        class_contract(),
+        prop_oneof![4 => Just(false), 1 => Just(true)],
+    )
+        .prop_flat_map(|(name, contract, is_model)| {
+            let members = if is_model {
+                prop_oneof![1 => class_member(name.clone()), 2 => model_member()].boxed()
+            } else {
+                class_member(name.clone())
+            };
+            proptest::collection::vec(members, 0..=4).prop_map(move |members| {
                 Item::Class(Class {
                     contract: contract.clone(),
                     name: name.clone(),
                     members,
                     span: sp(),
-                    is_model: false,
+                    is_model,
                 })
             })
         })
