@@ -7,6 +7,7 @@ pub mod check;
 pub mod differential;
 pub mod inputs;
 pub mod interp;
+pub mod models;
 pub mod opencl;
 pub mod pipeline;
 pub mod report;

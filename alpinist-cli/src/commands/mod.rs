@@ -85,8 +85,15 @@ pub fn parse_program(paths: &[PathBuf]) -> Result<(Source, Parsed), Exit> {
 }
 
 /// [`front_end`] of several files read as one program ([`parse_program`]).
+/// `check` and `verify` read process-algebra models: they become the classes, predicates and
+/// trusted methods that encode them (`alpinist_core::models`); what that does not lower
+/// stays, and `check` refuses it (E0227). The commands that print or run a program
+/// (`optimise`, `run`, OpenCL) use [`front_end`], which refuses every model.
 pub fn front_end_program(paths: &[PathBuf]) -> Result<(Source, Parsed, Checked), Exit> {
-    let (source, parsed) = parse_program(paths)?;
+    let (source, mut parsed) = parse_program(paths)?;
+    if let Some(lowered) = alpinist_core::models::lower(&parsed.program) {
+        parsed.program = lowered;
+    }
     check_parsed(source, parsed)
 }
 

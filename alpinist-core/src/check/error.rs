@@ -260,7 +260,11 @@ pub enum CheckError {
     #[error("not supported yet: {what} (VerCors' process-algebra models, `--check-history`)")]
     #[diagnostic(
         code(E0227),
-        help("alpinist reads and prints models (`fmt`) but does not check or verify them yet")
+        help(
+            "`check` and `verify` read models whose actions have no parameters and modify the \
+             fields their `ensures` name, with processes of one action or `empty`; `optimise`, \
+             `run` and OpenCL refuse every model"
+        )
     )]
     ModelNotSupported {
         what: &'static str,
