@@ -149,8 +149,14 @@ fn collect(program: &Program) -> Option<BTreeMap<String, Model>> {
                 return None;
             }
             let mut names = BTreeSet::new();
+            let mut this = false;
             for e in &action.ensures {
                 e.names(&mut names);
+                e.visit(&mut |x| this |= matches!(x.kind, ExprKind::This));
+            }
+            // Fields are named bare in an action's contract (`this.x` is not lowered).
+            if this {
+                return None;
             }
             if !names.iter().all(|n| modified.contains(n.as_str())) {
                 return None;
@@ -470,13 +476,9 @@ impl Lowering<'_> {
                             .map(|(f, _)| f.clone())
                             .collect();
                         // Inside, the fields are written as `m.x`: read their final values.
-                        let final_values = |x: &Expr| -> Expr {
-                            let mut out = x.clone();
-                            rewrite_fields(&mut out, r, &fields, "H");
-                            out
-                        };
-                        let _ = &fields;
-                        final_values(inner)
+                        let mut out = self.expr(inner, scope, spec);
+                        rewrite_fields(&mut out, r, &fields, "H");
+                        out
                     }
                     _ => {
                         self.failed = true;
