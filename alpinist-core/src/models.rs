@@ -391,10 +391,16 @@ impl Lowering<'_> {
 
     /// The number of actions in the process of `code`.
     fn length(&self, code: i64) -> usize {
+        self.sequence(code).len()
+    }
+
+    /// The actions of the process of `code`, in order (none for `empty`).
+    fn sequence(&self, code: i64) -> Vec<String> {
         self.codes
             .iter()
             .find(|(_, c)| **c == code)
-            .map_or(0, |((_, seq), _)| seq.len())
+            .map(|((_, seq), _)| seq.clone())
+            .unwrap_or_default()
     }
 
     fn fail<T>(&mut self) -> Option<T> {
@@ -827,12 +833,7 @@ impl Lowering<'_> {
             if *m != class.name.name {
                 continue;
             }
-            let seq = self
-                .codes
-                .iter()
-                .find(|(_, c)| **c == *code)
-                .map(|((_, s), _)| s.clone())
-                .unwrap_or_default();
+            let seq = self.sequence(*code);
             // The process's relation from the current values (`\old(this.x)`) to the final ones
             // (`this.x$H`); only single actions and `empty` so far.
             let relation: Vec<Expr> = match &seq[..] {
@@ -919,12 +920,7 @@ impl Lowering<'_> {
             }
             let action = &model.actions[a];
             // The code of `a * rest`.
-            let rest_seq = self
-                .codes
-                .iter()
-                .find(|(_, c)| **c == *rest)
-                .map(|((_, s), _)| s.clone())
-                .unwrap_or_default();
+            let rest_seq = self.sequence(*rest);
             let mut seq = vec![a.clone()];
             seq.extend(rest_seq);
             let Some(code) = self.codes.get(&(class.name.name.clone(), seq)) else {
