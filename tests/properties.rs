@@ -867,6 +867,7 @@ fn simple_stmt() -> BoxedStrategy<Stmt> {
         1 => proptest::option::of(small_expr()).prop_map(|e| st(StmtKind::Return(e))),
         2 => small_expr().prop_map(|e| st(StmtKind::Assert(e))),
         1 => small_expr().prop_map(|e| st(StmtKind::Assume(e))),
+        1 => small_expr().prop_map(|e| st(StmtKind::Refute(e))),
         1 => lockable.clone().prop_map(|e| st(StmtKind::Lock(e))),
         1 => lockable.clone().prop_map(|e| st(StmtKind::Unlock(e))),
         1 => lockable.clone().prop_map(|e| st(StmtKind::Fork(e))),

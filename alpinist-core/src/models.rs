@@ -3,13 +3,16 @@
 //! theory's rules. Runs between `parse` and `check`; a program it cannot lower entirely keeps
 //! its model constructs, and `check` refuses the first (E0227), so nothing is dropped.
 //!
-//! The subset lowered: a model's fields of type `int` or `boolean`; actions without parameters
-//! whose contracts are `modifies` and `ensures` clauses over the modified fields (and their
-//! `\old` values); processes written as sequences of such actions (`a() * b()`, `empty`) in
-//! `m.create(P)`, `m.state(p, P)` and `action(m, p, rest, m.a()) { .. }`; `m.destroy()`;
+//! The subset lowered: a model's fields of type `int` or `boolean`; actions with `int` or
+//! `boolean` parameters whose contracts are `modifies`, `accessible` and `ensures` clauses
+//! over the fields they name (and their `\old` values) and the parameters; processes built of
+//! actions, `empty`, `*` (sequence), `||` (parallel composition) and calls of declared
+//! processes that do not recurse, in `m.create(P)`, `m.state(p, P)`, `m.split(p1, P1, p2,
+//! P2)`, `m.merge(p1, P1, p2, P2)` and `action(m, p, rest, m.a(..)) { .. }`; `m.destroy()`;
 //! `m.abstractState(e)` in contracts and assertions; `Perm`, `HPerm`, `APerm` on a model
-//! object's fields. Anything else (declared processes, `||`, `+`, `split`/`merge`,
-//! `accessible`, action parameters or preconditions) is left for E0227.
+//! object's fields. Anything else (`+`, conditional or recursive processes, actions with a
+//! `requires`, a field that is `accessible` to one action and modified by another) is left
+//! for E0227.
 //!
 //! The encoding (for a field `x` of model `M`; `m` a model object):
 //! - Three tokens beside the value: `Perm(m.x, p)` is `Perm(m.x, p) ** Perm(m.x$P, p)`,
@@ -18,24 +21,45 @@
 //!   (writes need the value's full permission, which only `Perm` and `APerm` give). The three
 //!   tokens are distinct locations, so one never stands for another. `new M()` gives `Perm`
 //!   only (the lowered constructor's postcondition; the other tokens leak).
-//! - `m.create(P)` exchanges `Perm` of every field for `HPerm` and gives the process state
-//!   `m.state(1, P)`, an instance of the abstract predicate `state$(frac, int)` keyed by the
-//!   fraction and a code of `P`: a count, not a fraction of one instance, so two
-//!   `state(1\2, P)` are never one `state(1, P)`. The value of `m.x$H` is the field's value
-//!   in the *final* abstract state: `create` assumes only that the process relates the
-//!   current values to those (an action's `ensures` with `\old` the values before it; the
-//!   fields it does not modify unchanged).
+//! - A field no action modifies (one that actions may only read, `accessible`) never changes
+//!   while a process runs: its `HPerm(m.x, p)` is `Perm(m.x$H, p) ** Perm(m.x, p) ** m.x ==
+//!   m.x$H`, a read permission tied to the final value. Writing it needs all of it and breaks
+//!   the equation, which the next exhale of `HPerm` (a call, a lock, `destroy`) checks.
+//! - A process is kept in a canonical form: sequences and parallel compositions flattened
+//!   (both associative, `empty` the unit of both), the branches of `||` ordered by their shape
+//!   (it commutes), declared processes unfolded. Its *shape* (the form without arguments)
+//!   gets a code, its arguments are listed in order as integers (`true` is 1), so the process
+//!   state `m.state(p, P)` is an instance `state$K(p, code, args..)` of an abstract predicate
+//!   (one per number of arguments K, which the shape fixes):
+//!   a count, not a fraction of one instance, so two `state(1\2, P)` are never `state(1, P)`.
+//!   Processes the laws equate but whose same-shape branches take their arguments in another
+//!   order compare their arguments as written: a failure VerCors might not report, never a
+//!   wrong match.
+//! - The value of `m.x$H` is the field's value in the *final* abstract state. `m.create(P)`
+//!   exchanges `Perm` of every field for `HPerm`, gives `m.state(1, P)` and assumes only that
+//!   some interleaving of `P`'s actions leads from the current values to the final ones, each
+//!   action as its `ensures` says (its `\old` the values before it), fields it does not modify
+//!   unchanged. So the final values are values the process allows.
 //! - `m.abstractState(e)` is `e` over the `m.x$H` values (so it needs `HPerm`, which keeps them
 //!   framed). It is lowered only in contracts and assertions: executable code never sees the
-//!   final values, so they may be chosen once, at `create`, as any values the process allows.
-//! - `action(m, p, rest, m.a()) { body }` takes `m.state(p, a * rest)` and needs the full
-//!   `HPerm` of each field `a` modifies; the body gets `APerm` of those fields with unknown
-//!   values (other threads' actions ran since), must establish `a`'s `ensures` over their
-//!   values before and after (an assertion at the block's end), and gives `m.state(p, rest)`.
-//!   `HPerm` stays with the block, so the final values do not change.
+//!   final values, so they may be chosen once, at `create`, as any values the process allows
+//!   (a prophecy: the values the run will end with).
+//! - `m.split(p1, P1, p2, P2)` takes `m.state(p1 + p2, P1 || P2)` and gives `m.state(p1, P1)
+//!   ** m.state(p2, P2)`; `m.merge` the other way. No action is lost or added either way.
+//! - `action(m, p, rest, m.a(args)) { body }` takes `m.state(p, a(args) * rest)` and needs the
+//!   full `HPerm` of each field `a` modifies; the body gets `APerm` of those fields with
+//!   unknown values (other threads' actions ran since), must establish `a`'s `ensures` over
+//!   their values before and after (an assertion at the block's end), and gives `m.state(p,
+//!   rest)`. `HPerm` stays with the block, so the final values do not change. The fields it
+//!   may only read it reads through the `HPerm` its thread holds.
 //! - `m.destroy()` takes `m.state(1, empty)` and the full `HPerm` of every field, and gives
 //!   `Perm` back with every field equal to its final value: all of the process ran, each
 //!   action as its contract says, so the concrete values are values the process allows.
+//! - A declared process's contract (`requires`, `ensures`, `modifies`) is a claim of its own:
+//!   a method `P$contract` (not trusted) assumes the precondition over the initial values and
+//!   that some interleaving of the body leads to the final ones, and must show the
+//!   postcondition (and, with `modifies`, that the other fields keep their values). The
+//!   encoding above never relies on it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -50,12 +74,11 @@ pub fn lower(program: &Program) -> Option<Program> {
     }
     let mut lowering = Lowering {
         models: &models,
-        codes: BTreeMap::new(),
-        creates: BTreeSet::new(),
-        actions: BTreeSet::new(),
+        shapes: BTreeMap::new(),
+        arities: BTreeMap::new(),
+        trusted: BTreeMap::new(),
         failed: false,
     };
-    lowering.codes.insert((String::new(), Vec::new()), 0);
     let mut out = program.clone();
     for item in &mut out.items {
         match item {
@@ -68,13 +91,28 @@ pub fn lower(program: &Program) -> Option<Program> {
             Item::Member(member) => lowering.member(member),
         }
     }
+    let mut contracts = BTreeMap::new();
+    for (name, model) in &models {
+        let checks = lowering.contract_checks(name, model);
+        contracts.insert(name.clone(), checks);
+    }
     if lowering.failed {
         return None;
     }
     for item in &mut out.items {
         if let Item::Class(class) = item {
             if let Some(model) = models.get(&class.name.name) {
-                *class = lowering.model_class(class, model);
+                let extra = lowering
+                    .trusted
+                    .remove(&class.name.name)
+                    .unwrap_or_default()
+                    .into_values()
+                    .chain(contracts.remove(&class.name.name).unwrap_or_default());
+                let arities = lowering
+                    .arities
+                    .remove(&class.name.name)
+                    .unwrap_or_default();
+                *class = model_class(class, model, arities, extra.collect());
             }
         }
     }
@@ -82,14 +120,47 @@ pub fn lower(program: &Program) -> Option<Program> {
 }
 
 struct Action {
+    params: Vec<Param>,
     modifies: Vec<String>,
+    accessible: Vec<String>,
     ensures: Vec<Expr>,
+}
+
+struct Process {
+    params: Vec<Param>,
+    body: Expr,
+    /// `None` where the process states no `modifies` (then it claims nothing about the
+    /// fields its postcondition does not name).
+    modifies: Option<Vec<String>>,
+    accessible: Vec<String>,
+    requires: Vec<Expr>,
+    ensures: Vec<Expr>,
+    span: Span,
 }
 
 struct Model {
     /// Field name and type, in declaration order.
     fields: Vec<(String, Type)>,
     actions: BTreeMap<String, Action>,
+    processes: BTreeMap<String, Process>,
+}
+
+impl Model {
+    /// Whether no action modifies `x`: then it keeps its value while a process runs.
+    fn frozen(&self, x: &str) -> bool {
+        !self
+            .actions
+            .values()
+            .any(|a| a.modifies.iter().any(|m| m == x))
+    }
+
+    fn field_names(&self) -> BTreeSet<String> {
+        self.fields.iter().map(|(f, _)| f.clone()).collect()
+    }
+}
+
+fn scalar(ty: &Type) -> bool {
+    matches!(ty.kind, TypeKind::Int | TypeKind::Bool)
 }
 
 /// The models, if every one is in the subset lowered.
@@ -106,24 +177,27 @@ fn collect(program: &Program) -> Option<BTreeMap<String, Model>> {
         let mut model = Model {
             fields: Vec::new(),
             actions: BTreeMap::new(),
+            processes: BTreeMap::new(),
         };
         for member in &class.members {
+            if !member.gpuopts.is_empty() {
+                return None;
+            }
             match &member.kind {
                 MemberKind::Field(f) => {
-                    if !member.contract.clauses.is_empty() || !member.gpuopts.is_empty() {
-                        return None;
-                    }
-                    if !matches!(f.ty.kind, TypeKind::Int | TypeKind::Bool) {
+                    if !member.contract.clauses.is_empty() || !scalar(&f.ty) {
                         return None;
                     }
                     model.fields.push((f.name.name.clone(), f.ty.clone()));
                 }
                 MemberKind::Method(m) if m.model_member == Some(ModelMember::Action) => {
-                    if !m.params.is_empty() || !member.gpuopts.is_empty() {
+                    if !m.params.iter().all(|p| scalar(&p.ty)) {
                         return None;
                     }
                     let mut action = Action {
+                        params: m.params.clone(),
                         modifies: Vec::new(),
+                        accessible: Vec::new(),
                         ensures: Vec::new(),
                     };
                     for clause in &member.contract.clauses {
@@ -131,21 +205,63 @@ fn collect(program: &Program) -> Option<BTreeMap<String, Model>> {
                             ClauseKind::Modifies(fs) => {
                                 action.modifies.extend(fs.iter().map(|f| f.name.clone()))
                             }
+                            ClauseKind::Accessible(fs) => {
+                                action.accessible.extend(fs.iter().map(|f| f.name.clone()))
+                            }
                             ClauseKind::Ensures(e) => action.ensures.push(e.clone()),
                             _ => return None,
                         }
                     }
                     model.actions.insert(m.name.name.clone(), action);
                 }
+                MemberKind::Method(m) if m.model_member == Some(ModelMember::Process) => {
+                    let MethodBody::Expr(body) = &m.body else {
+                        return None;
+                    };
+                    if !m.params.iter().all(|p| scalar(&p.ty)) {
+                        return None;
+                    }
+                    let mut process = Process {
+                        params: m.params.clone(),
+                        body: body.clone(),
+                        modifies: None,
+                        accessible: Vec::new(),
+                        requires: Vec::new(),
+                        ensures: Vec::new(),
+                        span: m.name.span,
+                    };
+                    for clause in &member.contract.clauses {
+                        match &clause.kind {
+                            ClauseKind::Modifies(fs) => process
+                                .modifies
+                                .get_or_insert_with(Vec::new)
+                                .extend(fs.iter().map(|f| f.name.clone())),
+                            ClauseKind::Accessible(fs) => {
+                                process.accessible.extend(fs.iter().map(|f| f.name.clone()))
+                            }
+                            ClauseKind::Requires(e) => process.requires.push(e.clone()),
+                            ClauseKind::Ensures(e) => process.ensures.push(e.clone()),
+                            _ => return None,
+                        }
+                    }
+                    model.processes.insert(m.name.name.clone(), process);
+                }
                 MemberKind::Method(_) => return None,
             }
         }
-        let fields: BTreeSet<&str> = model.fields.iter().map(|(f, _)| f.as_str()).collect();
+        let fields = model.field_names();
         for action in model.actions.values() {
-            // What an action's contract may name: the fields it modifies, nothing else (no
-            // `accessible` fields are lowered yet).
-            let modified: BTreeSet<&str> = action.modifies.iter().map(String::as_str).collect();
-            if !modified.iter().all(|f| fields.contains(f)) {
+            // What an action's contract may name: the fields it modifies or may read, its
+            // parameters. A field it may read must be one no action modifies.
+            let named: BTreeSet<&str> = action
+                .modifies
+                .iter()
+                .chain(&action.accessible)
+                .map(String::as_str)
+                .collect();
+            if !named.iter().all(|f| fields.contains(*f))
+                || !action.accessible.iter().all(|f| model.frozen(f))
+            {
                 return None;
             }
             let mut names = BTreeSet::new();
@@ -158,7 +274,38 @@ fn collect(program: &Program) -> Option<BTreeMap<String, Model>> {
             if this {
                 return None;
             }
-            if !names.iter().all(|n| modified.contains(n.as_str())) {
+            let params: BTreeSet<&str> =
+                action.params.iter().map(|p| p.name.name.as_str()).collect();
+            // A parameter named like a field would be read as the field.
+            if params.iter().any(|p| fields.contains(*p)) {
+                return None;
+            }
+            if !names
+                .iter()
+                .all(|n| named.contains(n.as_str()) || params.contains(n.as_str()))
+            {
+                return None;
+            }
+        }
+        for process in model.processes.values() {
+            let mut names = BTreeSet::new();
+            let mut this = false;
+            for e in process.requires.iter().chain(&process.ensures) {
+                e.names(&mut names);
+                e.visit(&mut |x| this |= matches!(x.kind, ExprKind::This));
+            }
+            let params: BTreeSet<&str> = process
+                .params
+                .iter()
+                .map(|p| p.name.name.as_str())
+                .collect();
+            let stated = process.modifies.iter().flatten().chain(&process.accessible);
+            if this
+                || !names
+                    .iter()
+                    .all(|n| fields.contains(n) || params.contains(n.as_str()))
+                || !stated.into_iter().all(|f| fields.contains(f))
+            {
                 return None;
             }
         }
@@ -167,14 +314,206 @@ fn collect(program: &Program) -> Option<BTreeMap<String, Model>> {
     Some(models)
 }
 
+/// A process in canonical form (see the module comment): a `Seq` has no `empty` and no `Seq`
+/// inside and is never of length one (`Seq([])` is `empty`); a `Par` has at least two
+/// branches, none `empty` or `Par`, ordered by shape (stably, so same-shape branches keep the
+/// order they were written in).
+#[derive(Clone, Debug)]
+enum Proc {
+    Act { name: String, args: Vec<Expr> },
+    Seq(Vec<Proc>),
+    Par(Vec<Proc>),
+}
+
+/// One order of a process's actions: each with its arguments.
+type Run = Vec<(String, Vec<Expr>)>;
+
+/// How many interleavings of a process the relations spell out; a process with more is not
+/// lowered (E0227).
+const MAX_INTERLEAVINGS: usize = 64;
+
+impl Proc {
+    fn empty() -> Proc {
+        Proc::Seq(Vec::new())
+    }
+
+    fn seq(parts: Vec<Proc>) -> Proc {
+        let mut out = Vec::new();
+        for p in parts {
+            match p {
+                Proc::Seq(inner) => out.extend(inner),
+                other => out.push(other),
+            }
+        }
+        if out.len() == 1 {
+            out.pop().unwrap_or_else(Proc::empty)
+        } else {
+            Proc::Seq(out)
+        }
+    }
+
+    fn par(parts: Vec<Proc>) -> Proc {
+        let mut out = Vec::new();
+        for p in parts {
+            match p {
+                Proc::Par(inner) => out.extend(inner),
+                Proc::Seq(s) if s.is_empty() => {}
+                other => out.push(other),
+            }
+        }
+        out.sort_by_key(Proc::shape);
+        match out.len() {
+            0 => Proc::empty(),
+            1 => out.pop().unwrap_or_else(Proc::empty),
+            _ => Proc::Par(out),
+        }
+    }
+
+    /// The form without arguments, as text: `empty`, `a/1`, `(a/0 * (b/1 || c/0))`.
+    fn shape(&self) -> String {
+        let join = |ps: &[Proc], sep: &str| {
+            let parts: Vec<String> = ps.iter().map(Proc::shape).collect();
+            format!("({})", parts.join(sep))
+        };
+        match self {
+            Proc::Act { name, args } => format!("{name}/{}", args.len()),
+            Proc::Seq(ps) if ps.is_empty() => "empty".into(),
+            Proc::Seq(ps) => join(ps, " * "),
+            Proc::Par(ps) => join(ps, " || "),
+        }
+    }
+
+    /// The actions and their arguments, in order.
+    fn actions(&self) -> Vec<(&str, &[Expr])> {
+        match self {
+            Proc::Act { name, args } => vec![(name.as_str(), &args[..])],
+            Proc::Seq(ps) | Proc::Par(ps) => ps.iter().flat_map(Proc::actions).collect(),
+        }
+    }
+
+    /// `self` with its arguments replaced, in order, by the names `prefix0`, `prefix1`, ..:
+    /// the form a trusted method states for its parameters.
+    fn named_args(&self, prefix: &str, span: Span) -> Proc {
+        fn go(p: &Proc, prefix: &str, next: &mut usize, span: Span) -> Proc {
+            match p {
+                Proc::Act { name, args } => Proc::Act {
+                    name: name.clone(),
+                    args: args
+                        .iter()
+                        .map(|_| {
+                            *next += 1;
+                            Expr::name(&format!("{prefix}{}", *next - 1), span)
+                        })
+                        .collect(),
+                },
+                Proc::Seq(ps) => Proc::Seq(ps.iter().map(|q| go(q, prefix, next, span)).collect()),
+                Proc::Par(ps) => Proc::Par(ps.iter().map(|q| go(q, prefix, next, span)).collect()),
+            }
+        }
+        go(self, prefix, &mut 0, span)
+    }
+
+    /// Every order in which the actions may run (at most [`MAX_INTERLEAVINGS`]), each once.
+    fn interleavings(&self) -> Option<Vec<Run>> {
+        let runs = match self {
+            Proc::Act { name, args } => vec![vec![(name.clone(), args.clone())]],
+            Proc::Seq(ps) => {
+                let mut runs = vec![Vec::new()];
+                for p in ps {
+                    let tails = p.interleavings()?;
+                    let mut next = Vec::new();
+                    for head in &runs {
+                        for tail in &tails {
+                            let mut run: Run = head.clone();
+                            run.extend(tail.iter().cloned());
+                            next.push(run);
+                        }
+                    }
+                    if next.len() > MAX_INTERLEAVINGS {
+                        return None;
+                    }
+                    runs = next;
+                }
+                runs
+            }
+            Proc::Par(ps) => {
+                let mut runs = vec![Vec::new()];
+                for p in ps {
+                    let others = p.interleavings()?;
+                    let mut next = Vec::new();
+                    for a in &runs {
+                        for b in &others {
+                            shuffles(a, b, &mut Vec::new(), &mut next);
+                            if next.len() > MAX_INTERLEAVINGS {
+                                return None;
+                            }
+                        }
+                    }
+                    runs = next;
+                }
+                runs
+            }
+        };
+        // Two branches of the same actions give the same runs twice: one is enough.
+        let mut seen = BTreeSet::new();
+        Some(
+            runs.into_iter()
+                .filter(|run| {
+                    seen.insert(
+                        run.iter()
+                            .map(|(a, args)| {
+                                let args: Vec<String> = args.iter().map(print_expr).collect();
+                                format!("{a}({})", args.join(", "))
+                            })
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Every merge of `a` and `b` that keeps the order within each, after `prefix`, into `out`.
+fn shuffles<T: Clone>(a: &[T], b: &[T], prefix: &mut Vec<T>, out: &mut Vec<Vec<T>>) {
+    if out.len() > MAX_INTERLEAVINGS {
+        return;
+    }
+    match (a.split_first(), b.split_first()) {
+        (None, _) => out.push(prefix.iter().chain(b).cloned().collect()),
+        (_, None) => out.push(prefix.iter().chain(a).cloned().collect()),
+        (Some((x, rest_a)), Some((y, rest_b))) => {
+            prefix.push(x.clone());
+            shuffles(rest_a, b, prefix, out);
+            prefix.pop();
+            prefix.push(y.clone());
+            shuffles(a, rest_b, prefix, out);
+            prefix.pop();
+        }
+    }
+}
+
+/// `e` with the names `params` replaced by `args` at once (no argument is rewritten by a
+/// later replacement).
+fn instantiate(e: &Expr, params: &[Param], args: &[Expr]) -> Expr {
+    let mut out = e.clone();
+    for (k, p) in params.iter().enumerate() {
+        out = out.substitute(&p.name.name, &Expr::name(&format!("$arg{k}"), p.span));
+    }
+    for (k, a) in args.iter().enumerate() {
+        out = out.substitute(&format!("$arg{k}"), a);
+    }
+    out
+}
+
 struct Lowering<'m> {
     models: &'m BTreeMap<String, Model>,
-    /// Process codes: (model, the actions in sequence) → code; `empty` is 0 for every model.
-    codes: BTreeMap<(String, Vec<String>), i64>,
-    /// (model, code) of every `create` written.
-    creates: BTreeSet<(String, i64)>,
-    /// (model, action, rest code) of every `action` block written.
-    actions: BTreeSet<(String, String, i64)>,
+    /// Process codes: (model, shape) → code; `empty` is 0 for every model (not stored).
+    shapes: BTreeMap<(String, String), i64>,
+    /// The numbers of arguments of the process states written, per model: one abstract
+    /// predicate `state$K` each (a shape has one number of arguments).
+    arities: BTreeMap<String, BTreeSet<usize>>,
+    /// The trusted methods the lowered statements call, per model, by name.
+    trusted: BTreeMap<String, BTreeMap<String, Member>>,
     failed: bool,
 }
 
@@ -184,8 +523,12 @@ struct Scope {
 }
 
 fn param(kind: TypeKind, name: &str, span: Span) -> Param {
+    typed_param(Type { kind, span }, name, span)
+}
+
+fn typed_param(ty: Type, name: &str, span: Span) -> Param {
     Param {
-        ty: Type { kind, span },
+        ty,
         name: Ident {
             name: name.to_string(),
             span,
@@ -237,14 +580,31 @@ fn int(v: i64, span: Span) -> Expr {
     }
 }
 
-fn star(parts: Vec<Expr>, span: Span) -> Expr {
+fn old(e: Expr) -> Expr {
+    let span = e.span;
+    Expr {
+        kind: ExprKind::Old(Box::new(e)),
+        span,
+    }
+}
+
+fn eq(a: Expr, b: Expr) -> Expr {
+    Expr::binary(BinaryOp::Eq, a, b)
+}
+
+/// `parts` joined by `op`, `true` for none.
+fn join(op: BinaryOp, parts: Vec<Expr>, span: Span) -> Expr {
     parts
         .into_iter()
-        .reduce(|a, b| Expr::binary(BinaryOp::Star, a, b))
+        .reduce(|a, b| Expr::binary(op, a, b))
         .unwrap_or(Expr {
             kind: ExprKind::BoolLit(true),
             span,
         })
+}
+
+fn star(parts: Vec<Expr>, span: Span) -> Expr {
+    join(BinaryOp::Star, parts, span)
 }
 
 fn call(receiver: Expr, name: &str, args: Vec<Expr>, span: Span) -> Expr {
@@ -268,6 +628,47 @@ fn stmt(kind: StmtKind, span: Span) -> Stmt {
     Stmt { kind, span }
 }
 
+fn call_stmt(receiver: Expr, name: &str, args: Vec<Expr>, span: Span) -> Stmt {
+    stmt(StmtKind::Expr(call(receiver, name, args, span)), span)
+}
+
+/// A method of a lowered model class: trusted (no body) or, with `body`, verified.
+fn routine(
+    name: &str,
+    params: Vec<Param>,
+    clauses: Vec<ClauseKind>,
+    body: Option<Block>,
+    span: Span,
+) -> Member {
+    Member {
+        gpuopts: Vec::new(),
+        contract: Contract {
+            clauses: clauses
+                .into_iter()
+                .map(|kind| Clause { kind, span })
+                .collect(),
+        },
+        kind: MemberKind::Method(Method {
+            modifiers: Vec::new(),
+            return_type: Some(Type {
+                kind: TypeKind::Void,
+                span,
+            }),
+            name: Ident {
+                name: name.to_string(),
+                span,
+            },
+            type_params: Vec::new(),
+            params,
+            body: body.map_or(MethodBody::Abstract, MethodBody::Block),
+            span,
+            is_run: false,
+            model_member: None,
+        }),
+        span,
+    }
+}
+
 /// `e` with the model's field names read through `now` (outside `\old`) and `old` (inside).
 fn over_fields(
     e: &Expr,
@@ -284,6 +685,167 @@ fn over_fields(
             out
         }
     }
+}
+
+/// `HPerm(base.x, amount)` for field `x` of `model` (see the module comment).
+fn history_perm(model: &Model, base: &Expr, x: &str, amount: Expr) -> Expr {
+    let token = perm(field(base.clone(), &format!("{x}$H")), amount.clone());
+    if !model.frozen(x) {
+        return token;
+    }
+    star(
+        vec![
+            token,
+            perm(field(base.clone(), x), amount),
+            eq(
+                field(base.clone(), x),
+                field(base.clone(), &format!("{x}$H")),
+            ),
+        ],
+        base.span,
+    )
+}
+
+/// What one step, action `a` with `args`, says of the values before (`prev`) and after
+/// (`next`): its `ensures`, and every field it does not modify unchanged.
+fn step(
+    model: &Model,
+    a: &str,
+    args: &[Expr],
+    prev: &dyn Fn(&str) -> Expr,
+    next: &dyn Fn(&str) -> Expr,
+) -> Vec<Expr> {
+    let action = &model.actions[a];
+    let fields = model.field_names();
+    let mut out: Vec<Expr> = action
+        .ensures
+        .iter()
+        .map(|e| {
+            let e = over_fields(e, &fields, &|x, _| next(x), &|x, _| prev(x));
+            instantiate(&e, &action.params, args)
+        })
+        .collect();
+    for (x, _) in &model.fields {
+        if !action.modifies.contains(x) {
+            out.push(eq(next(x), prev(x)));
+        }
+    }
+    out
+}
+
+fn binder(ty: &Type, name: &str, span: Span) -> Binder {
+    Binder {
+        ty: ty.clone(),
+        name: Ident {
+            name: name.to_string(),
+            span,
+        },
+        range: None,
+        span,
+    }
+}
+
+/// `(\exists binders; c1 && c2 && ..)`, with each binder that a conjunct `x == e` defines
+/// substituted away (the one-point rule: the same formula) and no quantifier where none is
+/// left: a deterministic action's step needs no witness search.
+fn exists(binders: Vec<Binder>, conjuncts: Vec<Expr>, span: Span) -> Expr {
+    fn defining<'e>(c: &'e Expr, x: &str) -> Option<&'e Expr> {
+        let ExprKind::Binary {
+            op: BinaryOp::Eq,
+            lhs,
+            rhs,
+        } = &c.kind
+        else {
+            return None;
+        };
+        let is_x = |e: &Expr| matches!(&e.kind, ExprKind::Name(id) if id.name == x);
+        if is_x(lhs) && !rhs.mentions(x) {
+            Some(rhs)
+        } else if is_x(rhs) && !lhs.mentions(x) {
+            Some(lhs)
+        } else {
+            None
+        }
+    }
+    let mut flat = Vec::new();
+    for c in &conjuncts {
+        let mut parts = Vec::new();
+        c.flatten_and(&mut parts);
+        flat.extend(parts.into_iter().cloned());
+    }
+    let mut kept = Vec::new();
+    for b in binders {
+        let x = b.name.name.clone();
+        match flat.iter().position(|c| defining(c, &x).is_some()) {
+            Some(k) => {
+                let c = flat.remove(k);
+                if let Some(e) = defining(&c, &x) {
+                    flat = flat.iter().map(|c| c.substitute(&x, e)).collect();
+                }
+            }
+            None => kept.push(b),
+        }
+    }
+    let body = join(BinaryOp::And, flat, span);
+    if kept.is_empty() {
+        return body;
+    }
+    Expr {
+        kind: ExprKind::Quantifier(Box::new(Quantifier {
+            kind: QuantifierKind::Exists,
+            binders: kept,
+            cond: None,
+            body,
+        })),
+        span,
+    }
+}
+
+/// "Some interleaving of `proc` leads from the values `start` to the values `end`": a
+/// disjunction over the interleavings, the values in between bound by `\exists`.
+fn relation(
+    model: &Model,
+    proc: &Proc,
+    start: &dyn Fn(&str) -> Expr,
+    end: &dyn Fn(&str) -> Expr,
+    span: Span,
+) -> Option<Expr> {
+    let runs = proc.interleavings()?;
+    let mut options = Vec::new();
+    for (r, run) in runs.iter().enumerate() {
+        let n = run.len();
+        let between = |k: usize, x: &str| format!("s${r}${k}${x}");
+        let state = |k: usize, x: &str| {
+            if k == 0 {
+                start(x)
+            } else if k == n {
+                end(x)
+            } else {
+                name_expr(&between(k, x), span)
+            }
+        };
+        let mut conjuncts = Vec::new();
+        if n == 0 {
+            for (x, _) in &model.fields {
+                conjuncts.push(eq(end(x), start(x)));
+            }
+        }
+        for (k, (a, args)) in run.iter().enumerate() {
+            conjuncts.extend(step(model, a, args, &|x| state(k, x), &|x| state(k + 1, x)));
+        }
+        // The values after each action but the last.
+        let binders = (1..n)
+            .flat_map(|k| {
+                model
+                    .fields
+                    .iter()
+                    .map(move |(x, ty)| binder(ty, &between(k, x), span))
+            })
+            .collect();
+        let body = exists(binders, conjuncts, span);
+        options.push(body);
+    }
+    Some(join(BinaryOp::Or, options, span))
 }
 
 impl Lowering<'_> {
@@ -318,13 +880,70 @@ impl Lowering<'_> {
                 });
             }
         }
+        let kept = if matches!(method.body, MethodBody::Block(_)) {
+            self.history_kept(&member.contract, &scope)
+        } else {
+            Vec::new()
+        };
         member
             .contract
             .for_each_expr_mut(&mut |e| *e = self.assertion(e, &scope));
+        member.contract.clauses.extend(kept);
         if let MethodBody::Block(body) = &mut method.body {
             let stmts = std::mem::take(&mut body.stmts);
             body.stmts = stmts.into_iter().map(|s| self.stmt(s, &scope)).collect();
         }
+    }
+
+    /// A method (with a body: it is checked) that takes and gives back `HPerm(o.x, ..)` of a
+    /// parameter `o` promises `o.x$H == \old(o.x$H)`: no code writes a final value, so only
+    /// a `destroy` and a new `create` inside could break it (and then the method fails). The
+    /// caller keeps the abstract state across the call, as VerCors does.
+    fn history_kept(&self, contract: &Contract, scope: &Scope) -> Vec<Clause> {
+        let mut before = BTreeSet::new();
+        let mut after = BTreeMap::new();
+        for clause in &contract.clauses {
+            let (pre, post, e) = match &clause.kind {
+                ClauseKind::Requires(e) => (true, false, e),
+                ClauseKind::Ensures(e) => (false, true, e),
+                ClauseKind::Context(e) | ClauseKind::ContextEverywhere(e) => (true, true, e),
+                _ => continue,
+            };
+            e.visit(&mut |a| {
+                let ExprKind::Builtin {
+                    op: Builtin::HPerm,
+                    args,
+                } = &a.kind
+                else {
+                    return;
+                };
+                let Some(ExprKind::Field { base, name }) =
+                    args.first().map(|l| &l.peel_triggers().kind)
+                else {
+                    return;
+                };
+                if let (ExprKind::Name(o), Some(_)) = (&base.kind, self.model_of(base, scope)) {
+                    let key = (o.name.clone(), name.name.clone());
+                    if pre {
+                        before.insert(key.clone());
+                    }
+                    if post {
+                        after.entry(key).or_insert(base.span);
+                    }
+                }
+            });
+        }
+        after
+            .into_iter()
+            .filter(|(key, _)| before.contains(key))
+            .map(|((o, x), span)| {
+                let final_value = field(name_expr(&o, span), &format!("{x}$H"));
+                Clause {
+                    kind: ClauseKind::Ensures(eq(final_value.clone(), old(final_value))),
+                    span,
+                }
+            })
+            .collect()
     }
 
     /// The model object `e` names, with its model.
@@ -339,68 +958,150 @@ impl Lowering<'_> {
         }
     }
 
-    /// The code of the process `p` of model object `m`: `empty`, `m.a()`, `P * Q`.
-    fn process(&mut self, p: &Expr, m: &Expr, model: &str) -> Option<i64> {
-        fn actions(p: &Expr, m: &Expr, model: &Model, out: &mut Vec<String>) -> bool {
-            match &p.kind {
-                ExprKind::Name(id) if id.name == "empty" => true,
-                ExprKind::Binary {
-                    op: BinaryOp::Mul,
-                    lhs,
-                    rhs,
-                } => actions(lhs, m, model, out) && actions(rhs, m, model, out),
-                ExprKind::Call {
-                    receiver: Some(r),
-                    name,
-                    args,
-                    type_args,
-                    given,
-                    yields,
-                } if args.is_empty()
-                    && type_args.is_empty()
-                    && given.is_empty()
-                    && yields.is_empty()
-                    && same_name(r, m)
-                    && model.actions.contains_key(&name.name) =>
-                {
-                    out.push(name.name.clone());
-                    true
+    /// The process `p` of model object `m` (`None`: inside a declared process, where calls
+    /// have no receiver) in canonical form, declared processes unfolded.
+    fn process(&self, p: &Expr, m: Option<&Expr>, model: &str) -> Option<Proc> {
+        self.process_in(p, m, model, &mut Vec::new())
+    }
+
+    fn process_in(
+        &self,
+        p: &Expr,
+        m: Option<&Expr>,
+        model: &str,
+        unfolding: &mut Vec<String>,
+    ) -> Option<Proc> {
+        let decl = &self.models[model];
+        match &p.kind {
+            ExprKind::Name(id) if id.name == "empty" => Some(Proc::empty()),
+            ExprKind::Binary {
+                op: op @ (BinaryOp::Mul | BinaryOp::Or),
+                lhs,
+                rhs,
+            } => {
+                let parts = vec![
+                    self.process_in(lhs, m, model, unfolding)?,
+                    self.process_in(rhs, m, model, unfolding)?,
+                ];
+                Some(if *op == BinaryOp::Mul {
+                    Proc::seq(parts)
+                } else {
+                    Proc::par(parts)
+                })
+            }
+            ExprKind::Call {
+                receiver,
+                name,
+                args,
+                type_args,
+                given,
+                yields,
+            } if type_args.is_empty() && given.is_empty() && yields.is_empty() => {
+                let ours = match (receiver, m) {
+                    (None, None) => true,
+                    (Some(r), Some(m)) => same_name(r, m),
+                    _ => false,
+                };
+                if !ours {
+                    return None;
                 }
-                _ => false,
+                if let Some(action) = decl.actions.get(&name.name) {
+                    return (args.len() == action.params.len()).then(|| Proc::Act {
+                        name: name.name.clone(),
+                        args: args.clone(),
+                    });
+                }
+                let process = decl.processes.get(&name.name)?;
+                // A process that calls itself is not unfolded (no recursion yet).
+                if args.len() != process.params.len() || unfolding.contains(&name.name) {
+                    return None;
+                }
+                unfolding.push(name.name.clone());
+                let body = instantiate(&process.body, &process.params, args);
+                let out = self.process_in(&body, None, model, unfolding);
+                unfolding.pop();
+                out
+            }
+            _ => None,
+        }
+    }
+
+    /// The code of `proc`'s shape in `model`.
+    fn code(&mut self, model: &str, proc: &Proc) -> i64 {
+        let shape = proc.shape();
+        if shape == "empty" {
+            return 0;
+        }
+        let next = self.shapes.len() as i64 + 1;
+        *self
+            .shapes
+            .entry((model.to_string(), shape))
+            .or_insert(next)
+    }
+
+    /// `proc`'s arguments as integers (`true` is 1), in order.
+    fn int_args(&self, model: &str, proc: &Proc, span: Span) -> Vec<Expr> {
+        let decl = &self.models[model];
+        let mut out = Vec::new();
+        for (a, args) in proc.actions() {
+            for (arg, p) in args.iter().zip(&decl.actions[a].params) {
+                out.push(match p.ty.kind {
+                    TypeKind::Bool => Expr {
+                        kind: ExprKind::Cond {
+                            cond: Box::new(arg.clone()),
+                            then_expr: Box::new(int(1, span)),
+                            else_expr: Box::new(int(0, span)),
+                        },
+                        span,
+                    },
+                    _ => arg.clone(),
+                });
             }
         }
-        let mut seq = Vec::new();
-        if !actions(p, m, &self.models[model], &mut seq) {
-            return None;
+        out
+    }
+
+    /// `m.state$K(p, code, args)` (K arguments): the process state `m.state(p, proc)`.
+    fn state(&mut self, m: &Expr, model: &str, p: Expr, proc: &Proc) -> Expr {
+        let span = p.span;
+        let code = self.code(model, proc);
+        let args = self.int_args(model, proc, span);
+        self.arities
+            .entry(model.to_string())
+            .or_default()
+            .insert(args.len());
+        let name = format!("state${}", args.len());
+        let mut all = vec![p, int(code, span)];
+        all.extend(args);
+        call(m.clone(), &name, all, span)
+    }
+
+    /// The parameters a trusted method takes for `proc`'s arguments, named `prefix0`, ..:
+    /// the process with its arguments so named, and the parameters.
+    fn params_for(&self, model: &str, proc: &Proc, prefix: &str, span: Span) -> (Proc, Vec<Param>) {
+        let named = proc.named_args(prefix, span);
+        let decl = &self.models[model];
+        let mut params = Vec::new();
+        for (a, args) in named.actions() {
+            for (arg, p) in args.iter().zip(&decl.actions[a].params) {
+                let ExprKind::Name(id) = &arg.kind else {
+                    continue;
+                };
+                params.push(typed_param(p.ty.clone(), &id.name, span));
+            }
         }
-        let next = self.codes.len() as i64;
-        Some(
-            *self
-                .codes
-                .entry((
-                    if seq.is_empty() {
-                        String::new()
-                    } else {
-                        model.to_string()
-                    },
-                    seq,
-                ))
-                .or_insert(next),
-        )
+        (named, params)
     }
 
-    /// The number of actions in the process of `code`.
-    fn length(&self, code: i64) -> usize {
-        self.sequence(code).len()
-    }
-
-    /// The actions of the process of `code`, in order (none for `empty`).
-    fn sequence(&self, code: i64) -> Vec<String> {
-        self.codes
-            .iter()
-            .find(|(_, c)| **c == code)
-            .map(|((_, seq), _)| seq.clone())
-            .unwrap_or_default()
+    fn add_trusted(&mut self, model: &str, member: Member) {
+        let MemberKind::Method(m) = &member.kind else {
+            return;
+        };
+        self.trusted
+            .entry(model.to_string())
+            .or_default()
+            .entry(m.name.name.clone())
+            .or_insert(member);
     }
 
     fn fail<T>(&mut self) -> Option<T> {
@@ -429,11 +1130,8 @@ impl Lowering<'_> {
                     }
                     return self.plain(e, scope, spec);
                 };
-                if !self.models[model]
-                    .fields
-                    .iter()
-                    .any(|(f, _)| *f == name.name)
-                {
+                let decl = &self.models[model];
+                if !decl.fields.iter().any(|(f, _)| *f == name.name) {
                     self.failed = true;
                     return e.clone();
                 }
@@ -450,7 +1148,7 @@ impl Lowering<'_> {
                         perm(loc.clone(), amount.clone()),
                         perm(tag("A"), amount),
                     ),
-                    _ => perm(tag("H"), amount),
+                    _ => history_perm(decl, base, &name.name, amount),
                 }
             }
             ExprKind::Builtin {
@@ -469,18 +1167,14 @@ impl Lowering<'_> {
                 let model = self.model_of(r, scope).unwrap_or_default().to_string();
                 match (name.name.as_str(), &args[..]) {
                     ("state", [p, process]) => {
-                        let Some(code) = self.process(process, r, &model) else {
+                        let Some(proc) = self.process(process, Some(r), &model) else {
                             return self.fail().unwrap_or_else(|| e.clone());
                         };
                         let p = self.expr(p, scope, spec);
-                        call((**r).clone(), "state$", vec![p, int(code, e.span)], e.span)
+                        self.state(r, &model, p, &proc)
                     }
                     ("abstractState", [inner]) if spec => {
-                        let fields: BTreeSet<String> = self.models[&model]
-                            .fields
-                            .iter()
-                            .map(|(f, _)| f.clone())
-                            .collect();
+                        let fields = self.models[&model].field_names();
                         // Inside, the fields are written as `m.x`: read their final values.
                         let mut out = self.expr(inner, scope, spec);
                         rewrite_fields(&mut out, r, &fields, "H");
@@ -517,35 +1211,24 @@ impl Lowering<'_> {
                 span: call_span,
             }) if self.model_of(&r, scope).is_some() => {
                 let model = self.model_of(&r, scope).unwrap_or_default().to_string();
-                match (name.name.as_str(), &args[..]) {
-                    ("create", [process]) => match self.process(process, &r, &model) {
-                        // The process's relation is written for `empty` and one action only.
-                        Some(code) if self.length(code) <= 1 => {
-                            self.creates.insert((model, code));
-                            stmt(
-                                StmtKind::Expr(call(
-                                    *r,
-                                    &format!("create${code}"),
-                                    vec![],
-                                    call_span,
-                                )),
-                                span,
-                            )
-                        }
-                        _ => self
-                            .fail()
-                            .unwrap_or_else(|| stmt(StmtKind::Label(name), span)),
-                    },
-                    ("destroy", []) => stmt(
-                        StmtKind::Expr(call(*r, "destroy$", vec![], call_span)),
-                        span,
-                    ),
-                    _ => self
-                        .fail()
-                        .unwrap_or_else(|| stmt(StmtKind::Label(name), span)),
-                }
+                let lowered = match (name.name.as_str(), &args[..]) {
+                    ("create", [process]) => self.create(&r, &model, process, call_span),
+                    ("destroy", []) => Some(call_stmt(*r.clone(), "destroy$", vec![], call_span)),
+                    ("split", [p1, q1, p2, q2]) | ("merge", [p1, q1, p2, q2]) => {
+                        let ps = [self.expr(p1, scope, false), self.expr(p2, scope, false)];
+                        self.split_or_merge(&r, &model, &name.name, ps, [q1, q2], call_span)
+                    }
+                    _ => None,
+                };
+                lowered.unwrap_or_else(|| {
+                    self.failed = true;
+                    stmt(StmtKind::Label(name), span)
+                })
             }
             StmtKind::Action { header, body } => self.action(*header, body, span, scope),
+            StmtKind::Invariant { name, inv, body } => {
+                self.resource_invariant(name, inv, body, span, scope)
+            }
             StmtKind::Assert(e) => stmt(StmtKind::Assert(self.assertion(&e, scope)), span),
             kind => {
                 let mut s = Stmt { kind, span };
@@ -572,8 +1255,193 @@ impl Lowering<'_> {
         }
     }
 
-    /// `action(m, p, rest, m.a()) { body }` →
-    /// `{ m.begin$a$R(p); ghost T old$x = m.x; ..; body; assert ensures(a); m.end$a$R(p); }`.
+    /// `invariant name(I) { body }`: the final values (`m.x$H`) that `I`'s `HPerm` covers never
+    /// change (nothing writes them; an action block keeps them), but a resource invariant
+    /// that states only the permission would lose them at its end. So the invariant also
+    /// states them, equal to ghost copies taken before it.
+    fn resource_invariant(
+        &mut self,
+        name: Ident,
+        inv: Expr,
+        body: Block,
+        span: Span,
+        scope: &Scope,
+    ) -> Stmt {
+        let mut held = BTreeSet::new();
+        inv.visit(&mut |e| {
+            if let ExprKind::Builtin {
+                op: Builtin::HPerm,
+                args,
+            } = &e.kind
+            {
+                if let Some(ExprKind::Field { base, name }) =
+                    args.first().map(|a| &a.peel_triggers().kind)
+                {
+                    if let (ExprKind::Name(object), Some(_)) =
+                        (&base.kind, self.model_of(base, scope))
+                    {
+                        held.insert((object.name.clone(), name.name.clone()));
+                    }
+                }
+            }
+        });
+        let mut pinned = vec![self.assertion(&inv, scope)];
+        let mut stmts = Vec::new();
+        for (object, x) in &held {
+            let Some(model) = scope.classes.get(object) else {
+                continue;
+            };
+            let Some((_, ty)) = self.models[model].fields.iter().find(|(f, _)| f == x) else {
+                continue;
+            };
+            let copy = format!("{object}$inv{}${x}", span.start);
+            let final_value = field(name_expr(object, span), &format!("{x}$H"));
+            stmts.push(stmt(
+                StmtKind::Ghost(Box::new(stmt(
+                    StmtKind::LocalDecl {
+                        ty: ty.clone(),
+                        vars: vec![LocalVar {
+                            name: Ident {
+                                name: copy.clone(),
+                                span,
+                            },
+                            init: Some(final_value.clone()),
+                            span,
+                        }],
+                    },
+                    span,
+                ))),
+                span,
+            ));
+            pinned.push(eq(final_value, name_expr(&copy, span)));
+        }
+        let body = Block {
+            stmts: body
+                .stmts
+                .into_iter()
+                .map(|s| self.stmt(s, scope))
+                .collect(),
+            span: body.span,
+        };
+        stmts.push(stmt(
+            StmtKind::Invariant {
+                name,
+                inv: star(pinned, span),
+                body,
+            },
+            span,
+        ));
+        stmt(StmtKind::Block(Block { stmts, span }), span)
+    }
+
+    /// `m.create(P)` → `m.create$K(args)`, `create$K` trading every field's `Perm` for
+    /// `HPerm`, giving `state(1, P)` and relating the values to the final ones.
+    fn create(&mut self, m: &Expr, model: &str, process: &Expr, span: Span) -> Option<Stmt> {
+        let proc = self.process(process, Some(m), model)?;
+        let code = self.code(model, &proc);
+        let (named, params) = self.params_for(model, &proc, "a$", span);
+        let decl = &self.models[model];
+        let this = this_expr(span);
+        let relation = relation(
+            decl,
+            &named,
+            &|x| old(field(this.clone(), x)),
+            &|x| field(this.clone(), &format!("{x}$H")),
+            span,
+        )?;
+        let mut ensures: Vec<Expr> = decl
+            .fields
+            .iter()
+            .map(|(x, _)| history_perm(decl, &this, x, write(span)))
+            .collect();
+        ensures.push(self.state(&this, model, int(1, span), &named));
+        ensures.push(relation);
+        let requires = value_perms(decl, &this, span);
+        self.add_trusted(
+            model,
+            routine(
+                &format!("create${code}"),
+                params,
+                vec![
+                    ClauseKind::Requires(star(requires, span)),
+                    ClauseKind::Ensures(star(ensures, span)),
+                ],
+                None,
+                span,
+            ),
+        );
+        let args = proc
+            .actions()
+            .into_iter()
+            .flat_map(|(_, a)| a.to_vec())
+            .collect();
+        Some(call_stmt(m.clone(), &format!("create${code}"), args, span))
+    }
+
+    /// `m.split(p1, P1, p2, P2)` (`state(p1 + p2, P1 || P2)` into `state(p1, P1) ** state(p2,
+    /// P2)`) or `m.merge(..)` (the other way) → a call of a trusted method that says so.
+    fn split_or_merge(
+        &mut self,
+        m: &Expr,
+        model: &str,
+        what: &str,
+        fractions: [Expr; 2],
+        processes: [&Expr; 2],
+        span: Span,
+    ) -> Option<Stmt> {
+        let first = self.process(processes[0], Some(m), model)?;
+        let second = self.process(processes[1], Some(m), model)?;
+        let codes = [self.code(model, &first), self.code(model, &second)];
+        let (first_named, mut params) = self.params_for(model, &first, "a$", span);
+        let (second_named, second_params) = self.params_for(model, &second, "b$", span);
+        let name = format!("{what}${}${}", codes[0], codes[1]);
+        let this = this_expr(span);
+        let p = |n: &str| name_expr(n, span);
+        let whole = Proc::par(vec![first_named.clone(), second_named.clone()]);
+        let joined = self.state(
+            &this,
+            model,
+            Expr::binary(BinaryOp::Add, p("p1"), p("p2")),
+            &whole,
+        );
+        let parts = star(
+            vec![
+                self.state(&this, model, p("p1"), &first_named),
+                self.state(&this, model, p("p2"), &second_named),
+            ],
+            span,
+        );
+        let (requires, ensures) = if what == "split" {
+            (joined, parts)
+        } else {
+            (parts, joined)
+        };
+        let mut all = vec![
+            param(TypeKind::Frac, "p1", span),
+            param(TypeKind::Frac, "p2", span),
+        ];
+        all.append(&mut params);
+        all.extend(second_params);
+        self.add_trusted(
+            model,
+            routine(
+                &name,
+                all,
+                vec![ClauseKind::Requires(requires), ClauseKind::Ensures(ensures)],
+                None,
+                span,
+            ),
+        );
+        let [p1, p2] = fractions;
+        let mut args = vec![p1, p2];
+        for proc in [&first, &second] {
+            args.extend(proc.actions().into_iter().flat_map(|(_, a)| a.to_vec()));
+        }
+        Some(call_stmt(m.clone(), &name, args, span))
+    }
+
+    /// `action(m, p, rest, m.a(args)) { body }` → `{ m.begin$a$R(p, args, rest's args); ghost
+    /// T m$old$x = m.x; ..; body; assert ensures(a); m.end$a$R(p, rest's args); }`.
     fn action(&mut self, header: ActionHeader, body: Block, span: Span, scope: &Scope) -> Stmt {
         let failed = |this: &mut Self, header: ActionHeader, body: Block| {
             this.failed = true;
@@ -588,15 +1456,6 @@ impl Lowering<'_> {
         let Some(model) = self.model_of(&header.model, scope).map(str::to_string) else {
             return failed(self, header, body);
         };
-        let ExprKind::Call {
-            receiver: Some(r),
-            name: action_name,
-            args,
-            ..
-        } = &header.action.kind
-        else {
-            return failed(self, header, body);
-        };
         // A `return` or `goto` would leave the block before its action's contract is checked.
         let mut leaves = false;
         for s in &body.stmts {
@@ -604,45 +1463,99 @@ impl Lowering<'_> {
                 leaves |= matches!(s.kind, StmtKind::Return(_) | StmtKind::Goto(_));
             });
         }
-        if !args.is_empty() || !same_name(r, &header.model) || leaves {
-            return failed(self, header, body);
-        }
-        let Some(action) = self.models[&model].actions.get(&action_name.name) else {
-            return failed(self, header, body);
-        };
-        let Some(rest) = self.process(&header.rest, &header.model, &model) else {
-            return failed(self, header, body);
-        };
-        let action_name = action_name.name.clone();
-        self.actions
-            .insert((model.clone(), action_name.clone(), rest));
         let m = header.model.clone();
-        let fraction = self.expr(&header.fraction, scope, false);
-        let mut stmts = vec![stmt(
-            StmtKind::Expr(call(
-                m.clone(),
-                &format!("begin${action_name}${rest}"),
-                vec![fraction.clone()],
+        let performed = self.process(&header.action, Some(&m), &model);
+        let rest = self.process(&header.rest, Some(&m), &model);
+        let (Some(Proc::Act { name: a, args }), Some(rest), false) = (performed, rest, leaves)
+        else {
+            return failed(self, header, body);
+        };
+        let rest_code = self.code(&model, &rest);
+        let decl = &self.models[&model];
+        let action = &decl.actions[&a];
+        let modifies = action.modifies.clone();
+        let params = action.params.clone();
+        let ensures = action.ensures.clone();
+        let begin = format!("begin${a}${rest_code}");
+        let end = format!("end${a}${rest_code}");
+        // The trusted pair, for the action's arguments `a$..` and the rest's `b$..`.
+        let this = this_expr(span);
+        let p = || name_expr("p", span);
+        let performed = Proc::Act {
+            name: a.clone(),
+            args: args.clone(),
+        };
+        let (performed_named, mut begin_params) = self.params_for(&model, &performed, "a$", span);
+        let (rest_named, rest_params) = self.params_for(&model, &rest, "b$", span);
+        let whole = Proc::seq(vec![performed_named, rest_named.clone()]);
+        let held = |x: &str| perm(field(this.clone(), &format!("{x}$H")), write(span));
+        let mut requires = vec![self.state(&this, &model, p(), &whole)];
+        requires.extend(modifies.iter().map(|x| held(x)));
+        let mut gives: Vec<Expr> = modifies.iter().map(|x| held(x)).collect();
+        for x in &modifies {
+            let final_value = field(this.clone(), &format!("{x}$H"));
+            gives.push(eq(final_value.clone(), old(final_value)));
+            gives.push(perm(field(this.clone(), x), write(span)));
+            gives.push(perm(field(this.clone(), &format!("{x}$A")), write(span)));
+        }
+        begin_params.insert(0, param(TypeKind::Frac, "p", span));
+        begin_params.extend(rest_params.iter().cloned());
+        self.add_trusted(
+            &model,
+            routine(
+                &begin,
+                begin_params,
+                vec![
+                    ClauseKind::Requires(star(requires, span)),
+                    ClauseKind::Ensures(star(gives, span)),
+                ],
+                None,
                 span,
-            )),
-            span,
-        )];
-        let fields: BTreeSet<String> = action.modifies.iter().cloned().collect();
-        let types: BTreeMap<&str, &Type> = self.models[&model]
-            .fields
-            .iter()
-            .map(|(f, t)| (f.as_str(), t))
+            ),
+        );
+        let mut takes = Vec::new();
+        for x in &modifies {
+            takes.push(perm(field(this.clone(), x), write(span)));
+            takes.push(perm(field(this.clone(), &format!("{x}$A")), write(span)));
+        }
+        let ends_in = self.state(&this, &model, p(), &rest_named);
+        let mut end_params = vec![param(TypeKind::Frac, "p", span)];
+        end_params.extend(rest_params);
+        self.add_trusted(
+            &model,
+            routine(
+                &end,
+                end_params,
+                vec![
+                    ClauseKind::Requires(star(takes, span)),
+                    ClauseKind::Ensures(ends_in),
+                ],
+                None,
+                span,
+            ),
+        );
+        // The block.
+        let fraction = self.expr(&header.fraction, scope, false);
+        let rest_args: Vec<Expr> = rest
+            .actions()
+            .into_iter()
+            .flat_map(|(_, a)| a.to_vec())
             .collect();
+        let mut begin_args = vec![fraction.clone()];
+        begin_args.extend(args.iter().cloned());
+        begin_args.extend(rest_args.iter().cloned());
+        let mut stmts = vec![call_stmt(m.clone(), &begin, begin_args, span)];
+        let types: BTreeMap<String, Type> = self.models[&model].fields.iter().cloned().collect();
         let object = match &m.kind {
             ExprKind::Name(id) => id.name.clone(),
             _ => String::new(),
         };
         let old_name = |x: &str| format!("{object}$old${x}");
-        for x in &action.modifies {
+        for x in &modifies {
             stmts.push(stmt(
                 StmtKind::Ghost(Box::new(stmt(
                     StmtKind::LocalDecl {
-                        ty: types[x.as_str()].clone(),
+                        ty: types[x].clone(),
                         vars: vec![LocalVar {
                             name: Ident {
                                 name: old_name(x),
@@ -657,8 +1570,19 @@ impl Lowering<'_> {
                 span,
             ));
         }
-        let ensures: Vec<Expr> = action.ensures.clone();
+        // A field the action only reads keeps its final value (the relation `create` assumed
+        // reads it so) at the action's start and end.
+        let accessible = self.models[&model].actions[&a].accessible.clone();
+        let unchanged = |x: &str| {
+            stmt(
+                StmtKind::Assert(eq(field(m.clone(), x), field(m.clone(), &format!("{x}$H")))),
+                span,
+            )
+        };
+        stmts.extend(accessible.iter().map(|x| unchanged(x)));
         stmts.extend(body.stmts.into_iter().map(|s| self.stmt(s, scope)));
+        stmts.extend(accessible.iter().map(|x| unchanged(x)));
+        let fields = self.models[&model].field_names();
         for e in &ensures {
             let now = |x: &str, sp: Span| {
                 field(
@@ -669,19 +1593,20 @@ impl Lowering<'_> {
                     x,
                 )
             };
-            let old = |x: &str, sp: Span| name_expr(&old_name(x), sp);
-            let goal = over_fields(e, &fields, &now, &old);
+            // A field the action only reads has one value throughout.
+            let before = |x: &str, sp: Span| {
+                if modifies.iter().any(|y| y == x) {
+                    name_expr(&old_name(x), sp)
+                } else {
+                    now(x, sp)
+                }
+            };
+            let goal = instantiate(&over_fields(e, &fields, &now, &before), &params, &args);
             stmts.push(stmt(StmtKind::Assert(goal), e.span));
         }
-        stmts.push(stmt(
-            StmtKind::Expr(call(
-                m,
-                &format!("end${action_name}${rest}"),
-                vec![fraction],
-                span,
-            )),
-            span,
-        ));
+        let mut end_args = vec![fraction];
+        end_args.extend(rest_args);
+        stmts.push(call_stmt(m, &end, end_args, span));
         stmt(
             StmtKind::Block(Block {
                 stmts,
@@ -691,118 +1616,206 @@ impl Lowering<'_> {
         )
     }
 
-    /// The model as a class: its fields, the tokens, the constructor, the process-state
-    /// predicate and the trusted methods the lowered uses call.
-    fn model_class(&self, class: &Class, model: &Model) -> Class {
-        let span = class.name.span;
-        let this = || Expr {
-            kind: ExprKind::This,
-            span,
+    /// A verified method per declared process that states a contract: its precondition over
+    /// the initial values and an interleaving of its body to the final ones must give its
+    /// postcondition (and, with `modifies`, the other fields unchanged).
+    fn contract_checks(&mut self, name: &str, model: &Model) -> Vec<Member> {
+        let mut out = feasibility_checks(model);
+        for (p, process) in &model.processes {
+            let span = process.span;
+            let Some(body) = self.process(&process.body, None, name) else {
+                self.failed = true;
+                continue;
+            };
+            if process.ensures.is_empty() && process.modifies.is_none() {
+                continue;
+            }
+            let initial = |x: &str| name_expr(&format!("{x}$0"), span);
+            let last = |x: &str| name_expr(&format!("{x}$1"), span);
+            let Some(relation) = relation(model, &body, &initial, &last, span) else {
+                self.failed = true;
+                continue;
+            };
+            let fields = model.field_names();
+            let mut clauses: Vec<ClauseKind> = process
+                .requires
+                .iter()
+                .map(|e| {
+                    ClauseKind::Requires(over_fields(
+                        e,
+                        &fields,
+                        &|x, sp| name_expr(&format!("{x}$0"), sp),
+                        &|x, sp| name_expr(&format!("{x}$0"), sp),
+                    ))
+                })
+                .collect();
+            clauses.push(ClauseKind::Requires(relation));
+            for e in &process.ensures {
+                clauses.push(ClauseKind::Ensures(over_fields(
+                    e,
+                    &fields,
+                    &|x, sp| name_expr(&format!("{x}$1"), sp),
+                    &|x, sp| name_expr(&format!("{x}$0"), sp),
+                )));
+            }
+            if let Some(modifies) = &process.modifies {
+                for (x, _) in &model.fields {
+                    if !modifies.contains(x) {
+                        clauses.push(ClauseKind::Ensures(eq(last(x), initial(x))));
+                    }
+                }
+            }
+            let mut params = process.params.clone();
+            for (x, ty) in &model.fields {
+                params.push(typed_param(ty.clone(), &format!("{x}$0"), span));
+                params.push(typed_param(ty.clone(), &format!("{x}$1"), span));
+            }
+            out.push(routine(
+                &format!("{p}$contract"),
+                params,
+                clauses,
+                Some(Block {
+                    stmts: Vec::new(),
+                    span,
+                }),
+                span,
+            ));
+        }
+        out
+    }
+}
+
+/// A verified method per action with a postcondition: from any values, some values after
+/// it satisfy it. `create` assumes that some run of its process reaches the final values;
+/// an action no values can follow (`ensures false`) would make that assumption `false`.
+fn feasibility_checks(model: &Model) -> Vec<Member> {
+    let mut out = Vec::new();
+    for (a, action) in &model.actions {
+        let Some(span) = action.ensures.first().map(|e| e.span) else {
+            continue;
         };
-        let this_field = |x: &str| field(this(), x);
-        let bool_ty = Type {
-            kind: TypeKind::Bool,
-            span,
-        };
-        let mut members = Vec::new();
-        let field_member = |name: String, ty: Type| Member {
-            gpuopts: Vec::new(),
-            contract: Contract::default(),
-            kind: MemberKind::Field(Field {
-                ty,
-                name: Ident { name, span },
+        // Only the fields it modifies are bound: the others keep their values.
+        let modified = |x: &str| action.modifies.iter().any(|m| m == x);
+        let before = |x: &str| name_expr(&format!("{x}$0"), span);
+        let after = |x: &str| name_expr(&format!("{x}${}", if modified(x) { 1 } else { 0 }), span);
+        let args: Vec<Expr> = action
+            .params
+            .iter()
+            .map(|p| name_expr(&p.name.name, span))
+            .collect();
+        let binders = model
+            .fields
+            .iter()
+            .filter(|(x, _)| modified(x))
+            .map(|(x, ty)| binder(ty, &format!("{x}$1"), span))
+            .collect();
+        let some_after = exists(binders, step(model, a, &args, &before, &after), span);
+        let mut params = action.params.clone();
+        for (x, ty) in &model.fields {
+            params.push(typed_param(ty.clone(), &format!("{x}$0"), span));
+        }
+        out.push(routine(
+            &format!("{a}$feasible"),
+            params,
+            vec![ClauseKind::Ensures(some_after)],
+            Some(Block {
+                stmts: Vec::new(),
                 span,
             }),
             span,
-        };
-        for (x, ty) in &model.fields {
-            members.push(field_member(x.clone(), ty.clone()));
-            members.push(field_member(format!("{x}$P"), bool_ty.clone()));
-            members.push(field_member(format!("{x}$A"), bool_ty.clone()));
-            members.push(field_member(format!("{x}$H"), ty.clone()));
-        }
-        let all_fields: BTreeSet<String> = model.fields.iter().map(|(f, _)| f.clone()).collect();
-        let method =
-            |name: &str, params: Vec<Param>, clauses: Vec<ClauseKind>, ctor: bool| Member {
-                gpuopts: Vec::new(),
-                contract: Contract {
-                    clauses: clauses
-                        .into_iter()
-                        .map(|kind| Clause { kind, span })
-                        .collect(),
-                },
-                kind: MemberKind::Method(Method {
-                    modifiers: Vec::new(),
-                    return_type: if ctor {
-                        None
-                    } else {
-                        Some(Type {
-                            kind: TypeKind::Void,
-                            span,
-                        })
-                    },
-                    name: Ident {
-                        name: name.to_string(),
-                        span,
-                    },
-                    type_params: Vec::new(),
-                    params,
-                    body: if ctor {
-                        MethodBody::Block(Block {
-                            stmts: Vec::new(),
-                            span,
-                        })
-                    } else {
-                        MethodBody::Abstract
-                    },
-                    span,
-                    is_run: false,
-                    model_member: None,
-                }),
-                span,
-            };
-        let perms = |tags: &[&str]| -> Vec<Expr> {
-            model
-                .fields
-                .iter()
-                .flat_map(|(x, _)| {
-                    tags.iter().map(move |t| {
-                        let name = if t.is_empty() {
-                            x.clone()
-                        } else {
-                            format!("{x}${t}")
-                        };
-                        (name, *t)
-                    })
-                })
-                .map(|(name, _)| perm(this_field(&name), write(span)))
-                .collect()
-        };
-        let state = |p: Expr, code: i64| call(this(), "state$", vec![p, int(code, span)], span);
-        let defaults: Vec<Expr> = model
-            .fields
-            .iter()
-            .map(|(x, ty)| {
-                let zero = match ty.kind {
-                    TypeKind::Bool => Expr {
-                        kind: ExprKind::BoolLit(false),
-                        span,
-                    },
-                    _ => int(0, span),
-                };
-                Expr::binary(BinaryOp::Eq, this_field(x), zero)
-            })
-            .collect();
-        // `new M()`: the value and `Perm`'s token only.
-        let mut ensures = perms(&["", "P"]);
-        ensures.extend(defaults);
-        members.push(method(
-            &class.name.name,
-            Vec::new(),
-            vec![ClauseKind::Ensures(star(ensures, span))],
-            true,
         ));
-        // The process state: an abstract predicate instance per (fraction, process).
+    }
+    out
+}
+
+fn this_expr(span: Span) -> Expr {
+    Expr {
+        kind: ExprKind::This,
+        span,
+    }
+}
+
+/// `Perm` of every field of `model` on `base`: the value and its token.
+fn value_perms(model: &Model, base: &Expr, span: Span) -> Vec<Expr> {
+    model
+        .fields
+        .iter()
+        .flat_map(|(x, _)| {
+            [
+                perm(field(base.clone(), x), write(span)),
+                perm(field(base.clone(), &format!("{x}$P")), write(span)),
+            ]
+        })
+        .collect()
+}
+
+/// The model as a class: its fields, the tokens, the constructor, the process-state
+/// predicate, `destroy$` and `extra` (the trusted methods the lowered uses call, the process
+/// contracts' checks).
+fn model_class(
+    class: &Class,
+    model: &Model,
+    mut arities: BTreeSet<usize>,
+    extra: Vec<Member>,
+) -> Class {
+    let span = class.name.span;
+    let this = this_expr(span);
+    let bool_ty = Type {
+        kind: TypeKind::Bool,
+        span,
+    };
+    let mut members = Vec::new();
+    let field_member = |name: String, ty: Type| Member {
+        gpuopts: Vec::new(),
+        contract: Contract::default(),
+        kind: MemberKind::Field(Field {
+            ty,
+            name: Ident { name, span },
+            span,
+        }),
+        span,
+    };
+    for (x, ty) in &model.fields {
+        members.push(field_member(x.clone(), ty.clone()));
+        members.push(field_member(format!("{x}$P"), bool_ty.clone()));
+        members.push(field_member(format!("{x}$A"), bool_ty.clone()));
+        members.push(field_member(format!("{x}$H"), ty.clone()));
+    }
+    // `new M()`: the value and `Perm`'s token only, at the default values.
+    let mut ensures = value_perms(model, &this, span);
+    for (x, ty) in &model.fields {
+        let zero = match ty.kind {
+            TypeKind::Bool => Expr {
+                kind: ExprKind::BoolLit(false),
+                span,
+            },
+            _ => int(0, span),
+        };
+        ensures.push(eq(field(this.clone(), x), zero));
+    }
+    let mut constructor = routine(
+        &class.name.name,
+        Vec::new(),
+        vec![ClauseKind::Ensures(star(ensures, span))],
+        Some(Block {
+            stmts: Vec::new(),
+            span,
+        }),
+        span,
+    );
+    if let MemberKind::Method(m) = &mut constructor.kind {
+        m.return_type = None;
+    }
+    members.push(constructor);
+    // The process state: an abstract predicate instance per (fraction, shape, arguments).
+    arities.insert(0);
+    for k in arities {
+        // `rational`: a split's `p1 + p2` may be any positive sum.
+        let mut params = vec![
+            param(TypeKind::Rational, "p", span),
+            param(TypeKind::Int, "code", span),
+        ];
+        params.extend((0..k).map(|i| param(TypeKind::Int, &format!("a{i}"), span)));
         members.push(Member {
             gpuopts: Vec::new(),
             contract: Contract::default(),
@@ -813,14 +1826,11 @@ impl Lowering<'_> {
                     span,
                 }),
                 name: Ident {
-                    name: "state$".into(),
+                    name: format!("state${k}"),
                     span,
                 },
                 type_params: Vec::new(),
-                params: vec![
-                    param(TypeKind::Frac, "p", span),
-                    param(TypeKind::Int, "code", span),
-                ],
+                params,
                 body: MethodBody::Abstract,
                 span,
                 is_run: false,
@@ -828,151 +1838,44 @@ impl Lowering<'_> {
             }),
             span,
         });
-        let one = || int(1, span);
-        for (m, code) in &self.creates {
-            if *m != class.name.name {
-                continue;
-            }
-            let seq = self.sequence(*code);
-            // The process's relation from the current values (`\old(this.x)`) to the final ones
-            // (`this.x$H`); only single actions and `empty` so far.
-            let relation: Vec<Expr> = match &seq[..] {
-                [] => model
-                    .fields
-                    .iter()
-                    .map(|(x, _)| {
-                        Expr::binary(
-                            BinaryOp::Eq,
-                            this_field(&format!("{x}$H")),
-                            Expr {
-                                kind: ExprKind::Old(Box::new(this_field(x))),
-                                span,
-                            },
-                        )
-                    })
-                    .collect(),
-                [a] => {
-                    let action = &model.actions[a];
-                    let now = |x: &str, _: Span| this_field(&format!("{x}$H"));
-                    let old = |x: &str, _: Span| Expr {
-                        kind: ExprKind::Old(Box::new(this_field(x))),
-                        span,
-                    };
-                    let mut out: Vec<Expr> = action
-                        .ensures
-                        .iter()
-                        .map(|e| over_fields(e, &all_fields, &now, &old))
-                        .collect();
-                    for (x, _) in &model.fields {
-                        if !action.modifies.contains(x) {
-                            out.push(Expr::binary(
-                                BinaryOp::Eq,
-                                this_field(&format!("{x}$H")),
-                                old(x, span),
-                            ));
-                        }
-                    }
-                    out
-                }
-                _ => continue,
-            };
-            let mut ensures = perms(&["H"]);
-            ensures.push(state(one(), *code));
-            ensures.extend(relation);
-            members.push(method(
-                &format!("create${code}"),
-                Vec::new(),
-                vec![
-                    ClauseKind::Requires(star(perms(&["", "P"]), span)),
-                    ClauseKind::Ensures(star(ensures, span)),
-                ],
-                false,
-            ));
-        }
-        // destroy: `state(1, empty)` and every `HPerm` back to `Perm`, at the final values.
-        let mut requires = vec![state(one(), 0)];
-        requires.extend(perms(&["H"]));
-        let mut ensures = perms(&["", "P"]);
-        for (x, _) in &model.fields {
-            ensures.push(Expr::binary(
-                BinaryOp::Eq,
-                this_field(x),
-                Expr {
-                    kind: ExprKind::Old(Box::new(this_field(&format!("{x}$H")))),
-                    span,
-                },
-            ));
-        }
-        members.push(method(
-            "destroy$",
-            Vec::new(),
-            vec![
-                ClauseKind::Requires(star(requires, span)),
-                ClauseKind::Ensures(star(ensures, span)),
-            ],
-            false,
+    }
+    // destroy: `state(1, empty)` and every `HPerm` back to `Perm`, at the final values.
+    let mut requires = vec![call(
+        this.clone(),
+        "state$0",
+        vec![int(1, span), int(0, span)],
+        span,
+    )];
+    requires.extend(
+        model
+            .fields
+            .iter()
+            .map(|(x, _)| history_perm(model, &this, x, write(span))),
+    );
+    let mut ensures = value_perms(model, &this, span);
+    for (x, _) in &model.fields {
+        ensures.push(eq(
+            field(this.clone(), x),
+            old(field(this.clone(), &format!("{x}$H"))),
         ));
-        let frac_param = || param(TypeKind::Frac, "p", span);
-        let p = || name_expr("p", span);
-        for (m, a, rest) in &self.actions {
-            if *m != class.name.name {
-                continue;
-            }
-            let action = &model.actions[a];
-            // The code of `a * rest`.
-            let rest_seq = self.sequence(*rest);
-            let mut seq = vec![a.clone()];
-            seq.extend(rest_seq);
-            let Some(code) = self.codes.get(&(class.name.name.clone(), seq)) else {
-                continue;
-            };
-            let held = |x: &str| perm(this_field(&format!("{x}$H")), write(span));
-            let mut requires = vec![state(p(), *code)];
-            requires.extend(action.modifies.iter().map(|x| held(x)));
-            let mut ensures: Vec<Expr> = action.modifies.iter().map(|x| held(x)).collect();
-            for x in &action.modifies {
-                ensures.push(Expr::binary(
-                    BinaryOp::Eq,
-                    this_field(&format!("{x}$H")),
-                    Expr {
-                        kind: ExprKind::Old(Box::new(this_field(&format!("{x}$H")))),
-                        span,
-                    },
-                ));
-                ensures.push(perm(this_field(x), write(span)));
-                ensures.push(perm(this_field(&format!("{x}$A")), write(span)));
-            }
-            members.push(method(
-                &format!("begin${a}${rest}"),
-                vec![frac_param()],
-                vec![
-                    ClauseKind::Requires(star(requires, span)),
-                    ClauseKind::Ensures(star(ensures, span)),
-                ],
-                false,
-            ));
-            let mut requires = Vec::new();
-            for x in &action.modifies {
-                requires.push(perm(this_field(x), write(span)));
-                requires.push(perm(this_field(&format!("{x}$A")), write(span)));
-            }
-            members.push(method(
-                &format!("end${a}${rest}"),
-                vec![frac_param()],
-                vec![
-                    ClauseKind::Requires(star(requires, span)),
-                    ClauseKind::Ensures(state(p(), *rest)),
-                ],
-                false,
-            ));
-        }
-        Class {
-            contract: Contract::default(),
-            name: class.name.clone(),
-            members,
-            span: class.span,
-            is_model: false,
-        }
+    }
+    members.push(routine(
+        "destroy$",
+        Vec::new(),
+        vec![
+            ClauseKind::Requires(star(requires, span)),
+            ClauseKind::Ensures(star(ensures, span)),
+        ],
+        None,
+        span,
+    ));
+    members.extend(extra);
+    Class {
+        contract: Contract::default(),
+        name: class.name.clone(),
+        members,
+        span: class.span,
+        is_model: false,
     }
 }
 

@@ -532,7 +532,9 @@ impl<'a> Checker<'a> {
                 }
                 self.check_barrier(barrier);
             }
-            StmtKind::Assert(e) | StmtKind::Assume(e) => self.spec_assertion(e, "assertion"),
+            StmtKind::Assert(e) | StmtKind::Assume(e) | StmtKind::Refute(e) => {
+                self.spec_assertion(e, "assertion")
+            }
             StmtKind::Ghost(inner) => {
                 let outer = std::mem::replace(&mut self.ghost, true);
                 self.check_stmt(inner);

@@ -198,6 +198,7 @@ impl<'p> Machine<'p, '_> {
                 self.skip_ghost(env, stmt)
             }
             StmtKind::Assume(_)
+            | StmtKind::Refute(_)
             | StmtKind::Ghost(_)
             | StmtKind::Fold(_)
             | StmtKind::Unfold(_)

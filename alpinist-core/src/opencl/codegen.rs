@@ -301,6 +301,7 @@ fn erased(stmt: &Stmt) -> bool {
         stmt.kind,
         StmtKind::Assert(_)
             | StmtKind::Assume(_)
+            | StmtKind::Refute(_)
             | StmtKind::Ghost(_)
             | StmtKind::Fold(_)
             | StmtKind::Unfold(_)

@@ -364,6 +364,10 @@ pub enum StmtKind {
     Barrier(Barrier),
     Assert(Expr),
     Assume(Expr),
+    /// `refute e;`: the checker must not be able to prove `e` at this point — a state in which
+    /// `e` is false must be consistent with everything it knows (VerCors' `refute`; `refute
+    /// false;` says the point is reachable).
+    Refute(Expr),
     /// `ghost <statement>`
     Ghost(Box<Stmt>),
     /// `invariant name(I) { ... }`: a resource invariant, used by `atomic(name)` inside.

@@ -544,6 +544,7 @@ fn rule_in_words(rule: Rule) -> Option<String> {
         | Rule::return_stmt
         | Rule::assert_stmt
         | Rule::assume_stmt
+        | Rule::refute_stmt
         | Rule::ghost_stmt
         | Rule::invariant_stmt
         | Rule::atomic_stmt
@@ -832,6 +833,7 @@ fn is_keyword(rule: Rule) -> bool {
             | k_wait
             | k_notify
             | k_assume
+            | k_refute
             | k_ghost
             | k_invariant
             | k_atomic
@@ -1429,6 +1431,7 @@ impl Builder {
             }),
             Rule::assert_stmt => StmtKind::Assert(self.expr(kids.next("an assertion")?)?),
             Rule::assume_stmt => StmtKind::Assume(self.expr(kids.next("an assumption")?)?),
+            Rule::refute_stmt => StmtKind::Refute(self.expr(kids.next("a refutation")?)?),
             Rule::ghost_stmt => StmtKind::Ghost(Box::new(self.stmt(kids.next("a statement")?)?)),
             Rule::invariant_stmt => {
                 let name = ident_of(&kids.next("an invariant name")?);

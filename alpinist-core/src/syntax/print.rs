@@ -775,6 +775,7 @@ fn simple_stmt_text(stmt: &Stmt) -> Option<String> {
         StmtKind::Return(Some(e)) => keyword("return", e),
         StmtKind::Assert(e) => keyword("assert", e),
         StmtKind::Assume(e) => keyword("assume", e),
+        StmtKind::Refute(e) => keyword("refute", e),
         StmtKind::Lock(e) => keyword("lock", e),
         StmtKind::Unlock(e) => keyword("unlock", e),
         StmtKind::Fold(e) => keyword("fold", e),

@@ -404,7 +404,10 @@ fn visit_replaceable(e: &Expr, f: &mut dyn FnMut(&Expr)) {
 fn code_mentions(plan: &Plan, s: &Stmt) -> bool {
     let mut found = false;
     s.visit(&mut |s| {
-        if !matches!(s.kind, StmtKind::Assert(_) | StmtKind::Assume(_)) {
+        if !matches!(
+            s.kind,
+            StmtKind::Assert(_) | StmtKind::Assume(_) | StmtKind::Refute(_)
+        ) {
             s.for_each_expr(&mut |e| found |= occurs(plan, e));
         }
     });
@@ -1070,7 +1073,10 @@ impl ProbeBuilder<'_> {
                     out.extend(after);
                 }
                 _ => {
-                    let code = !matches!(s.kind, StmtKind::Assert(_) | StmtKind::Assume(_));
+                    let code = !matches!(
+                        s.kind,
+                        StmtKind::Assert(_) | StmtKind::Assume(_) | StmtKind::Refute(_)
+                    );
                     out.extend(self.expression_checks(segment, &s, code, true));
                     out.push(s.clone());
                 }

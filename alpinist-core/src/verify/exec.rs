@@ -119,6 +119,25 @@ impl SolverProver {
         r
     }
 
+    /// `refute e` with `goal` the value of `e`: records whether `goal` is *not* provable here.
+    /// Verified only where Z3 finds a state of the path in which it is false; where Z3 proves
+    /// it, the refutation fails; undecided stays unknown. Nothing is assumed after it.
+    fn refute(&mut self, goal: &Bool, span: Span) {
+        let start = Instant::now();
+        let status = match self.prove(goal, true) {
+            Status::Verified => Status::Failed { model: Vec::new() },
+            Status::Failed { .. } => Status::Verified,
+            undecided => undecided,
+        };
+        self.obligations.push(Obligation {
+            kind: ObligationKind::RefuteFailed,
+            span,
+            status,
+            time: start.elapsed(),
+            note: None,
+        });
+    }
+
     /// Whether `goal` is valid without any of the method's facts, within a small budget.
     fn proves_alone(&self, goal: &Bool) -> bool {
         let solver = Solver::new();
@@ -1286,6 +1305,11 @@ impl<'c, 'p> Verifier<'c, 'p> {
                     &[],
                     ObligationKind::AssertFailed,
                 )?;
+                Ok(Flow::Normal(st))
+            }
+            StmtKind::Refute(e) => {
+                let (st, goal) = self.rhs_bool(st, e)?;
+                self.prover.refute(&goal, s.span);
                 Ok(Flow::Normal(st))
             }
             StmtKind::Assume(e) => {

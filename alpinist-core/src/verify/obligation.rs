@@ -78,6 +78,9 @@ pub enum ObligationKind {
     UnsignedUnderflow,
     /// `m[k]`, `getFromMap(m, k)`: the key may not be in the map.
     MapKeyAbsent,
+    /// `refute e`: the checker proves `e` where it must not be able to (with `refute false`:
+    /// the point is unreachable). Verified only where Z3 finds a state in which `e` is false.
+    RefuteFailed,
 }
 
 impl ObligationKind {
@@ -126,6 +129,7 @@ impl ObligationKind {
             OptionMayBeNone => "E0640",
             UnsignedUnderflow => "E0641",
             MapKeyAbsent => "E0642",
+            RefuteFailed => "E0643",
         }
     }
 
@@ -202,6 +206,10 @@ impl ObligationKind {
             LockInvariantFailed => "the lock invariant may not hold where it is handed to the lock",
             OptionMayBeNone => "the option may be `None` (`get` needs `Some`)",
             MapKeyAbsent => "the key may not be in the map",
+            RefuteFailed => {
+                "the refuted assertion holds here: the checker proves it (so the point may be \
+                 unreachable, or the refutation is wrong)"
+            }
             UnsignedUnderflow => {
                 "the unsigned integer operation may go below zero (Rust `usize`/`u32` underflow)"
             }

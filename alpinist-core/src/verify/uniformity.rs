@@ -582,6 +582,7 @@ impl<'a> Analysis<'a> {
             }
             StmtKind::Assert(_)
             | StmtKind::Assume(_)
+            | StmtKind::Refute(_)
             | StmtKind::Lock(_)
             | StmtKind::Unlock(_)
             | StmtKind::Fork(_)

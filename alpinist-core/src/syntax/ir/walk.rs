@@ -60,6 +60,7 @@ macro_rules! stmt_children {
             | StmtKind::Return(_)
             | StmtKind::Assert(_)
             | StmtKind::Assume(_)
+            | StmtKind::Refute(_)
             | StmtKind::Lock(_)
             | StmtKind::Unlock(_)
             | StmtKind::Fork(_)
@@ -94,6 +95,7 @@ macro_rules! stmt_exprs {
             | StmtKind::Expr(e)
             | StmtKind::Assert(e)
             | StmtKind::Assume(e)
+            | StmtKind::Refute(e)
             | StmtKind::Lock(e)
             | StmtKind::Unlock(e)
             | StmtKind::Fork(e)
@@ -217,6 +219,7 @@ impl Stmt {
                 | StmtKind::Barrier(_)
                 | StmtKind::Assert(_)
                 | StmtKind::Assume(_)
+                | StmtKind::Refute(_)
                 | StmtKind::Ghost(_)
                 | StmtKind::Invariant { .. }
                 | StmtKind::Atomic { .. }
@@ -310,6 +313,7 @@ macro_rules! own_contracts {
             | StmtKind::Return(_)
             | StmtKind::Assert(_)
             | StmtKind::Assume(_)
+            | StmtKind::Refute(_)
             | StmtKind::Ghost(_)
             | StmtKind::Invariant { .. }
             | StmtKind::Atomic { .. }
@@ -526,6 +530,7 @@ impl Program {
                 | StmtKind::Return(_)
                 | StmtKind::Assert(_)
                 | StmtKind::Assume(_)
+                | StmtKind::Refute(_)
                 | StmtKind::Lock(_)
                 | StmtKind::Unlock(_)
                 | StmtKind::Fork(_)
@@ -570,6 +575,7 @@ fn own_types_mut(s: &mut Stmt) -> Vec<&mut Type> {
         | StmtKind::Return(_)
         | StmtKind::Assert(_)
         | StmtKind::Assume(_)
+        | StmtKind::Refute(_)
         | StmtKind::Ghost(_)
         | StmtKind::Barrier(_)
         | StmtKind::Invariant { .. }

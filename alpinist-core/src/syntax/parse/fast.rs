@@ -791,8 +791,8 @@ impl<'s> Fast<'s> {
                 self.expect(b";")?;
                 StmtKind::Return(e)
             }
-            "assert" | "assume" | "lock" | "unlock" | "fold" | "unfold" | "fork" | "join"
-            | "commit" | "wait" | "notify" => {
+            "assert" | "assume" | "refute" | "lock" | "unlock" | "fold" | "unfold" | "fork"
+            | "join" | "commit" | "wait" | "notify" => {
                 self.keyword(w);
                 self.skip();
                 let e = self.expr()?.expr;
@@ -801,6 +801,7 @@ impl<'s> Fast<'s> {
                 match w {
                     "assert" => StmtKind::Assert(e),
                     "assume" => StmtKind::Assume(e),
+                    "refute" => StmtKind::Refute(e),
                     "lock" => StmtKind::Lock(e),
                     "unlock" => StmtKind::Unlock(e),
                     "fold" => StmtKind::Fold(e),
