@@ -1055,12 +1055,19 @@ fn stmt() -> BoxedStrategy<Stmt> {
                     .prop_map(|(name, body)| st(StmtKind::Atomic { name, body })),
                 1 => (
                     proptest::collection::vec(small_expr(), 4..=4),
+                    proptest::collection::vec((small_expr(), small_expr()), 0..=2),
                     block_of(inner, 2)
                 )
-                    .prop_map(|(es, body)| {
+                    .prop_map(|(es, converts, body)| {
                         let [model, fraction, rest, action] = <[Expr; 4]>::try_from(es).unwrap();
                         st(StmtKind::Action {
-                            header: Box::new(ActionHeader { model, fraction, rest, action }),
+                            header: Box::new(ActionHeader {
+                                model,
+                                fraction,
+                                rest,
+                                action,
+                                converts,
+                            }),
                             body,
                         })
                     }),

@@ -190,7 +190,12 @@ fn collect(program: &Program) -> Option<BTreeMap<String, Model>> {
                     }
                     model.fields.push((f.name.name.clone(), f.ty.clone()));
                 }
-                MemberKind::Method(m) if m.model_member == Some(ModelMember::Action) => {
+                // VerCors 1.x declares an action as a process without a body.
+                MemberKind::Method(m)
+                    if m.model_member == Some(ModelMember::Action)
+                        || (m.model_member == Some(ModelMember::Process)
+                            && matches!(m.body, MethodBody::Abstract)) =>
+                {
                     if !m.params.iter().all(|p| scalar(&p.ty)) {
                         return None;
                     }
@@ -1158,6 +1163,56 @@ impl Lowering<'_> {
                 self.failed = true;
                 e.clone()
             }
+            // VerCors 1.x: `Future(m, p, P)` is `m.state(p, P)`, `AbstractState(m, e)` is
+            // `m.abstractState(e)` with the fields named bare in `e`.
+            ExprKind::Call {
+                receiver: None,
+                name,
+                args,
+                ..
+            } if matches!(name.name.as_str(), "Future" | "AbstractState")
+                && args
+                    .first()
+                    .is_some_and(|m| self.model_of(m, scope).is_some()) =>
+            {
+                let m = args[0].clone();
+                let model = self.model_of(&m, scope).unwrap_or_default();
+                let mut rest = args[1..].to_vec();
+                let modern = if name.name == "Future" {
+                    "state"
+                } else {
+                    let fields = self.models[model].field_names();
+                    rest = rest
+                        .iter()
+                        .map(|e| {
+                            over_fields(
+                                e,
+                                &fields,
+                                &|x, sp| {
+                                    field(
+                                        Expr {
+                                            span: sp,
+                                            ..m.clone()
+                                        },
+                                        x,
+                                    )
+                                },
+                                &|x, sp| {
+                                    old(field(
+                                        Expr {
+                                            span: sp,
+                                            ..m.clone()
+                                        },
+                                        x,
+                                    ))
+                                },
+                            )
+                        })
+                        .collect();
+                    "abstractState"
+                };
+                self.expr(&call(m, modern, rest, e.span), scope, spec)
+            }
             ExprKind::Call {
                 receiver: Some(r),
                 name,
@@ -1473,6 +1528,24 @@ impl Lowering<'_> {
         let rest_code = self.code(&model, &rest);
         let decl = &self.models[&model];
         let action = &decl.actions[&a];
+        // 1.x's list of converted fields must be what the action modifies, whole.
+        let listed: BTreeSet<String> = header
+            .converts
+            .iter()
+            .filter_map(|(f, amount)| match (&f.kind, &amount.kind) {
+                (ExprKind::Name(id), ExprKind::PermLit(PermLit::Write)) => Some(id.name.clone()),
+                (ExprKind::Name(id), ExprKind::IntLit(one)) if *one == 1u32.into() => {
+                    Some(id.name.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        let modified: BTreeSet<String> = action.modifies.iter().cloned().collect();
+        if !header.converts.is_empty()
+            && (listed.len() != header.converts.len() || listed != modified)
+        {
+            return failed(self, header, body);
+        }
         let modifies = action.modifies.clone();
         let params = action.params.clone();
         let ensures = action.ensures.clone();

@@ -261,9 +261,10 @@ pub enum CheckError {
     #[diagnostic(
         code(E0227),
         help(
-            "`check` and `verify` read models whose actions have no parameters and modify the \
-             fields their `ensures` name, with processes of one action or `empty`; `optimise`, \
-             `run` and OpenCL refuse every model"
+            "`check` and `verify` read models whose actions take `int`/`boolean` parameters \
+             and have no `requires`, with processes of actions, `empty`, `*`, `||` and declared \
+             processes that do not recurse (no `+`, no conditions); `optimise`, `run` and OpenCL \
+             refuse every model"
         )
     )]
     ModelNotSupported {

@@ -427,6 +427,10 @@ pub struct ActionHeader {
     pub rest: Expr,
     /// The action performed, `m.a(args)`.
     pub action: Expr,
+    /// VerCors 1.x's list of the fields whose history permission the block converts, with
+    /// the amount: `action(m, p, rest, m.a(), x, write)` (2.x derives them from `modifies`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub converts: Vec<(Expr, Expr)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -449,9 +449,10 @@ fn expected_literals(source: &str) -> (Vec<String>, Option<usize>) {
         .map(|t| t.to_string())
         // Spacing and comment tokens are noise in "expected" lists.
         .filter(|t| {
-            // `_` is the start of an identifier, listed separately.
+            // `_` and 1.x's backtick start an identifier, listed separately.
             !(t.trim().is_empty()
                 || t == "_"
+                || t == "`"
                 || t.starts_with('/')
                 || t.starts_with("[/")
                 || t == "\u{FEFF}")
@@ -769,7 +770,7 @@ fn span_of(pair: &Pair<'_, Rule>) -> Span {
 
 fn ident_of(pair: &Pair<'_, Rule>) -> Ident {
     Ident {
-        name: pair.as_str().to_string(),
+        name: pair.as_str().trim_matches('`').to_string(),
         span: span_of(pair),
     }
 }
@@ -940,6 +941,11 @@ impl Builder {
             }
         }
         let name = name.ok_or_else(|| internal(span, "a class name"))?;
+        // VerCors 1.x declares a model as a class (``class `Future` ``) of processes.
+        let is_model = is_model
+            || members.iter().any(
+                |m| matches!(&m.kind, MemberKind::Method(method) if method.model_member.is_some()),
+            );
         Ok(Item::Class(Class {
             contract,
             name,
@@ -1444,15 +1450,54 @@ impl Builder {
                 let body = self.block(kids.next("a block")?)?;
                 StmtKind::Atomic { name, body }
             }
-            Rule::action_stmt => StmtKind::Action {
-                header: Box::new(ActionHeader {
-                    model: self.expr(kids.next("a model object")?)?,
-                    fraction: self.expr(kids.next("a fraction")?)?,
-                    rest: self.expr(kids.next("a process")?)?,
-                    action: self.expr(kids.next("an action")?)?,
-                }),
-                body: self.block(kids.next("a block")?)?,
-            },
+            Rule::action_stmt => {
+                let model = self.expr(kids.next("a model object")?)?;
+                let fraction = self.expr(kids.next("a fraction")?)?;
+                let rest = self.expr(kids.next("a process")?)?;
+                let action = self.expr(kids.next("an action")?)?;
+                let mut converts = Vec::new();
+                let mut body = None;
+                let mut pending = None;
+                for p in kids.rest() {
+                    if p.as_rule() == Rule::block {
+                        body = Some(self.block(p)?);
+                    } else if let Some(field) = pending.take() {
+                        converts.push((field, self.expr(p)?));
+                    } else {
+                        pending = Some(self.expr(p)?);
+                    }
+                }
+                StmtKind::Action {
+                    header: Box::new(ActionHeader {
+                        model,
+                        fraction,
+                        rest,
+                        action,
+                        converts,
+                    }),
+                    body: body.ok_or_else(|| internal(span, "a block"))?,
+                }
+            }
+            Rule::future_stmt => {
+                let word = kids.next("create, destroy, split or merge")?;
+                let name = Ident {
+                    name: word.as_str().to_string(),
+                    span: span_of(&word),
+                };
+                let receiver = self.expr(kids.next("a model object")?)?;
+                let args = kids.rest().map(|p| self.expr(p)).collect::<Res<Vec<_>>>()?;
+                StmtKind::Expr(Expr {
+                    kind: ExprKind::Call {
+                        receiver: Some(Box::new(receiver)),
+                        name,
+                        type_args: Vec::new(),
+                        args,
+                        given: Vec::new(),
+                        yields: Vec::new(),
+                    },
+                    span,
+                })
+            }
             Rule::lock_stmt => StmtKind::Lock(self.expr(kids.next("an object")?)?),
             Rule::unlock_stmt => StmtKind::Unlock(self.expr(kids.next("an object")?)?),
             Rule::fold_stmt => StmtKind::Fold(self.expr(kids.next("a predicate")?)?),

@@ -1245,13 +1245,17 @@ impl<'t> Printer<'t> {
                 self.block_after(&format!("atomic({})", name.name), body);
             }
             StmtKind::Action { header, body } => {
-                let text = format!(
-                    "action({}, {}, {}, {})",
+                let mut text = format!(
+                    "action({}, {}, {}, {}",
                     print_expr(&header.model),
                     print_expr(&header.fraction),
                     print_expr(&header.rest),
                     print_expr(&header.action)
                 );
+                for (field, amount) in &header.converts {
+                    text.push_str(&format!(", {}, {}", print_expr(field), print_expr(amount)));
+                }
+                text.push(')');
                 self.block_after(&text, body);
             }
             StmtKind::GpuOpt(gpuopt) => {

@@ -352,6 +352,10 @@ pub(super) fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
             ] {
                 f(e);
             }
+            for (field, amount) in &header.converts {
+                f(field);
+                f(amount);
+            }
             for x in &body.stmts {
                 stmt_exprs(x, f);
             }

@@ -128,6 +128,10 @@ macro_rules! stmt_exprs {
                 $f(& $($m)* header.fraction);
                 $f(& $($m)* header.rest);
                 $f(& $($m)* header.action);
+                for (field, amount) in header.converts.$iter() {
+                    $f(field);
+                    $f(amount);
+                }
             }
             StmtKind::Block(_)
             | StmtKind::Barrier(_)

@@ -776,7 +776,8 @@ impl<'s> Fast<'s> {
             "while" | "for" => return self.loop_stmt(),
             w if is_clause_keyword(w) => return self.loop_stmt(),
             "par" => return self.par_stmt(),
-            "parallel" | "sequential" | "goto" | "label" | "vec" | "action" => return bail(),
+            "parallel" | "sequential" | "goto" | "label" | "vec" | "action" | "create"
+            | "destroy" | "split" | "merge" => return bail(),
             "barrier" => self.barrier()?,
             "return" => {
                 self.keyword(w);

@@ -1439,3 +1439,48 @@ fn vector_blocks_are_par_groups() {
     assert_eq!(group.blocks[0].iters[0].name.name, "j");
     assert!(matches!(body[1].kind, StmtKind::Assign { .. }));
 }
+
+#[test]
+fn version_one_model_spelling_reads_as_the_current_one() {
+    let p = ok("class `Future` { int x; process step(); process two() = step() * step(); }");
+    let Some(Item::Class(c)) = p.program.items.first() else {
+        panic!("{:?}", p.program.items);
+    };
+    // A class of processes is a model; the backticks are not part of the name.
+    assert!(c.is_model);
+    assert_eq!(c.name.name, "Future");
+    let calls: Vec<String> = stmts(
+        "create f, f.step(); split f, 1\\2, f.step(), 1\\2, empty; merge f, 1\\2, empty, 1\\2, \
+         empty; destroy f; destroy(g); create(h, k);",
+    )
+    .iter()
+    .map(|s| match &s.kind {
+        StmtKind::Expr(Expr {
+            kind:
+                ExprKind::Call {
+                    receiver,
+                    name,
+                    args,
+                    ..
+                },
+            ..
+        }) => format!(
+            "{}.{}/{}",
+            receiver.as_ref().map_or("-".to_string(), |r| sexp(r)),
+            name.name,
+            args.len()
+        ),
+        other => format!("{other:?}"),
+    })
+    .collect();
+    // `destroy(g)` and `create(h, k)` stay calls of routines with those names.
+    assert_eq!(
+        calls,
+        ["f.create/1", "f.split/4", "f.merge/4", "f.destroy/0", "-.destroy/1", "-.create/2"]
+    );
+    let s = stmts("action(f, 1, empty, f.step(), x, write) { }");
+    let StmtKind::Action { header, .. } = &s[0].kind else {
+        panic!("{s:?}");
+    };
+    assert_eq!(header.converts.len(), 1);
+}
