@@ -1476,7 +1476,14 @@ fn version_one_model_spelling_reads_as_the_current_one() {
     // `destroy(g)` and `create(h, k)` stay calls of routines with those names.
     assert_eq!(
         calls,
-        ["f.create/1", "f.split/4", "f.merge/4", "f.destroy/0", "-.destroy/1", "-.create/2"]
+        [
+            "f.create/1",
+            "f.split/4",
+            "f.merge/4",
+            "f.destroy/0",
+            "-.destroy/1",
+            "-.create/2"
+        ]
     );
     let s = stmts("action(f, 1, empty, f.step(), x, write) { }");
     let StmtKind::Action { header, .. } = &s[0].kind else {
