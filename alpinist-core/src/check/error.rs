@@ -273,6 +273,20 @@ pub enum CheckError {
         span: Span,
     },
 
+    #[error("a constructor's precondition cannot name the object it constructs ({what})")]
+    #[diagnostic(
+        code(E0228),
+        help(
+            "the object does not exist before the call: state what the constructor needs of its \
+             parameters, and what it gives of the new object's fields in `ensures`"
+        )
+    )]
+    ConstructorRequiresThis {
+        what: String,
+        #[label("the object under construction")]
+        span: Span,
+    },
+
     // ---- E03xx: types ------------------------------------------------------------------
     #[error("type mismatch in {what}: expected {expected}, found {found}")]
     #[diagnostic(code(E0301))]
@@ -575,6 +589,7 @@ impl CheckError {
             | LabelTwice { span, .. }
             | UnknownLabel { span, .. }
             | ModelNotSupported { span, .. }
+            | ConstructorRequiresThis { span, .. }
             | Mismatch { span, .. }
             | BadOperands { span, .. }
             | ArgCount { span, .. }

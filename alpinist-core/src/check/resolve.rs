@@ -294,6 +294,11 @@ impl<'a> Checker<'a> {
             }
             self.check_clause(clause, ClauseSite::Method);
             self.result_ty = None;
+            if kind == MethodKind::Constructor {
+                if let ClauseKind::Requires(e) | ClauseKind::Context(e) = &clause.kind {
+                    self.constructor_precondition(e);
+                }
+            }
         }
         self.check_one_decreases(&member.contract.clauses);
 
@@ -706,6 +711,36 @@ impl<'a> Checker<'a> {
     /// The method being checked, as `effects.rs` keys it.
     fn method_key(&self) -> Option<Span> {
         self.method.map(|s| s.span)
+    }
+
+    /// A constructor's precondition (its `requires`, the first half of a `context`) is
+    /// evaluated before the object exists: `this` and the class's fields have no meaning there.
+    fn constructor_precondition(&mut self, e: &Expr) {
+        let mut found = None;
+        e.visit(&mut |x| {
+            if found.is_none() && matches!(x.kind, ExprKind::This) {
+                found = Some(("`this`".to_string(), x.span));
+            }
+        });
+        let mut names = std::collections::BTreeSet::new();
+        e.names(&mut names);
+        if found.is_none() {
+            if let Some(field) = names
+                .iter()
+                .find(|n| self.lookup(n).is_none() && self.current_field(n).is_some())
+            {
+                let mut at = None;
+                e.visit(&mut |x| {
+                    if matches!(&x.kind, ExprKind::Name(id) if id.name == *field) {
+                        at.get_or_insert(x.span);
+                    }
+                });
+                found = Some((format!("its field `{field}`"), at.unwrap_or(e.span)));
+            }
+        }
+        if let Some((what, span)) = found {
+            self.err(CheckError::ConstructorRequiresThis { what, span });
+        }
     }
 
     fn in_constructor(&self) -> bool {
