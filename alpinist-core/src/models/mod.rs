@@ -67,6 +67,8 @@ use crate::syntax::*;
 mod build;
 mod decl;
 mod process;
+#[cfg(test)]
+mod tests;
 
 use build::*;
 use decl::{collect, Model};
