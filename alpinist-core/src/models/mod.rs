@@ -401,11 +401,6 @@ impl Lowering<'_> {
             .or_insert(member);
     }
 
-    fn fail<T>(&mut self) -> Option<T> {
-        self.failed = true;
-        None
-    }
-
     /// An assertion (contract clause, `assert`) with the model constructs lowered.
     fn assertion(&mut self, e: &Expr, scope: &Scope) -> Expr {
         self.expr(e, scope, true)
@@ -515,7 +510,8 @@ impl Lowering<'_> {
                 match (name.name.as_str(), &args[..]) {
                     ("state", [p, process]) => {
                         let Some(proc) = self.process(process, Some(r), &model) else {
-                            return self.fail().unwrap_or_else(|| e.clone());
+                            self.failed = true;
+                            return e.clone();
                         };
                         let p = self.expr(p, scope, spec);
                         self.state(r, &model, p, &proc)
