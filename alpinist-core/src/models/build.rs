@@ -154,6 +154,23 @@ pub(super) fn routine(
     }
 }
 
+/// A trusted (bodiless) method of a lowered model class: a rule of the model theory.
+pub(super) fn trusted(
+    name: &str,
+    params: Vec<Param>,
+    requires: Expr,
+    ensures: Expr,
+    span: Span,
+) -> Member {
+    routine(
+        name,
+        params,
+        vec![ClauseKind::Requires(requires), ClauseKind::Ensures(ensures)],
+        None,
+        span,
+    )
+}
+
 /// `e` with the model's field names read through `now` (outside `\old`) and `old` (inside).
 pub(super) fn over_fields(
     e: &Expr,
@@ -322,14 +339,11 @@ pub(super) fn model_class(
             old(field(this.clone(), &format!("{x}$H"))),
         ));
     }
-    members.push(routine(
+    members.push(trusted(
         "destroy$",
         Vec::new(),
-        vec![
-            ClauseKind::Requires(star(requires, span)),
-            ClauseKind::Ensures(star(ensures, span)),
-        ],
-        None,
+        star(requires, span),
+        star(ensures, span),
         span,
     ));
     members.extend(extra);

@@ -206,29 +206,14 @@ impl Lowering<'_> {
                 ClauseKind::Context(e) | ClauseKind::ContextEverywhere(e) => (true, true, e),
                 _ => continue,
             };
-            e.visit(&mut |a| {
-                let ExprKind::Builtin {
-                    op: Builtin::HPerm,
-                    args,
-                } = &a.kind
-                else {
-                    return;
-                };
-                let Some(ExprKind::Field { base, name }) =
-                    args.first().map(|l| &l.peel_triggers().kind)
-                else {
-                    return;
-                };
-                if let (ExprKind::Name(o), Some(_)) = (&base.kind, self.model_of(base, scope)) {
-                    let key = (o.name.clone(), name.name.clone());
-                    if pre {
-                        before.insert(key.clone());
-                    }
-                    if post {
-                        after.entry(key).or_insert(base.span);
-                    }
+            for (o, x, span) in self.history_held(e, scope) {
+                if pre {
+                    before.insert((o.clone(), x.clone()));
                 }
-            });
+                if post {
+                    after.entry((o, x)).or_insert(span);
+                }
+            }
         }
         after
             .into_iter()
@@ -241,6 +226,30 @@ impl Lowering<'_> {
                 }
             })
             .collect()
+    }
+
+    /// The `HPerm(o.x, ..)` atoms of `e` on model objects named `o`: object, field, and the
+    /// span of `o`, in order.
+    fn history_held(&self, e: &Expr, scope: &Scope) -> Vec<(String, String, Span)> {
+        let mut out = Vec::new();
+        e.visit(&mut |a| {
+            let ExprKind::Builtin {
+                op: Builtin::HPerm,
+                args,
+            } = &a.kind
+            else {
+                return;
+            };
+            let Some(ExprKind::Field { base, name }) =
+                args.first().map(|l| &l.peel_triggers().kind)
+            else {
+                return;
+            };
+            if let (ExprKind::Name(o), Some(_)) = (&base.kind, self.model_of(base, scope)) {
+                out.push((o.name.clone(), name.name.clone(), base.span));
+            }
+        });
+        out
     }
 
     /// The model object `e` names, with its model.
@@ -610,24 +619,11 @@ impl Lowering<'_> {
         span: Span,
         scope: &Scope,
     ) -> Stmt {
-        let mut held = BTreeSet::new();
-        inv.visit(&mut |e| {
-            if let ExprKind::Builtin {
-                op: Builtin::HPerm,
-                args,
-            } = &e.kind
-            {
-                if let Some(ExprKind::Field { base, name }) =
-                    args.first().map(|a| &a.peel_triggers().kind)
-                {
-                    if let (ExprKind::Name(object), Some(_)) =
-                        (&base.kind, self.model_of(base, scope))
-                    {
-                        held.insert((object.name.clone(), name.name.clone()));
-                    }
-                }
-            }
-        });
+        let held: BTreeSet<(String, String)> = self
+            .history_held(&inv, scope)
+            .into_iter()
+            .map(|(o, x, _)| (o, x))
+            .collect();
         let mut pinned = vec![self.assertion(&inv, scope)];
         let mut stmts = Vec::new();
         for (object, x) in &held {
@@ -702,22 +698,15 @@ impl Lowering<'_> {
         let requires = value_perms(decl, &this, span);
         self.add_trusted(
             model,
-            routine(
+            trusted(
                 &format!("create${code}"),
                 params,
-                vec![
-                    ClauseKind::Requires(star(requires, span)),
-                    ClauseKind::Ensures(star(ensures, span)),
-                ],
-                None,
+                star(requires, span),
+                star(ensures, span),
                 span,
             ),
         );
-        let args = proc
-            .actions()
-            .into_iter()
-            .flat_map(|(_, a)| a.to_vec())
-            .collect();
+        let args = proc.args();
         Some(call_stmt(m.clone(), &format!("create${code}"), args, span))
     }
 
@@ -765,20 +754,11 @@ impl Lowering<'_> {
         ];
         all.append(&mut params);
         all.extend(second_params);
-        self.add_trusted(
-            model,
-            routine(
-                &name,
-                all,
-                vec![ClauseKind::Requires(requires), ClauseKind::Ensures(ensures)],
-                None,
-                span,
-            ),
-        );
+        self.add_trusted(model, trusted(&name, all, requires, ensures, span));
         let [p1, p2] = fractions;
         let mut args = vec![p1, p2];
         for proc in [&first, &second] {
-            args.extend(proc.actions().into_iter().flat_map(|(_, a)| a.to_vec()));
+            args.extend(proc.args());
         }
         Some(call_stmt(m.clone(), &name, args, span))
     }
@@ -863,14 +843,11 @@ impl Lowering<'_> {
         begin_params.extend(rest_params.iter().cloned());
         self.add_trusted(
             &model,
-            routine(
+            trusted(
                 &begin,
                 begin_params,
-                vec![
-                    ClauseKind::Requires(star(requires, span)),
-                    ClauseKind::Ensures(star(gives, span)),
-                ],
-                None,
+                star(requires, span),
+                star(gives, span),
                 span,
             ),
         );
@@ -884,24 +861,11 @@ impl Lowering<'_> {
         end_params.extend(rest_params);
         self.add_trusted(
             &model,
-            routine(
-                &end,
-                end_params,
-                vec![
-                    ClauseKind::Requires(star(takes, span)),
-                    ClauseKind::Ensures(ends_in),
-                ],
-                None,
-                span,
-            ),
+            trusted(&end, end_params, star(takes, span), ends_in, span),
         );
         // The block.
         let fraction = self.expr(&header.fraction, scope, false);
-        let rest_args: Vec<Expr> = rest
-            .actions()
-            .into_iter()
-            .flat_map(|(_, a)| a.to_vec())
-            .collect();
+        let rest_args: Vec<Expr> = rest.args();
         let mut begin_args = vec![fraction.clone()];
         begin_args.extend(args.iter().cloned());
         begin_args.extend(rest_args.iter().cloned());

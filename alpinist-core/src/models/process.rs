@@ -85,6 +85,14 @@ impl Proc {
         }
     }
 
+    /// The arguments of every action, in order: what a trusted method for `self` is called with.
+    pub(super) fn args(&self) -> Vec<Expr> {
+        self.actions()
+            .into_iter()
+            .flat_map(|(_, a)| a.to_vec())
+            .collect()
+    }
+
     /// `self` with its arguments replaced, in order, by the names `prefix0`, `prefix1`, ..:
     /// the form a trusted method states for its parameters.
     pub(super) fn named_args(&self, prefix: &str, span: Span) -> Proc {
