@@ -431,12 +431,6 @@ pub fn check_routine<'p>(
     };
     let error = if let Some(e) = program.ambiguous_use(routine) {
         Some(e)
-    } else if !routine.is_pure() && program.cyclic.contains(&routine.method.name.name) {
-        Some(unsupported(
-            "a method in a cycle of calls through other methods (mutual recursion is not \
-             proved to terminate)",
-            routine.method.name.span,
-        ))
     } else {
         v.routine(routine).err()
     };
@@ -991,8 +985,9 @@ impl<'c, 'p> Verifier<'c, 'p> {
         });
     }
 
-    /// A recursive method's own calls use its postcondition: sound only if some measure
-    /// decreases at every one of them.
+    /// A recursive routine's own calls use its postcondition. For executable code that is
+    /// partial correctness; a routine that ghost code may run must also terminate, so there
+    /// (the only place `self_calls` is filled) some measure must decrease at every one of them.
     fn check_self_calls(&mut self) {
         let Some(first) = self.self_calls.first() else {
             return;
@@ -1925,7 +1920,9 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 }
             }
         } else if let Some((own, tys, terms)) = &self.own {
-            if own == name {
+            // Only a routine that ghost code may run must terminate; elsewhere a recursive
+            // call uses the contract under partial correctness (`termination.rs`).
+            if own == name && self.ctx.program.ghost_reached.contains(own) {
                 let args: Vec<Term> = callee
                     .method
                     .params

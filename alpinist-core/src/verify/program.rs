@@ -118,6 +118,9 @@ pub struct ProgramInfo<'p> {
     pub cyclic: BTreeSet<String>,
     /// Methods that may not terminate, with why (computed once; see `termination.rs`).
     pub may_not_terminate: BTreeMap<String, super::termination::NonTermination>,
+    /// Routines that ghost code may run, so their recursion must terminate (computed once; see
+    /// `termination.rs`).
+    pub ghost_reached: BTreeSet<String>,
     /// Names whose lookup may reach the wrong declaration: a name declared by two routines
     /// (in two classes, or a class and the top level; constructors aside), and every routine
     /// whose contract — or body, for a function or predicate — uses such a name. Calls,
@@ -148,6 +151,7 @@ impl<'p> ProgramInfo<'p> {
             order: Vec::new(),
             cyclic: BTreeSet::new(),
             may_not_terminate: BTreeMap::new(),
+            ghost_reached: BTreeSet::new(),
             ambiguous: BTreeMap::new(),
             implicit_idle: Vec::new(),
             lock_invariants: BTreeMap::new(),
@@ -238,6 +242,7 @@ impl<'p> ProgramInfo<'p> {
             .collect();
         info.cyclic = super::recursion::mutually_recursive(&info);
         info.may_not_terminate = super::termination::summaries(&info);
+        info.ghost_reached = super::termination::reached_from_ghost(&info);
         info
     }
 
@@ -255,6 +260,9 @@ impl<'p> ProgramInfo<'p> {
         }
         for (name, why) in &self.may_not_terminate {
             out.push_str(&format!("may_not_terminate {name}: {}\n", why.reason));
+        }
+        for name in &self.ghost_reached {
+            out.push_str(&format!("ghost_reached {name}\n"));
         }
         for (name, why) in &self.ambiguous {
             out.push_str(&format!("ambiguous {name}: {why}\n"));

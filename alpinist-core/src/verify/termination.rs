@@ -21,7 +21,8 @@
 //!   iteration while the guard needs it positive);
 //! - a bodiless routine or one with `decreases assume;` (trusted) and any pure function (its
 //!   definition is only assumed when its recursion is proved to terminate, `exec.rs`);
-//! - a call of a routine that terminates; a self-call (its measure is an obligation);
+//! - a call of a routine that terminates; a self-call (its measure is an obligation of every
+//!   routine ghost code may run, [`reached_from_ghost`]);
 //!   never a call into a cycle through other routines (mutual recursion is not analysed).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -113,6 +114,48 @@ pub fn summaries(program: &ProgramInfo<'_>) -> BTreeMap<String, NonTermination> 
     }
 }
 
+/// The routines ghost code may run: every routine a `ghost` statement calls and, transitively,
+/// every routine those call (a routine run as ghost code runs its whole body as ghost code).
+/// Only these need their recursion proved to terminate (`exec.rs`): executable code is
+/// verified for partial correctness, where a recursive call may use the routine's own
+/// contract whether or not the recursion ends, as in VerCors without `decreases`.
+pub fn reached_from_ghost(program: &ProgramInfo<'_>) -> BTreeSet<String> {
+    let mut calls_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut reached = BTreeSet::new();
+    let mut todo = Vec::new();
+    for r in &program.order {
+        let MethodBody::Block(body) = &r.method.body else {
+            continue;
+        };
+        let calls = calls_of.entry(r.method.name.name.clone()).or_default();
+        for s in &body.stmts {
+            calls_in(s, &mut |name, _| calls.push(name));
+            s.visit(&mut |x| {
+                if let StmtKind::Ghost(inner) = &x.kind {
+                    calls_in(inner, &mut |name, _| todo.push(name));
+                }
+            });
+        }
+    }
+    while let Some(name) = todo.pop() {
+        if reached.insert(name.clone()) {
+            todo.extend(calls_of.get(&name).into_iter().flatten().cloned());
+        }
+    }
+    reached
+}
+
+/// Every call in a statement (of functions too): the callee's name and the call's span.
+fn calls_in(s: &Stmt, f: &mut dyn FnMut(String, Span)) {
+    super::recursion::stmt_exprs(s, &mut |e: &Expr| {
+        e.visit(&mut |x| {
+            if let ExprKind::Call { name, .. } = &x.kind {
+                f(name.name.clone(), x.span);
+            }
+        })
+    });
+}
+
 /// The first place in ghost statement `s` (of the routine `within`) that may not terminate:
 /// a loop without a termination argument, or a call of a routine that may not terminate.
 pub fn ghost_may_not_terminate(
@@ -173,13 +216,7 @@ enum Found {
 /// Walks a statement: first every loop without a termination argument, then every call.
 fn walk(s: &Stmt, locals: &BTreeSet<String>, f: &mut dyn FnMut(Found)) {
     unmeasured_loops(s, locals, &mut |span| f(Found::Loop(span)));
-    super::recursion::stmt_exprs(s, &mut |e: &Expr| {
-        e.visit(&mut |x| {
-            if let ExprKind::Call { name, .. } = &x.kind {
-                f(Found::Call(name.name.clone(), x.span));
-            }
-        })
-    });
+    calls_in(s, &mut |name, span| f(Found::Call(name, span)));
 }
 
 fn unmeasured_loops(s: &Stmt, locals: &BTreeSet<String>, f: &mut dyn FnMut(Span)) {
