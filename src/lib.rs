@@ -1,10 +1,11 @@
 //! The umbrella package: `alpinist` re-exports [`alpinist_core`], and is what a crate of kernels
-//! written in Rust depends on: `#[alpinist::kernel]` and [`prelude`].
+//! written in Rust depends on: `#[alpinist::kernel]`, `alpinist::include_pvl!` and [`prelude`].
 pub use alpinist_core::*;
 
 pub use alpinist_core::rust::KernelVerdict;
 pub use alpinist_macros::{
-    context, context_everywhere, decreases, ensures, kernel, lemma, module, pure, requires,
+    context, context_everywhere, decreases, ensures, include_pvl, kernel, lemma, module, pure,
+    requires,
 };
 
 /// What a kernel's body uses. After `#[alpinist::kernel]` has consumed its helpers these are

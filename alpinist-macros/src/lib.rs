@@ -37,6 +37,18 @@ pub fn module(attr: TokenStream, item: TokenStream) -> TokenStream {
     .into()
 }
 
+/// `include_pvl!("kernels/k.pvl")`: the methods of an existing PVL file (its path relative to
+/// the crate's root) as Rust functions, verified when the crate compiles (in the 32-bit mode:
+/// PVL's `int` is `i32`) and optimised by its `gpuopt` lines: per method Rust can call (`int`,
+/// `boolean` and arrays of them as `i32`, `bool`, `&mut [i32]`, `&mut [bool]`), a CPU function
+/// that runs it on alpinist's interpreter after checking its entry precondition, and a module of
+/// the same name with `PVL`, `VERIFIED`, `SOURCE_HASH`, `OPENCL_SOURCE` and the launcher.
+#[proc_macro]
+pub fn include_pvl(input: TokenStream) -> TokenStream {
+    alpinist_core::rust::expand_include_pvl(input.into(), alpinist_core::rust::Checking::from_env())
+        .into()
+}
+
 /// Contract attributes expanded on their own were written above `#[alpinist::kernel]` (or
 /// without it): an error that says so.
 macro_rules! misplaced {

@@ -61,6 +61,7 @@
 //! `run` expects a program that passed [`crate::check::check`]; on one that did not it still
 //! does not panic, but may report [`InterpError::TypeMismatch`] or `Unsupported`.
 
+pub mod call;
 mod error;
 mod eval;
 mod exec;

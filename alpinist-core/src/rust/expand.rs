@@ -22,7 +22,7 @@ use quote::{format_ident, quote, ToTokens};
 
 use crate::cache::{ItemKey, MethodCache};
 use crate::pipeline::{self, PlanError, Stop};
-use crate::syntax::{print, Span, Trivia};
+use crate::syntax::{print, Program, Span, Trivia};
 use crate::verify::{self, Int32, Limits, Status};
 
 use super::cpu::{cpu_function, entry_checks, inputs_without_ghosts};
@@ -37,6 +37,17 @@ pub enum KernelVerdict {
     Skipped,
     /// An error was reported (the build fails; the items are emitted so that it fails once).
     Failed,
+}
+
+impl KernelVerdict {
+    /// The verdict of an expansion that reported `errors`, verifying or not.
+    pub(super) fn of(errors: &[syn::Error], verify: bool) -> KernelVerdict {
+        match (errors.is_empty(), verify) {
+            (false, _) => KernelVerdict::Failed,
+            (true, true) => KernelVerdict::Verified,
+            (true, false) => KernelVerdict::Skipped,
+        }
+    }
 }
 
 /// Whether to run the checker: `ALPINIST_VERIFY=0` and rust-analyzer switch it off.
@@ -228,7 +239,12 @@ fn expand_routines(
                 // Verified (and optimised) before, exactly this program: nothing to report.
                 return emit_routines(routines, Some(&lowered), &pvl, errors, verify, hash);
             }
-            errors.extend(diagnose(&lowered, verify));
+            let at = |span: Span, message: String| lowered.spans.error(span, message);
+            let mode = Int32 {
+                exempt: BTreeSet::new(),
+                unsigned: lowered.unsigned.clone(),
+            };
+            errors.extend(diagnose(&lowered.program, &mode, verify, &at));
             // `PVL` must be the program that was verified, as `alpinist verify` reads it: a
             // Rust name that is a PVL keyword (`write`, `label`, ..) would print as something
             // else, or not parse.
@@ -247,7 +263,7 @@ fn expand_routines(
             }
             // The `#[gpuopt(..)]` requests, once the kernel as written has verified.
             let pvl = match errors.is_empty() && verify {
-                true => match optimise(&lowered) {
+                true => match optimise(&lowered.program, &at) {
                     Ok(Some(optimised)) => optimised,
                     Ok(None) => pvl,
                     Err(e) => {
@@ -287,26 +303,32 @@ fn emit_routines(
             cpus.push((func, cpu, launcher));
         }
     }
-    let verdict = if !errors.is_empty() {
-        KernelVerdict::Failed
-    } else if verify {
-        KernelVerdict::Verified
-    } else {
-        KernelVerdict::Skipped
-    };
+    let verdict = KernelVerdict::of(&errors, verify);
     let mut out = TokenStream::new();
     for (func, cpu, launcher) in cpus {
         out.extend(cpu.into_token_stream());
-        out.extend(kernel_module(func, pvl, verdict, hash, launcher));
+        let name = &func.sig.ident;
+        out.extend(kernel_module(
+            &func.vis,
+            name,
+            &name.to_string(),
+            pvl,
+            verdict,
+            hash,
+            launcher,
+        ));
     }
     (errors, out)
 }
 
-/// Every error about the lowered kernel: `check`'s, then (when verifying) the checker's, each at
-/// the tokens it concerns.
-fn diagnose(lowered: &Lowered, verify: bool) -> Vec<syn::Error> {
-    let at = |span: Span, message: String| lowered.spans.error(span, message);
-    if let Err(errors) = crate::check::check(&lowered.program) {
+/// Where an error about a span of the program goes: the Rust tokens it came from (a kernel), or
+/// the macro's input naming the file, with the file's line and column (`include_pvl!`).
+pub(super) type At<'a> = &'a dyn Fn(Span, String) -> syn::Error;
+
+/// Every error about the program: `check`'s, then (when verifying) the checker's in the 32-bit
+/// `mode`, each where `at` puts it.
+pub(super) fn diagnose(program: &Program, mode: &Int32, verify: bool, at: At) -> Vec<syn::Error> {
+    if let Err(errors) = crate::check::check(program) {
         return errors
             .iter()
             .map(|e| {
@@ -321,12 +343,8 @@ fn diagnose(lowered: &Lowered, verify: bool) -> Vec<syn::Error> {
     // The default budget: `rlimit` only, no wall clock (verdicts must not depend on load);
     // inside rustc, without model-based instantiation (a libz3 crash would end the build).
     let limits = Limits::in_process();
-    let mode = Int32 {
-        exempt: BTreeSet::new(),
-        unsigned: lowered.unsigned.clone(),
-    };
     let mut out = Vec::new();
-    for report in verify::verify_program_with(&lowered.program, &limits, Some(&mode), 1) {
+    for report in verify::verify_program_with(program, &limits, Some(mode), 1) {
         if let Some(e) = &report.error {
             out.push(at(e.span(), format!("{}: {e}", e.code_str())));
         }
@@ -363,22 +381,21 @@ fn diagnose(lowered: &Lowered, verify: bool) -> Vec<syn::Error> {
     out
 }
 
-/// Applies the lowered program's `gpuopt` statements (from `#[gpuopt(..)]`) through the
+/// Applies the program's `gpuopt` statements (from `#[gpuopt(..)]`) through the
 /// optimisation pipeline, each after its applicability check, reverifying every step in the
 /// 32-bit mode (the optimised kernel's integers must stay within `i32`, as the generated OpenCL
 /// needs; the unsigned obligations belong to the Rust code, which the CPU function runs as
 /// written): the optimised program's text, `None` without requests, or the refusal at the
 /// tokens it concerns.
-fn optimise(lowered: &Lowered) -> Result<Option<String>, syn::Error> {
+pub(super) fn optimise(program: &Program, at: At) -> Result<Option<String>, syn::Error> {
     let mut requested = false;
-    lowered.program.visit_stmts(&mut |s| {
+    program.visit_stmts(&mut |s| {
         requested |= matches!(s.kind, crate::syntax::StmtKind::GpuOpt(_));
     });
     if !requested {
         return Ok(None);
     }
-    let at = |span: Span, message: String| lowered.spans.error(span, message);
-    let requests = pipeline::plan(&lowered.program, Vec::new(), None).map_err(|e| {
+    let requests = pipeline::plan(program, Vec::new(), None).map_err(|e| {
         let span = match &e {
             PlanError::Annotation { gpuopt, .. }
             | PlanError::MethodLevelLoop { gpuopt }
@@ -420,7 +437,7 @@ fn optimise(lowered: &Lowered) -> Result<Option<String>, syn::Error> {
             ),
         )
     };
-    match pipeline::run(&lowered.program, &Trivia::default(), &requests, &settings) {
+    match pipeline::run(program, &Trivia::default(), &requests, &settings) {
         // The failing obligation's span is in the printed text the pipeline verified: the
         // error goes on the request that produced it.
         Ok(done) => match &done.after {
@@ -469,67 +486,82 @@ fn opencl_source(pvl: &str, name: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
-/// The launcher of kernel `k` of the lowered program: `launch(device, <the kernel's
-/// parameters>)`, which checks the sizes the proof assumed (as the CPU function does), runs
-/// the kernel's `PVL` on the device (`opencl::kernel_run`) and copies the `&mut` slices back;
-/// expanded only where the `alpinist` package has its `opencl` feature (`__if_opencl!`). Its
-/// signature is the CPU function's: ghost parameters are `given` names of the PVL, which only
-/// ghost code (never run) reads.
-fn launcher(func: &syn::ItemFn, lowered: &Lowered, k: usize) -> Option<TokenStream> {
-    let params: Vec<_> = lowered
-        .params
-        .get(k)?
-        .iter()
-        .filter(|(_, _, ghost)| !ghost)
-        .collect();
-    let name = func.sig.ident.to_string();
-    let checks = entry_checks(&name, lowered, k);
-    let inputs = inputs_without_ghosts(&func.sig);
-    if inputs.len() != params.len() {
-        return None;
-    }
+/// A parameter of a generated host function (a CPU function of `include_pvl!`, a launcher):
+/// how the call passes it to the PVL method, and whether its cells come back.
+pub(super) struct HostParam {
+    pub id: syn::Ident,
+    /// `Bool`, `Slice(elem)`, or an integer type.
+    pub ty: RustTy,
+    /// A `&mut` slice: its cells are copied back after the run.
+    pub copied_back: bool,
+}
+
+/// The pieces of a host function that runs a PVL method on `params` (in order) and returns
+/// what `output` says: the arguments (`Arg`s), the copying back of the `&mut` slices from
+/// `ran` (each value converted to the cell's type, checked: the proof bounds it, a value outside
+/// it is a bug and panics), and the result expression; `fail` follows each fallible call
+/// (`?`, or an `unwrap_or_else` that panics).
+pub(super) fn host_call(
+    params: &[HostParam],
+    output: &syn::ReturnType,
+    fail: &TokenStream,
+) -> (Vec<TokenStream>, Vec<TokenStream>, TokenStream) {
     let mut args = Vec::new();
     let mut copy_back = Vec::new();
-    for (position, (arg, (pname, ty, _))) in inputs.iter().zip(params).enumerate() {
-        let id = format_ident!("{}", pname);
-        args.push(match ty {
+    for (position, p) in params.iter().enumerate() {
+        let id = &p.id;
+        args.push(match &p.ty {
             RustTy::Bool => quote!(Arg::Bool(#id)),
             RustTy::Slice(elem) if **elem == RustTy::Bool => quote!(Arg::Bools(#id.to_vec())),
             RustTy::Slice(_) => quote!(Arg::Ints(#id.iter().map(|&v| v as i128).collect())),
             _ => quote!(Arg::Int(#id as i128)),
         });
-        let syn::FnArg::Typed(pt) = arg else {
-            return None;
-        };
-        if let syn::Type::Reference(r) = &*pt.ty {
-            if let (Some(_), syn::Type::Slice(slice)) = (&r.mutability, &*r.elem) {
-                let elem = &slice.elem;
-                copy_back.push(match ty {
-                    RustTy::Slice(e) if **e == RustTy::Bool => quote! {
-                        #id.copy_from_slice(&ran.bools(#position));
-                    },
-                    _ => quote! {
-                        for (cell, v) in #id.iter_mut().zip(ran.ints(#position)) {
-                            *cell = v as #elem;
-                        }
-                    },
-                });
-            }
+        if p.copied_back {
+            copy_back.push(match &p.ty {
+                RustTy::Slice(e) if **e == RustTy::Bool => quote! {
+                    #id.copy_from_slice(&ran.bools(#position));
+                },
+                _ => quote! {
+                    for (cell, v) in #id.iter_mut().zip(ran.ints(#position)) {
+                        *cell = ::core::convert::TryFrom::try_from(v)
+                            .expect("alpinist: a cell outside its type, which the proof excludes");
+                    }
+                },
+            });
         }
     }
-    let (output, result) = match &func.sig.output {
-        syn::ReturnType::Default => (quote!(()), quote!(())),
-        syn::ReturnType::Type(_, ty) if matches!(&**ty, syn::Type::Path(p) if p.path.is_ident("bool")) => {
-            (quote!(#ty), quote!(ran.bool_result()?))
+    let result = match output {
+        syn::ReturnType::Default => quote!(()),
+        syn::ReturnType::Type(_, ty) if matches!(&**ty, syn::Type::Path(p) if p.path.is_ident("bool")) =>
+        {
+            quote!(ran.bool_result() #fail)
         }
-        syn::ReturnType::Type(_, ty) => (quote!(#ty), quote!(ran.int_result()? as #ty)),
+        syn::ReturnType::Type(..) => quote! {
+            ::core::convert::TryFrom::try_from(ran.int_result() #fail)
+                .expect("alpinist: a result outside its type, which the proof excludes")
+        },
     };
-    let doc = format!(
-        "Runs `{name}` (after its `#[gpuopt(..)]` optimisations, as verified: `PVL`) on an OpenCL \
-         device, its host code on alpinist's interpreter; panics where the CPU function does \
-         (sizes the proof does not cover). Generates and compiles the program at each call."
-    );
-    Some(quote! {
+    (args, copy_back, result)
+}
+
+/// A launcher, `launch(device, <inputs>)`: checks the sizes the proof assumed (`checks`, as the
+/// CPU function does), runs `method` of `PVL` on the device (`opencl::kernel_run`) and copies
+/// the `&mut` slices back; expanded only where the `alpinist` package has its `opencl` feature
+/// (`__if_opencl!`).
+pub(super) fn launcher_item(
+    method: &str,
+    inputs: &TokenStream,
+    params: &[HostParam],
+    output: &syn::ReturnType,
+    checks: &[TokenStream],
+    doc: &str,
+) -> TokenStream {
+    let (args, copy_back, result) = host_call(params, output, &quote!(?));
+    let output = match output {
+        syn::ReturnType::Default => quote!(()),
+        syn::ReturnType::Type(_, ty) => quote!(#ty),
+    };
+    quote! {
         ::alpinist::__if_opencl! {
             #[doc = #doc]
             pub fn launch(
@@ -538,29 +570,73 @@ fn launcher(func: &syn::ItemFn, lowered: &Lowered, k: usize) -> Option<TokenStre
             ) -> ::core::result::Result<#output, ::alpinist::opencl::kernel_run::LaunchError> {
                 use ::alpinist::opencl::kernel_run::{run_on_device, Arg};
                 #(#checks)*
-                let ran = run_on_device(PVL, #name, device, ::std::vec![#(#args),*])?;
+                let ran = run_on_device(PVL, #method, device, ::std::vec![#(#args),*])?;
                 #(#copy_back)*
                 ::core::result::Result::Ok(#result)
             }
         }
-    })
+    }
 }
 
-fn kernel_module(
-    func: &syn::ItemFn,
+/// The launcher of kernel `k` of the lowered program. Its signature is the CPU function's:
+/// ghost parameters are `given` names of the PVL, which only ghost code (never run) reads.
+fn launcher(func: &syn::ItemFn, lowered: &Lowered, k: usize) -> Option<TokenStream> {
+    let lowered_params: Vec<_> = lowered
+        .params
+        .get(k)?
+        .iter()
+        .filter(|(_, _, ghost)| !ghost)
+        .collect();
+    let name = func.sig.ident.to_string();
+    let inputs = inputs_without_ghosts(&func.sig);
+    if inputs.len() != lowered_params.len() {
+        return None;
+    }
+    let mut params = Vec::new();
+    for (arg, (pname, ty, _)) in inputs.iter().zip(lowered_params) {
+        let syn::FnArg::Typed(pt) = arg else {
+            return None;
+        };
+        let copied_back = matches!(&*pt.ty, syn::Type::Reference(r)
+            if r.mutability.is_some() && matches!(&*r.elem, syn::Type::Slice(_)));
+        params.push(HostParam {
+            id: format_ident!("{}", pname),
+            ty: ty.clone(),
+            copied_back,
+        });
+    }
+    let doc = format!(
+        "Runs `{name}` (after its `#[gpuopt(..)]` optimisations, as verified: `PVL`) on an OpenCL \
+         device, its host code on alpinist's interpreter; panics where the CPU function does \
+         (sizes the proof does not cover). Generates and compiles the program at each call."
+    );
+    Some(launcher_item(
+        &name,
+        &inputs.to_token_stream(),
+        &params,
+        &func.sig.output,
+        &entry_checks(&name, lowered, k),
+        &doc,
+    ))
+}
+
+/// The module `name` beside a generated function: `PVL`, `VERIFIED`, `SOURCE_HASH`,
+/// `OPENCL_SOURCE` (of `method`, `name` or `Class.name`) and the launcher.
+pub(super) fn kernel_module(
+    vis: &syn::Visibility,
+    name: &syn::Ident,
+    method: &str,
     pvl: &str,
     verdict: KernelVerdict,
     hash: u64,
     launcher: Option<TokenStream>,
 ) -> TokenStream {
-    let vis = &func.vis;
-    let name = &func.sig.ident;
-    let opencl = match opencl_source(pvl, &name.to_string()) {
+    let opencl = match opencl_source(pvl, method) {
         Ok(source) => quote!(::core::result::Result::Ok(#source)),
         Err(why) => quote!(::core::result::Result::Err(#why)),
     };
     let verdict = format_ident!("{}", format!("{verdict:?}"));
-    let doc = format!("What `#[alpinist::kernel]` made of `{name}`.");
+    let doc = format!("What alpinist made of `{name}`.");
     quote! {
         #[doc = #doc]
         #[allow(dead_code)]
@@ -581,7 +657,7 @@ fn kernel_module(
 }
 
 /// FNV-1a, 64 bits: stable across runs and platforms (std's hasher is neither promised).
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(super) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
     })

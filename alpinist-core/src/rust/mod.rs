@@ -30,6 +30,7 @@ mod cpu;
 mod expand;
 mod expr;
 mod fission;
+mod include;
 mod lower;
 mod spans;
 
@@ -39,5 +40,6 @@ mod tests;
 pub use expand::{
     expand_kernel, expand_module, misplaced_helper, verification_enabled, Checking, KernelVerdict,
 };
+pub use include::{expand_include_pvl, expand_include_pvl_in};
 pub use lower::{lower_kernel, lower_routines, Lowered, RoutineKind, RustTy, HELPERS};
 pub use spans::SpanMap;

@@ -47,7 +47,11 @@ fn pvl_constant(out: TokenStream) -> String {
 
 /// The `compile_error!` messages of an expansion (verification on).
 fn errors(item: TokenStream) -> Vec<String> {
-    let out = expand(item, true);
+    compile_errors(expand(item, true))
+}
+
+/// The `compile_error!` messages among the items of an expansion.
+fn compile_errors(out: TokenStream) -> Vec<String> {
     let file: syn::File = syn::parse2(out).expect("the expansion parses as items");
     file.items
         .iter()
@@ -443,4 +447,124 @@ fn failing_items_are_never_stored() {
         expand_module(TokenStream::new(), item, with_cache(&cache));
     }
     assert_eq!(item_entries(&cache).len(), 1);
+}
+
+/// A folder of its own under the system's temporary folder holding `files` (name, text): the
+/// crate root `include_pvl!` reads from.
+fn pvl_folder(name: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "alpinist-include-test-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (file, text) in files {
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    dir
+}
+
+const BOUNDED_ADD: &str = "class Add {
+  context_everywhere a != null && b != null && a.length == N && b.length == N;
+  context (\\forall* int i; 0 <= i && i < N; Perm(a[i], 1\\2) ** Perm(b[i], write));
+  requires (\\forall int i; 0 <= i && i < N; 0 <= a[i] && a[i] <= 100 && 0 <= b[i] && b[i] <= 100);
+  ensures (\\forall int i; 0 <= i && i < N; b[i] == a[i] + \\old(b[i]));
+  void add(int N, int[] a, int[] b) {
+    par (int t = 0 .. N)
+      context Perm(a[t], 1\\2) ** Perm(b[t], write);
+      requires 0 <= a[t] && a[t] <= 100 && 0 <= b[t] && b[t] <= 100;
+      ensures b[t] == a[t] + \\old(b[t]);
+    {
+      b[t] = b[t] + a[t];
+    }
+  }
+
+  requires 0 <= n && n < 1000;
+  ensures \\result == n + 1;
+  int next(int n) {
+    return n + 1;
+  }
+
+  requires 0 <= i && i <= |s|;
+  pure int count(seq<int> s, int i) = i;
+
+  void ghostly(seq<int> s) {
+  }
+}
+";
+
+/// What users get from `include_pvl!`: the file tracked by cargo, and per method Rust can
+/// call (not the pure function, not the method taking a sequence) a CPU function on the
+/// interpreter, after the entry check, and the module with the launcher.
+#[test]
+fn the_expansion_of_an_included_pvl_file() {
+    let root = pvl_folder("expansion", &[("add.pvl", BOUNDED_ADD)]);
+    let out = expand_include_pvl_in(&root, quote!("add.pvl"), true);
+    assert!(compile_errors(out.clone()).is_empty());
+    insta::assert_snapshot!(pretty(out));
+}
+
+/// An included file that does not verify, or does not fit 32 bits, is an error at the path,
+/// naming the file's line and column, and its functions are still emitted (the rest of the
+/// crate type-checks).
+#[test]
+fn an_included_file_that_does_not_verify_is_an_error_at_its_line() {
+    let wrong = BOUNDED_ADD.replace("ensures \\result == n + 1;", "ensures \\result == n;");
+    let unbounded = BOUNDED_ADD.replace("n < 1000", "n < 2147483647 + 1");
+    let root = pvl_folder(
+        "broken",
+        &[("wrong.pvl", &wrong), ("unbounded.pvl", &unbounded)],
+    );
+    let out = expand_include_pvl_in(&root, quote!("wrong.pvl"), true);
+    let found = compile_errors(out.clone());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("wrong.pvl:17:11: E0602"), "{found:?}");
+    let text = out.to_string();
+    assert!(
+        text.contains("pub fn next") && text.contains("Failed"),
+        "{text}"
+    );
+    let found = compile_errors(expand_include_pvl_in(&root, quote!("unbounded.pvl"), true));
+    assert!(
+        found
+            .iter()
+            .any(|e| e.starts_with("unbounded.pvl:19:12: E0623")),
+        "{found:?}"
+    );
+    // Without verification: no proof, no error, the verdict says so.
+    let out = expand_include_pvl_in(&root, quote!("wrong.pvl"), false);
+    assert!(compile_errors(out.clone()).is_empty());
+    assert!(out.to_string().contains("Skipped"));
+}
+
+/// What cannot be read is an error, never an empty expansion.
+#[test]
+fn include_pvl_refuses_what_it_cannot_read() {
+    let root = pvl_folder(
+        "unreadable",
+        &[("bad.pvl", "class C { void f() { x = ; } }")],
+    );
+    let missing = compile_errors(expand_include_pvl_in(&root, quote!("missing.pvl"), true));
+    assert!(
+        missing[0].starts_with("cannot read `missing.pvl`"),
+        "{missing:?}"
+    );
+    let usage = compile_errors(expand_include_pvl_in(&root, quote!(bad), true));
+    assert!(
+        usage[0].contains("takes the path of a PVL file"),
+        "{usage:?}"
+    );
+    let syntax = compile_errors(expand_include_pvl_in(&root, quote!("bad.pvl"), true));
+    assert!(syntax[0].starts_with("bad.pvl:1:26: "), "{syntax:?}");
+}
+
+/// No times, paths or hash-map order: expanding twice gives the same tokens, wherever the
+/// crate lies.
+#[test]
+fn the_expansion_of_an_included_file_is_deterministic() {
+    let here = pvl_folder("here", &[("add.pvl", BOUNDED_ADD)]);
+    let there = pvl_folder("there", &[("add.pvl", BOUNDED_ADD)]);
+    let once = expand_include_pvl_in(&here, quote!("add.pvl"), true).to_string();
+    let twice = expand_include_pvl_in(&there, quote!("add.pvl"), true).to_string();
+    assert_eq!(once, twice);
 }

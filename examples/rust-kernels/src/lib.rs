@@ -192,3 +192,10 @@ pub mod scan {
         }
     }
 }
+
+/// A kernel written in PVL, brought in with `include_pvl!`: `from_pvl::repeat` (its CPU
+/// function, on alpinist's interpreter) and the module `from_pvl::repeat` (`PVL` after the
+/// file's `gpuopt loop_unroll`, `OPENCL_SOURCE`, `launch`), verified when this crate compiles.
+pub mod from_pvl {
+    alpinist::include_pvl!("pvl/repeated_add.pvl");
+}
