@@ -8,7 +8,8 @@
 //! `#[gpuopt(..)]`. Errors are `compile_error!`s at the macro's path literal, each naming the
 //! file's line and column. Then, per method that Rust can call — not pure, with a body, not a
 //! constructor, a name unique in the file and parameters and result `int`, `boolean`, `int[]`
-//! or `boolean[]` (as `i32`, `bool`, `&mut [i32]`, `&mut [bool]`) —:
+//! or `boolean[]` (as `i32`, `bool`, and `&[i32]`, `&[bool]` for an array the method only reads
+//! cells of, else `&mut [i32]`, `&mut [bool]`) —:
 //! - a CPU function of the method's name: it checks that the arguments satisfy the entry
 //!   precondition (`interp::call::admitted`: the inputs the proof covers; else it panics) and
 //!   runs the method on alpinist's interpreter (`interp::call::run_on_cpu`), copying the
@@ -26,7 +27,10 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use crate::cache::ItemKey;
-use crate::syntax::{line_col, Item, MemberKind, Method, MethodBody, Modifier, Span, TypeKind};
+use crate::syntax::{
+    line_col, Block, Expr, ExprKind, Item, MemberKind, Method, MethodBody, Modifier, Span,
+    StmtKind, TypeKind,
+};
 use crate::verify::{Int32, Limits};
 
 use super::expand::{
@@ -179,6 +183,40 @@ fn signature(m: &Method) -> Option<(Vec<RustTy>, Option<RustTy>)> {
     Some((params, result))
 }
 
+/// Whether the method's body may write the cells of its array parameter `name` or let the array
+/// escape (pass it to a call, assign or return it): only where every use of the name is a cell
+/// read `name[i]` or `name.length` is it read-only, and its Rust parameter a `&[T]`, whose cells
+/// are not copied back. Conservative: passing it to a pure function counts as an escape, and a
+/// local of the same name as a use of the parameter.
+fn may_write(body: &Block, name: &str) -> bool {
+    let is_name = |e: &Expr| matches!(&e.kind, ExprKind::Name(id) if id.name == name);
+    let is_cell = |e: &Expr| matches!(&e.kind, ExprKind::Index { base, .. } if is_name(base));
+    let (mut uses, mut reads, mut written) = (0, 0, false);
+    for s in &body.stmts {
+        s.visit(&mut |s| {
+            if let StmtKind::Assign { target: t, .. }
+            | StmtKind::Increment(t)
+            | StmtKind::Decrement(t) = &s.kind
+            {
+                written |= is_cell(t);
+            }
+            s.for_each_expr(&mut |e| {
+                e.visit(&mut |x| match &x.kind {
+                    ExprKind::Name(_) if is_name(x) => uses += 1,
+                    ExprKind::Index { base, .. } if is_name(base) => reads += 1,
+                    ExprKind::Field { base, name: field }
+                        if field.name == "length" && is_name(base) =>
+                    {
+                        reads += 1
+                    }
+                    _ => {}
+                })
+            });
+        });
+    }
+    written || uses != reads
+}
+
 /// A Rust identifier for a PVL name (raw where it is a Rust keyword), or none.
 fn rust_ident(name: &str) -> Option<syn::Ident> {
     match syn::parse_str::<syn::Ident>(name) {
@@ -208,14 +246,23 @@ fn host_items(
         let Some(id) = rust_ident(&p.name.name) else {
             return TokenStream::new();
         };
-        inputs.push(match &ty {
-            RustTy::Slice(e) if **e == RustTy::Bool => quote!(#id: &mut [bool]),
-            RustTy::Slice(_) => quote!(#id: &mut [i32]),
-            RustTy::Bool => quote!(#id: bool),
-            _ => quote!(#id: i32),
+        let written = match (&ty, &method.body) {
+            (RustTy::Slice(_), MethodBody::Block(body)) => may_write(body, &p.name.name),
+            _ => false,
+        };
+        let elem = match &ty {
+            RustTy::Slice(e) if **e == RustTy::Bool => Some(quote!(bool)),
+            RustTy::Slice(_) => Some(quote!(i32)),
+            _ => None,
+        };
+        inputs.push(match (elem, written) {
+            (Some(elem), true) => quote!(#id: &mut [#elem]),
+            (Some(elem), false) => quote!(#id: &[#elem]),
+            (None, _) if ty == RustTy::Bool => quote!(#id: bool),
+            (None, _) => quote!(#id: i32),
         });
         params.push(HostParam {
-            copied_back: matches!(ty, RustTy::Slice(_)),
+            copied_back: written,
             id,
             ty,
         });

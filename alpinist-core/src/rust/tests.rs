@@ -568,3 +568,30 @@ fn the_expansion_of_an_included_file_is_deterministic() {
     let twice = expand_include_pvl_in(&there, quote!("add.pvl"), true).to_string();
     assert_eq!(once, twice);
 }
+
+/// An array the method only reads cells of is a `&[T]` (not copied back); one it writes, or lets
+/// escape (to a call, through a local), is a `&mut [T]`.
+#[test]
+fn included_arrays_the_method_only_reads_are_shared_slices() {
+    let text = "class K {
+  void reads(int[] a, boolean[] f) { int x = a[0] + a.length; boolean y = f[x]; }
+  void writes(int[] a) { a[0] = 1; }
+  void bumps(int[] a) { a[0]++; }
+  void passes(int[] a) { writes(a); }
+  void aliases(int[] a) { int[] b = a; b[0] = 1; }
+  void flags(boolean[] f) { f[0] = true; }
+}
+";
+    let root = pvl_folder("slices", &[("k.pvl", text)]);
+    let out = pretty(expand_include_pvl_in(&root, quote!("k.pvl"), false));
+    for signature in [
+        "pub fn reads(a: &[i32], f: &[bool])",
+        "pub fn writes(a: &mut [i32])",
+        "pub fn bumps(a: &mut [i32])",
+        "pub fn passes(a: &mut [i32])",
+        "pub fn aliases(a: &mut [i32])",
+        "pub fn flags(f: &mut [bool])",
+    ] {
+        assert!(out.contains(signature), "{signature}\n{out}");
+    }
+}

@@ -118,7 +118,7 @@ fn a_kernel_included_from_pvl_was_verified_optimised_and_runs_on_the_cpu() {
         let x: Vec<i32> = cells(n, 7).iter().map(|v| v % 1000).collect();
         let y0: Vec<i32> = cells(n, 2).iter().map(|v| v % 1000).collect();
         let mut y = y0.clone();
-        from_pvl::repeat(n as i32, 5, &mut x.clone(), &mut y);
+        from_pvl::repeat(n as i32, 5, &x, &mut y);
         assert!((0..n).all(|i| y[i] == y0[i] + 5 * x[i]), "n = {n}");
     }
 }
@@ -126,12 +126,12 @@ fn a_kernel_included_from_pvl_was_verified_optimised_and_runs_on_the_cpu() {
 #[test]
 fn a_kernel_included_from_pvl_refuses_inputs_outside_its_precondition() {
     // `2 < n` and `|x[k]| <= 1000` are in the precondition: the proof covers no other run.
-    let outside = std::panic::catch_unwind(|| from_pvl::repeat(2, 2, &mut [1, 2], &mut [0, 0]));
+    let outside = std::panic::catch_unwind(|| from_pvl::repeat(2, 2, &[1, 2], &mut [0, 0]));
     assert!(outside.is_err());
-    let outside = std::panic::catch_unwind(|| from_pvl::repeat(1, 3, &mut [1001], &mut [0]));
+    let outside = std::panic::catch_unwind(|| from_pvl::repeat(1, 3, &[1001], &mut [0]));
     assert!(outside.is_err());
     // A length that disagrees with `N`.
-    let outside = std::panic::catch_unwind(|| from_pvl::repeat(3, 3, &mut [1, 2], &mut [0, 0]));
+    let outside = std::panic::catch_unwind(|| from_pvl::repeat(3, 3, &[1, 2], &mut [0, 0]));
     assert!(outside.is_err());
 }
 
@@ -177,12 +177,11 @@ fn the_launchers_compute_what_the_cpu_functions_compute_on_every_device() {
         let x: Vec<i32> = x.iter().map(|v| v % 1000).collect();
         let y: Vec<i32> = y0.iter().map(|v| v % 1000).collect();
         let (mut on_cpu, mut on_device) = (y.clone(), y.clone());
-        from_pvl::repeat(n as i32, 7, &mut x.clone(), &mut on_cpu);
-        from_pvl::repeat::launch(device, n as i32, 7, &mut x.clone(), &mut on_device)
-            .expect("repeat runs");
+        from_pvl::repeat(n as i32, 7, &x, &mut on_cpu);
+        from_pvl::repeat::launch(device, n as i32, 7, &x, &mut on_device).expect("repeat runs");
         assert_eq!(on_device, on_cpu);
         // Outside the precondition: an error, not a run.
-        assert!(from_pvl::repeat::launch(device, 1, 1, &mut [0], &mut [0]).is_err());
+        assert!(from_pvl::repeat::launch(device, 1, 1, &[0], &mut [0]).is_err());
 
         // The scan's ghost input sequence is not a parameter of the launcher either.
         for n in [1, 64, 100, 1024] {
