@@ -69,9 +69,15 @@ fn a_key_follows_what_the_checker_reads_from_other_bodies() {
     // fail, so every key changes.
     let loops = CALLER_CALLEE.replace("return 1;", "while (true) { } return 1;");
     assert_ne!(key_of(&loops, "caller").material, caller.material);
-    // The callee calls the caller: both are in a cycle, which the caller's check refuses.
+    // The callee calls the caller: both are in a cycle, which a ghost call may not enter.
     let cycle = CALLER_CALLEE.replace("return 1;", "caller(); return 1;");
     assert_ne!(key_of(&cycle, "caller").material, caller.material);
+    // Another routine runs the caller from ghost code: the caller must now terminate.
+    let ghost_use = CALLER_CALLEE.replace(
+        "    void caller() {",
+        "    void user() { ghost caller(); }\n\n    void caller() {",
+    );
+    assert_ne!(key_of(&ghost_use, "caller").material, caller.material);
 }
 
 #[test]
@@ -124,17 +130,21 @@ fn a_weakened_callee_contract_fails_the_cached_caller() {
     assert_eq!(outcome_of(&reports, "callee"), (Outcome::Verified, false));
 }
 
-/// Broken: the callee's new body calls the caller; the caller is now in a cycle of calls, which
-/// the checker refuses, so the cached verdict must not be used.
+/// Broken: `spin` recurses without a measure, verified for partial correctness while no ghost
+/// code runs it; then another routine's new body (bodies are not in `spin`'s key) runs it from
+/// ghost code, where it must terminate. The cached verdict must not be used: `spin` now fails
+/// (E0619).
 #[test]
-fn a_cycle_made_by_another_body_is_not_served_from_the_cache() {
-    let cache = fresh_cache("cycle");
-    verify(CALLER_CALLEE, &cache);
-    let cycle = CALLER_CALLEE.replace("return 1;", "caller(); return 1;");
-    let reports = verify(&cycle, &cache);
-    let (outcome, cached) = outcome_of(&reports, "caller");
-    assert!(!cached);
-    assert_ne!(outcome, Outcome::Verified);
+fn a_ghost_use_made_by_another_body_is_not_served_from_the_cache() {
+    let cache = fresh_cache("ghost-use");
+    let unused = "class C {\n  void user() { int x = 0; }\n\n  void spin() { spin(); }\n}\n";
+    for cached in [false, true] {
+        let reports = verify(unused, &cache);
+        assert_eq!(outcome_of(&reports, "spin"), (Outcome::Verified, cached));
+    }
+    let used = unused.replace("int x = 0;", "ghost spin();");
+    let reports = verify(&used, &cache);
+    assert_eq!(outcome_of(&reports, "spin"), (Outcome::Failed, false));
 }
 
 #[test]

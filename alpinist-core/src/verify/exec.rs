@@ -2203,10 +2203,16 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 c.kind,
                 ClauseKind::LoopInvariant(_) | ClauseKind::Context(_) | ClauseKind::Decreases(_)
             ) {
-                return Err(unsupported(
-                    "this clause on a loop (only loop_invariant and context are encoded)",
-                    c.span,
-                ));
+                let what = if super::iteration::is_iteration_contract(contract) {
+                    "an iteration contract (`requires`/`ensures` on a loop) on a loop of this \
+                     shape: it is checked as a par block only for `for (int i = lo; i < hi; \
+                     i++)` with `requires`, `ensures` and `context` clauses, whose bound stays \
+                     fixed and whose body assigns no local declared before the loop and does \
+                     not return or jump (otherwise write `loop_invariant`s)"
+                } else {
+                    "this clause on a loop (only loop_invariant and context are encoded)"
+                };
+                return Err(unsupported(what, c.span));
             }
         }
         let invs = self.with_everywhere(clauses(contract, |k| match k {

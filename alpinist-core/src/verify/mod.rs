@@ -61,6 +61,7 @@ mod fraction;
 mod generics;
 mod inline;
 mod int32;
+mod iteration;
 mod obligation;
 mod one_point;
 mod program;
@@ -284,6 +285,9 @@ fn verify_selected(
     // Vector blocks written without a contract are checked with the one their body implies.
     let completed = vector::with_contracts(program);
     let program = completed.as_ref().unwrap_or(program);
+    // Loops with an iteration contract are checked as the par blocks they state.
+    let iterations = iteration::as_par_blocks(program);
+    let program = iterations.as_ref().unwrap_or(program);
     // Calls of generic routines at concrete types go to instances, which are not verified:
     // the generic routine's proof is theirs.
     let instantiated = generics::instantiate(program);

@@ -334,7 +334,7 @@ fn bound_of(c: &Expr) -> Option<(&str, &Expr, bool)> {
 
 /// `b` is built from literals, locals the loop does not assign, array lengths of such locals
 /// and integer arithmetic: it has one value during the whole loop.
-fn stable(b: &Expr, locals: &BTreeSet<String>, assigned: &[String]) -> bool {
+pub(super) fn stable(b: &Expr, locals: &BTreeSet<String>, assigned: &[String]) -> bool {
     match &b.kind {
         ExprKind::IntLit(_) => true,
         ExprKind::Name(id) => locals.contains(&id.name) && !assigned.contains(&id.name),
