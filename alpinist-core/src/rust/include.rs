@@ -146,7 +146,7 @@ fn callable(program: &crate::syntax::Program) -> Vec<(String, &Method)> {
             names.push(&m.name.name);
             let runs = matches!(m.body, MethodBody::Block(_))
                 && !m.modifiers.contains(&Modifier::Pure)
-                && class.is_none_or(|c| c != m.name.name)
+                && m.return_type.is_some()
                 && m.model_member.is_none();
             if runs && signature(m).is_some() {
                 let path = match class {

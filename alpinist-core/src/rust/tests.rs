@@ -574,6 +574,7 @@ fn the_expansion_of_an_included_file_is_deterministic() {
 #[test]
 fn included_arrays_the_method_only_reads_are_shared_slices() {
     let text = "class K {
+  K() { }
   void reads(int[] a, boolean[] f) { int x = a[0] + a.length; boolean y = f[x]; }
   void writes(int[] a) { a[0] = 1; }
   void bumps(int[] a) { a[0]++; }
@@ -594,4 +595,6 @@ fn included_arrays_the_method_only_reads_are_shared_slices() {
     ] {
         assert!(out.contains(signature), "{signature}\n{out}");
     }
+    // The constructor is not a function Rust can call.
+    assert!(!out.contains("pub fn K"), "{out}");
 }

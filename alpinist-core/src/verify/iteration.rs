@@ -28,7 +28,7 @@ use crate::syntax::{
 /// its par block, or `None` when there is no such loop.
 pub fn as_par_blocks(program: &Program) -> Option<Program> {
     let mut any = false;
-    // Any locals: a loop that would not be rewritten only costs the clone.
+    // Any loop with an iteration contract: one of another shape only costs the clone.
     program.visit_stmts(&mut |s| {
         any |= matches!(&s.kind, StmtKind::For { contract, .. } if is_iteration_contract(contract))
     });
@@ -44,17 +44,7 @@ pub fn as_par_blocks(program: &Program) -> Option<Program> {
             method.params.iter().map(|p| p.name.name.clone()).collect();
         if let MethodBody::Block(body) = &mut method.body {
             for stmt in &body.stmts {
-                stmt.visit(&mut |s| match &s.kind {
-                    StmtKind::LocalDecl { vars, .. } => {
-                        locals.extend(vars.iter().map(|v| v.name.name.clone()))
-                    }
-                    StmtKind::Par(g) => {
-                        for b in &g.blocks {
-                            locals.extend(b.iters.iter().map(|it| it.name.name.clone()));
-                        }
-                    }
-                    _ => {}
-                });
+                super::termination::declared(stmt, &mut locals);
             }
             for stmt in &mut body.stmts {
                 rewrite(stmt, &locals);
@@ -135,11 +125,7 @@ fn as_par(stmt: &Stmt, locals: &BTreeSet<String>) -> Option<Stmt> {
     }
     // Locals the body declares (its own per iteration) and assigns.
     let mut inner = BTreeSet::new();
-    body.visit(&mut |s| {
-        if let StmtKind::LocalDecl { vars, .. } = &s.kind {
-            inner.extend(vars.iter().map(|v| v.name.name.clone()));
-        }
-    });
+    super::termination::declared(body, &mut inner);
     let assigned: Vec<String> = body.assigned_locals().into_iter().map(|a| a.name).collect();
     if inner.contains(i) || assigned.iter().any(|a| a == i || !inner.contains(a)) {
         return None;

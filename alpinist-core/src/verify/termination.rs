@@ -270,7 +270,8 @@ fn routine_locals(r: &Routine<'_>) -> BTreeSet<String> {
     out
 }
 
-fn declared(s: &Stmt, out: &mut BTreeSet<String>) {
+/// The locals `s` declares, itself or nested: declarations and par iterators.
+pub(super) fn declared(s: &Stmt, out: &mut BTreeSet<String>) {
     s.visit(&mut |x| match &x.kind {
         StmtKind::LocalDecl { vars, .. } => out.extend(vars.iter().map(|v| v.name.name.clone())),
         StmtKind::Par(g) => {
