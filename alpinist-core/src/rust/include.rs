@@ -28,8 +28,8 @@ use quote::quote;
 
 use crate::cache::ItemKey;
 use crate::syntax::{
-    line_col, Block, Expr, ExprKind, Item, MemberKind, Method, MethodBody, Modifier, Span,
-    StmtKind, TypeKind,
+    line_col, Block, Expr, ExprKind, MemberKind, Method, MethodBody, Modifier, Span, StmtKind,
+    TypeKind,
 };
 use crate::verify::{Int32, Limits};
 
@@ -134,27 +134,21 @@ pub fn expand_include_pvl_in(
 fn callable(program: &crate::syntax::Program) -> Vec<(String, &Method)> {
     let mut found: Vec<(String, &Method)> = Vec::new();
     let mut names: Vec<&str> = Vec::new();
-    for item in &program.items {
-        let (class, members) = match item {
-            Item::Class(c) => (Some(c.name.name.as_str()), c.members.as_slice()),
-            Item::Member(m) => (None, std::slice::from_ref(m)),
+    for (class, member) in program.members() {
+        let MemberKind::Method(m) = &member.kind else {
+            continue;
         };
-        for member in members {
-            let MemberKind::Method(m) = &member.kind else {
-                continue;
+        names.push(&m.name.name);
+        let runs = matches!(m.body, MethodBody::Block(_))
+            && !m.modifiers.contains(&Modifier::Pure)
+            && m.return_type.is_some()
+            && m.model_member.is_none();
+        if runs && signature(m).is_some() {
+            let path = match class {
+                Some(c) => format!("{}.{}", c.name.name, m.name.name),
+                None => m.name.name.clone(),
             };
-            names.push(&m.name.name);
-            let runs = matches!(m.body, MethodBody::Block(_))
-                && !m.modifiers.contains(&Modifier::Pure)
-                && m.return_type.is_some()
-                && m.model_member.is_none();
-            if runs && signature(m).is_some() {
-                let path = match class {
-                    Some(c) => format!("{c}.{}", m.name.name),
-                    None => m.name.name.clone(),
-                };
-                found.push((path, m));
-            }
+            found.push((path, m));
         }
     }
     found.retain(|(_, m)| names.iter().filter(|n| **n == m.name.name).count() == 1);

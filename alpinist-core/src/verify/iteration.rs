@@ -20,26 +20,16 @@
 use std::collections::BTreeSet;
 
 use crate::syntax::{
-    BinaryOp, Block, ClauseKind, Contract, Expr, ExprKind, MemberKind, MethodBody, ParBlock,
-    ParGroup, ParGroupStyle, ParIter, Program, Stmt, StmtKind, Type, TypeKind,
+    BinaryOp, Block, ClauseKind, Contract, Expr, ExprKind, MethodBody, ParBlock, ParGroup,
+    ParGroupStyle, ParIter, Program, Stmt, StmtKind, Type, TypeKind,
 };
 
 /// `program` with every loop that has an iteration contract of the supported shape written as
 /// its par block, or `None` when there is no such loop.
 pub fn as_par_blocks(program: &Program) -> Option<Program> {
-    let mut any = false;
     // Any loop with an iteration contract: one of another shape only costs the clone.
-    program.visit_stmts(&mut |s| {
-        any |= matches!(&s.kind, StmtKind::For { contract, .. } if is_iteration_contract(contract))
-    });
-    if !any {
-        return None;
-    }
-    let mut out = program.clone();
-    for member in out.members_mut() {
-        let MemberKind::Method(method) = &mut member.kind else {
-            continue;
-        };
+    let wanted = |s: &Stmt| matches!(&s.kind, StmtKind::For { contract, .. } if is_iteration_contract(contract));
+    program.rewritten(wanted, |_, method| {
         let mut locals: BTreeSet<String> =
             method.params.iter().map(|p| p.name.name.clone()).collect();
         if let MethodBody::Block(body) = &mut method.body {
@@ -50,8 +40,7 @@ pub fn as_par_blocks(program: &Program) -> Option<Program> {
                 rewrite(stmt, &locals);
             }
         }
-    }
-    Some(out)
+    })
 }
 
 /// `locals`: the method's parameters and every local it declares (fields are not: a call in

@@ -18,33 +18,23 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::syntax::print_expr;
 use crate::syntax::{
-    BinaryOp, Clause, ClauseKind, Contract, Expr, ExprKind, Ident, MemberKind, MethodBody,
-    ParBlock, ParGroupStyle, PermLit, Program, Span, Stmt, StmtKind,
+    BinaryOp, Clause, ClauseKind, Contract, Expr, ExprKind, Ident, MethodBody, ParBlock,
+    ParGroupStyle, PermLit, Program, Span, Stmt, StmtKind,
 };
 
 /// `program` with every contract-less vector block given its inferred contract, or `None`
 /// when no block needed one. Blocks whose contract cannot be inferred keep the empty one; the
 /// checker refuses them where it meets them, with [`infer`]'s reason.
 pub fn with_contracts(program: &Program) -> Option<Program> {
-    let mut any = false;
-    program.visit_stmts(&mut |s| any |= needs_contract(s));
-    if !any {
-        return None;
-    }
-    let mut out = program.clone();
-    for member in out.members_mut() {
-        let MemberKind::Method(method) = &mut member.kind else {
-            continue;
-        };
+    program.rewritten(needs_contract, |contract, method| {
         let outer = method_names(method);
-        let held = held_amounts(&member.contract, &BTreeMap::new());
+        let held = held_amounts(contract, &BTreeMap::new());
         if let MethodBody::Block(body) = &mut method.body {
             for stmt in &mut body.stmts {
                 give_contracts(stmt, &outer, &held);
             }
         }
-    }
-    Some(out)
+    })
 }
 
 /// A vector block written without a contract.

@@ -453,6 +453,28 @@ impl Program {
         out
     }
 
+    /// A copy of the program with `rewrite` applied to every method (with its member's
+    /// contract), or `None`, without a copy, where no statement is `wanted`: the checker's
+    /// rewrites before verification (`verify/vector.rs`, `verify/iteration.rs`).
+    pub fn rewritten(
+        &self,
+        wanted: impl Fn(&Stmt) -> bool,
+        mut rewrite: impl FnMut(&Contract, &mut Method),
+    ) -> Option<Program> {
+        let mut any = false;
+        self.visit_stmts(&mut |s| any |= wanted(s));
+        if !any {
+            return None;
+        }
+        let mut out = self.clone();
+        for member in out.members_mut() {
+            if let MemberKind::Method(method) = &mut member.kind {
+                rewrite(&member.contract, method);
+            }
+        }
+        Some(out)
+    }
+
     /// [`Program::members`] without their classes, mutably.
     pub fn members_mut(&mut self) -> Vec<&mut Member> {
         let mut out = Vec::new();
