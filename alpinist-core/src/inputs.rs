@@ -115,11 +115,16 @@ pub fn is_name(e: &Expr, name: &str) -> bool {
     matches!(&e.kind, ExprKind::Name(id) if id.name == name)
 }
 
-/// A length expression over the integer inputs.
+/// A length expression over the integer inputs: `value_of` gives a name's value, and the
+/// length of array `a` under the name `a.length` (which no variable can have).
 pub fn int_value(e: &Expr, value_of: &dyn Fn(&str) -> Option<i128>) -> Option<i128> {
     match &e.kind {
         ExprKind::IntLit(n) => i128::try_from(n).ok(),
         ExprKind::Name(id) => value_of(&id.name),
+        ExprKind::Field { base, name } if name.name == "length" => match &base.kind {
+            ExprKind::Name(a) => value_of(&format!("{}.length", a.name)),
+            _ => None,
+        },
         ExprKind::Unary {
             op: UnaryOp::Neg,
             operand,

@@ -119,7 +119,9 @@ fn emit_method(args: &EmitOpenclArgs, method: &str) -> Exit {
                     ""
                 }
             ),
-            codegen::ThreadShape::Groups { groups, threads } => format!(
+            codegen::ThreadShape::Groups {
+                groups, threads, ..
+            } => format!(
                 "work-groups {}, each of work-items {}",
                 range(groups),
                 range(threads)

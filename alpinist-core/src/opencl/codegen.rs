@@ -1306,7 +1306,7 @@ fn assignments_of<'s>(stmt: &'s Stmt, out: &mut Vec<(&'s str, &'s Expr)>) {
 
 mod program;
 mod size;
-pub use program::{generate_method, Launch, LaunchArg, MethodKernels, ThreadShape};
+pub use program::{generate_method, DeviceOnly, Launch, LaunchArg, MethodKernels, ThreadShape};
 pub use size::{SizePrecondition, SizeRefused};
 
 #[cfg(test)]

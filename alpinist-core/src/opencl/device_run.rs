@@ -156,49 +156,23 @@ impl DeviceLauncher<'_> {
                 let inner = nested_block(block).ok_or("the nested par block is missing")?;
                 let outer = &block.iters[0];
                 let groups = range(scope, outer, None)?;
-                // Every group has the same number of threads (OpenCL's local size), though
-                // the range may move with the group (`tid = g * m .. (g + 1) * m`).
+                // The range may move with the group (`tid = g * m .. (g + 1) * m`).
                 let first = scope.eval_int(&outer.lo, None).map_err(|e| e.to_string())?;
-                let mut threads = None;
-                for g in 0..groups.min(MAX_WORK_ITEMS) {
+                group_work_size(groups, &mut |g| {
                     let at = Some((outer.name.name.as_str(), first + i128::from(g)));
-                    let count = range(scope, &inner.iters[0], at)?;
-                    match threads {
-                        Some(t) if t != count => {
-                            return Err(format!(
-                                "the groups of this block have different numbers of threads \
-                                 ({t} and {count}); OpenCL's work-groups are all one size"
-                            ))
-                        }
-                        _ => threads = Some(count),
-                    }
-                }
-                let threads = threads.unwrap_or(0);
-                (vec![groups.saturating_mul(threads)], Some(vec![threads]))
+                    range(scope, &inner.iters[0], at)
+                })?
             }
             ThreadShape::Single { .. } => {
                 return Err("a whole-method kernel launched as a par block".into())
             }
         };
-        let items = global.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-        match items {
-            Some(0) => return Ok(()),
-            Some(n) if n <= MAX_WORK_ITEMS => {}
-            _ => {
-                return Err(format!(
-                    "{global:?} work-items exceed the limit of {MAX_WORK_ITEMS} per launch"
-                ))
-            }
-        }
-        if let Some(local) = &local {
-            let group: u64 = local.iter().product();
-            if group > self.device.max_work_group_size as u64 {
-                return Err(format!(
-                    "a work-group of {group} work-items exceeds the device's limit of {} (a \
-                     par block with a barrier runs as one work-group)",
-                    self.device.max_work_group_size
-                ));
-            }
+        if !within_limits(
+            &global,
+            local.as_deref(),
+            self.device.max_work_group_size as u64,
+        )? {
+            return Ok(());
         }
 
         let values: Vec<Option<Value>> = launch.args.iter().map(|a| scope.value(&a.name)).collect();
@@ -396,6 +370,57 @@ impl DeviceLauncher<'_> {
     }
 }
 
+/// The work size of a block over `groups` work-groups, group `g` of `threads(g)` threads:
+/// every group has the same number (OpenCL's local size), or it is an error.
+pub(super) fn group_work_size(
+    groups: u64,
+    threads: &mut dyn FnMut(u64) -> Result<u64, String>,
+) -> Result<(Vec<u64>, Option<Vec<u64>>), String> {
+    let mut size = None;
+    for g in 0..groups.min(MAX_WORK_ITEMS) {
+        let count = threads(g)?;
+        match size {
+            Some(t) if t != count => {
+                return Err(format!(
+                    "the groups of this block have different numbers of threads ({t} and \
+                     {count}); OpenCL's work-groups are all one size"
+                ))
+            }
+            _ => size = Some(count),
+        }
+    }
+    let size = size.unwrap_or(0);
+    Ok((vec![groups.saturating_mul(size)], Some(vec![size])))
+}
+
+/// Whether a launch of `global` (and `local`) work-items has any, within [`MAX_WORK_ITEMS`]
+/// and a work-group the device takes (`max_group` work-items); beyond them, an error.
+pub(super) fn within_limits(
+    global: &[u64],
+    local: Option<&[u64]>,
+    max_group: u64,
+) -> Result<bool, String> {
+    match global.iter().try_fold(1u64, |a, &d| a.checked_mul(d)) {
+        Some(0) => return Ok(false),
+        Some(n) if n <= MAX_WORK_ITEMS => {}
+        _ => {
+            return Err(format!(
+                "{global:?} work-items exceed the limit of {MAX_WORK_ITEMS} per launch"
+            ))
+        }
+    }
+    if let Some(local) = local {
+        let group: u64 = local.iter().product();
+        if group > max_group {
+            return Err(format!(
+                "a work-group of {group} work-items exceeds the device's limit of {max_group} \
+                 (a par block with a barrier runs as one work-group)"
+            ));
+        }
+    }
+    Ok(true)
+}
+
 /// The number of values of a par iterator, `bound` in scope: `hi − lo`, or 0.
 fn range<'p>(
     scope: &mut dyn LaunchScope<'p>,
@@ -413,7 +438,7 @@ enum ArgValue {
     Buffer(usize),
 }
 
-fn fit<T: TryFrom<i128>>(v: i128, name: &str) -> Result<T, String> {
+pub(super) fn fit<T: TryFrom<i128>>(v: i128, name: &str) -> Result<T, String> {
     T::try_from(v).map_err(|_| {
         format!(
             "`{name}` holds {v}, beyond the kernel's {}-bit integers",
@@ -422,7 +447,7 @@ fn fit<T: TryFrom<i128>>(v: i128, name: &str) -> Result<T, String> {
     })
 }
 
-fn dims(sizes: &[u64]) -> Result<SpatialDims, String> {
+pub(super) fn dims(sizes: &[u64]) -> Result<SpatialDims, String> {
     let s = |k: usize| usize::try_from(sizes[k]).map_err(|e| e.to_string());
     Ok(match sizes.len() {
         1 => SpatialDims::One(s(0)?),

@@ -46,6 +46,11 @@ pub mod platform;
 pub mod throughput;
 pub mod verdict;
 
+/// The OpenCL host API alpinist is built on, for the buffers of a kernel's `OnDevice`
+/// launcher (`#[alpinist::kernel]`).
+#[cfg(feature = "opencl")]
+pub use ocl;
+
 /// An error reported by the OpenCL runtime.
 #[cfg(feature = "opencl")]
 #[derive(Debug, thiserror::Error)]

@@ -25,6 +25,18 @@ pub struct DeviceInfo {
     pub cpu: bool,
 }
 
+impl DeviceInfo {
+    /// A new context of this device alone and an in-order queue on it: where buffers for
+    /// a kernel's `OnDevice` launcher are made (`ocl::Buffer::builder().queue(..)`).
+    pub fn queue(&self) -> Result<ocl::Queue, OpenClError> {
+        let context = ocl::Context::builder()
+            .platform(self.platform)
+            .devices(self.device)
+            .build()?;
+        Ok(ocl::Queue::new(&context, self.device, None)?)
+    }
+}
+
 /// Why no device could be listed or selected.
 #[derive(Debug, thiserror::Error)]
 pub enum PlatformError {

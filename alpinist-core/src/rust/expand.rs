@@ -27,7 +27,7 @@ use crate::verify::{self, Int32, Limits, Status};
 
 use super::cpu::{cpu_function, entry_checks, inputs_without_ghosts};
 use super::lower::{alpinist_attr, lower_routines, Lowered, RoutineKind, RustTy};
-use crate::opencl::codegen::IntWidth;
+use crate::opencl::codegen::{IntWidth, MethodKernels};
 
 /// How the kernel came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -299,23 +299,18 @@ fn emit_routines(
         if *kind == RoutineKind::Kernel {
             let (cpu, cpu_errors) = cpu_function(func, lowered.map(|l| (l, k)));
             errors.extend(cpu_errors);
-            let launcher = lowered.and_then(|l| launcher(func, l, k));
-            cpus.push((func, cpu, launcher));
+            let kernels = method_kernels(pvl, &func.sig.ident.to_string());
+            let launcher = lowered.and_then(|l| launcher(func, l, k, &kernels));
+            cpus.push((func, cpu, kernels, launcher));
         }
     }
     let verdict = KernelVerdict::of(&errors, verify);
     let mut out = TokenStream::new();
-    for (func, cpu, launcher) in cpus {
+    for (func, cpu, kernels, launcher) in cpus {
         out.extend(cpu.into_token_stream());
         let name = &func.sig.ident;
         out.extend(kernel_module(
-            &func.vis,
-            name,
-            &name.to_string(),
-            pvl,
-            verdict,
-            hash,
-            launcher,
+            &func.vis, name, pvl, verdict, hash, &kernels, launcher,
         ));
     }
     (errors, out)
@@ -475,14 +470,14 @@ pub(super) fn optimise(program: &Program, at: At) -> Result<Option<String>, syn:
     }
 }
 
-/// `OPENCL_SOURCE`'s value: the OpenCL C program of kernel `name` in `pvl` (the program that
-/// was verified last), one kernel per par block the host code reaches, or why there is none.
-fn opencl_source(pvl: &str, name: &str) -> Result<String, String> {
+/// The OpenCL kernels of method `name` in `pvl` (the program that was verified last), one per
+/// par block the host code reaches, or why the generator refuses them: `OPENCL_SOURCE`, and
+/// whether the method can run on device buffers (`OnDevice`).
+pub(super) fn method_kernels(pvl: &str, name: &str) -> Result<MethodKernels, String> {
     let program = crate::syntax::parse(pvl)
         .map_err(|_| "the kernel's PVL does not parse".to_string())?
         .program;
     crate::opencl::codegen::generate_method(&program, name, IntWidth::Bits32)
-        .map(|k| k.source)
         .map_err(|e| e.to_string())
 }
 
@@ -578,9 +573,16 @@ pub(super) fn launcher_item(
     }
 }
 
-/// The launcher of kernel `k` of the lowered program. Its signature is the CPU function's:
-/// ghost parameters are `given` names of the PVL, which only ghost code (never run) reads.
-fn launcher(func: &syn::ItemFn, lowered: &Lowered, k: usize) -> Option<TokenStream> {
+/// The launchers of kernel `k` of the lowered program: `launch` (its signature is the CPU
+/// function's: ghost parameters are `given` names of the PVL, which only ghost code, never
+/// run, reads) and, where its method is its par blocks alone and its arrays are `i32`,
+/// `OnDevice` over `ocl` buffers.
+fn launcher(
+    func: &syn::ItemFn,
+    lowered: &Lowered,
+    k: usize,
+    kernels: &Result<MethodKernels, String>,
+) -> Option<TokenStream> {
     let lowered_params: Vec<_> = lowered
         .params
         .get(k)?
@@ -608,31 +610,106 @@ fn launcher(func: &syn::ItemFn, lowered: &Lowered, k: usize) -> Option<TokenStre
     let doc = format!(
         "Runs `{name}` (after its `#[gpuopt(..)]` optimisations, as verified: `PVL`) on an OpenCL \
          device, its host code on alpinist's interpreter; panics where the CPU function does \
-         (sizes the proof does not cover). Generates and compiles the program at each call."
+         (sizes the proof does not cover). Generates and compiles the program at each call; \
+         `OnDevice` (where there is one) compiles once and keeps the arrays on the device."
     );
-    Some(launcher_item(
+    let checks = entry_checks(&name, lowered, k);
+    let mut out = launcher_item(
         &name,
         &inputs.to_token_stream(),
         &params,
         &func.sig.output,
-        &entry_checks(&name, lowered, k),
+        &checks,
         &doc,
-    ))
+    );
+    if kernels.as_ref().is_ok_and(|k| k.device_only.is_some()) {
+        let inputs: Vec<&syn::FnArg> = inputs.iter().collect();
+        out.extend(on_device_item(&name, &inputs, &params, &checks));
+    }
+    Some(out)
+}
+
+/// `OnDevice`: the kernel compiled once for a queue (`new`), launched on `ocl` buffers the
+/// caller keeps on the device (`enqueue`, which checks the sizes as the CPU function does).
+/// `None` where an array is not `i32` (the device's `int` cells).
+fn on_device_item(
+    name: &str,
+    inputs: &[&syn::FnArg],
+    params: &[HostParam],
+    checks: &[TokenStream],
+) -> Option<TokenStream> {
+    let mut device_inputs = Vec::new();
+    let mut args = Vec::new();
+    for (input, p) in inputs.iter().zip(params) {
+        let id = &p.id;
+        match &p.ty {
+            RustTy::Slice(elem) if **elem == RustTy::I32 => {
+                device_inputs.push(quote!(#id: &::alpinist::opencl::ocl::Buffer<i32>));
+                args.push(quote!(DeviceArg::Ints(#id)));
+            }
+            RustTy::Slice(_) => return None,
+            RustTy::Bool => {
+                device_inputs.push(quote!(#input));
+                args.push(quote!(DeviceArg::Bool(#id)));
+            }
+            _ => {
+                device_inputs.push(quote!(#input));
+                args.push(quote!(DeviceArg::Int(#id as i128)));
+            }
+        }
+    }
+    let doc = format!(
+        "`{name}` compiled once for one device (as verified: `PVL`), launched on `ocl` buffers \
+         that stay on the device: each par block in turn, with no copy and no host code."
+    );
+    let enqueue_doc = "Enqueues the kernel on the buffers (of the queue `new` was given, `i32` \
+         cells) and returns: a read of a buffer on that queue waits for it. Panics where the \
+         CPU function does (sizes the proof does not cover); the cells' values are the \
+         caller's to keep within the precondition, as for the CPU function.";
+    Some(quote! {
+        ::alpinist::__if_opencl! {
+            #[doc = #doc]
+            pub struct OnDevice(::alpinist::opencl::kernel_run::DeviceKernel);
+
+            impl OnDevice {
+                /// Generates the kernel's OpenCL C and compiles it for the device of `queue`.
+                pub fn new(
+                    queue: &::alpinist::opencl::ocl::Queue,
+                ) -> ::core::result::Result<Self, ::alpinist::opencl::kernel_run::LaunchError> {
+                    ::alpinist::opencl::kernel_run::DeviceKernel::new(PVL, #name, queue).map(OnDevice)
+                }
+
+                #[doc = #enqueue_doc]
+                #[allow(clippy::too_many_arguments)]
+                pub fn enqueue(
+                    &self,
+                    #(#device_inputs),*
+                ) -> ::core::result::Result<(), ::alpinist::opencl::kernel_run::LaunchError> {
+                    use ::alpinist::opencl::kernel_run::DeviceArg;
+                    #(#checks)*
+                    self.0.enqueue(&[#(#args),*])
+                }
+            }
+        }
+    })
 }
 
 /// The module `name` beside a generated function: `PVL`, `VERIFIED`, `SOURCE_HASH`,
-/// `OPENCL_SOURCE` (of `method`, `name` or `Class.name`) and the launcher.
+/// `OPENCL_SOURCE` (the source of `kernels`, or why there is none) and the launchers.
 pub(super) fn kernel_module(
     vis: &syn::Visibility,
     name: &syn::Ident,
-    method: &str,
     pvl: &str,
     verdict: KernelVerdict,
     hash: u64,
+    kernels: &Result<MethodKernels, String>,
     launcher: Option<TokenStream>,
 ) -> TokenStream {
-    let opencl = match opencl_source(pvl, method) {
-        Ok(source) => quote!(::core::result::Result::Ok(#source)),
+    let opencl = match kernels {
+        Ok(k) => {
+            let source = &k.source;
+            quote!(::core::result::Result::Ok(#source))
+        }
         Err(why) => quote!(::core::result::Result::Err(#why)),
     };
     let verdict = format_ident!("{}", format!("{verdict:?}"));
@@ -676,8 +753,8 @@ pub fn misplaced_helper(helper: &str, attr: TokenStream, item: TokenStream) -> T
     } else {
         format!(
             "`#[{helper}]` is read by `#[alpinist::kernel]` (or `#[alpinist::pure]`, \
-             `#[alpinist::lemma]`), which must be the first attribute of the function: put it \
-             above"
+             `#[alpinist::lemma]`), which must be the first attribute of the function: write \
+             it above `#[{helper}]`"
         )
     };
     let mut out = syn::Error::new_spanned(attr, message).to_compile_error();

@@ -34,8 +34,8 @@ use crate::syntax::{
 use crate::verify::{Int32, Limits};
 
 use super::expand::{
-    diagnose, fnv1a, host_call, kernel_module, launcher_item, optimise, Checking, HostParam,
-    KernelVerdict,
+    diagnose, fnv1a, host_call, kernel_module, launcher_item, method_kernels, optimise, Checking,
+    HostParam, KernelVerdict,
 };
 use super::lower::RustTy;
 
@@ -290,10 +290,10 @@ fn host_items(
     let module = kernel_module(
         &syn::parse_quote!(pub),
         &name,
-        path,
         pvl,
         verdict,
         hash,
+        &method_kernels(pvl, path),
         Some(launcher),
     );
     quote! {

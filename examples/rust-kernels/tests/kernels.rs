@@ -192,3 +192,69 @@ fn the_launchers_compute_what_the_cpu_functions_compute_on_every_device() {
         }
     }
 }
+
+/// A device buffer holding `cells`, and its contents read back.
+#[cfg(feature = "opencl")]
+mod buffers {
+    use alpinist::opencl::ocl::{Buffer, Queue};
+
+    pub fn of(queue: &Queue, cells: &[i32]) -> Buffer<i32> {
+        Buffer::<i32>::builder()
+            .queue(queue.clone())
+            .len(cells.len())
+            .copy_host_slice(cells)
+            .build()
+            .expect("a buffer")
+    }
+
+    pub fn read(buffer: &Buffer<i32>) -> Vec<i32> {
+        let mut host = vec![0; buffer.len()];
+        buffer.read(&mut host).enq().expect("the buffer is read");
+        host
+    }
+}
+
+/// `OnDevice`: compiled once per queue, launched on buffers that stay on the device between
+/// launches (two saxpy steps on the same `y`), with the CPU function's size checks.
+#[cfg(feature = "opencl")]
+#[test]
+fn on_device_launchers_keep_the_arrays_on_the_device() {
+    let Ok(devices) = alpinist::opencl::platform::select(None) else {
+        // The launcher test above reports a missing platform where CI requires one.
+        return;
+    };
+    let n = 100;
+    // A quarter of the range the precondition allows: two steps stay within it.
+    let x: Vec<i32> = cells(n, 5).iter().map(|v| v / 4).collect();
+    let y0: Vec<i32> = cells(n, 17).iter().map(|v| v / 4).collect();
+    for device in &devices {
+        let queue = device.queue().expect("a queue");
+        let step = saxpy::OnDevice::new(&queue).expect("saxpy compiles");
+        let (xs, ys) = (buffers::of(&queue, &x), buffers::of(&queue, &y0));
+        step.enqueue(n, &xs, &ys).expect("saxpy runs");
+        let mut on_cpu = y0.clone();
+        saxpy(n, &x, &mut on_cpu);
+        assert_eq!(buffers::read(&ys), on_cpu);
+        step.enqueue(n, &xs, &ys).expect("saxpy runs again");
+        let on_cpu_again = on_cpu.clone();
+        saxpy(n, &x, &mut on_cpu);
+        assert_ne!(on_cpu, on_cpu_again);
+        assert_eq!(buffers::read(&ys), on_cpu);
+
+        // A barrier: the par block runs as one work-group.
+        let scan = scan::kogge_stone::OnDevice::new(&queue).expect("kogge_stone compiles");
+        for n in [1, 64, 100] {
+            let input = scan_input(n, 3);
+            let cells = buffers::of(&queue, &input);
+            scan.enqueue(n, &cells).expect("kogge_stone runs");
+            assert_eq!(buffers::read(&cells), prefix_sums(&input), "n = {n}");
+        }
+
+        // Sizes the proof does not cover panic, as the CPU function does.
+        let short = buffers::of(&queue, &x[..n - 1]);
+        let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            step.enqueue(n, &xs, &short)
+        }));
+        assert!(refused.is_err(), "a short buffer was launched on");
+    }
+}

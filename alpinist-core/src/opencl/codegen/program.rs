@@ -40,8 +40,8 @@ use super::{
     Scalar,
 };
 use crate::syntax::{
-    Block, Expr, Item, Member, MemberKind, MethodBody, Modifier, ParBlock, ParGroupStyle, Program,
-    Span, Stmt, StmtKind, TypeKind,
+    Block, Expr, ExprKind, Item, Member, MemberKind, Method, MethodBody, Modifier, ParBlock,
+    ParGroupStyle, Program, Span, Stmt, StmtKind, TypeKind,
 };
 
 /// The kernels of one method and how to launch them.
@@ -53,6 +53,21 @@ pub struct MethodKernels {
     /// The whole OpenCL C program: pure functions, then one kernel per launch.
     pub source: String,
     pub launches: Vec<Launch>,
+    /// Where the method is its par blocks alone (ghost code aside, scratch arrays allocated
+    /// before them) and returns nothing: it runs with its arrays left in device buffers, each
+    /// block launched in turn (`opencl::kernel_run::DeviceKernel`). `None` where host code
+    /// runs between the launches, or a parameter is no kernel argument (an object, a matrix).
+    pub device_only: Option<DeviceOnly>,
+}
+
+/// A method that runs on device buffers alone: [`MethodKernels::device_only`].
+#[derive(Clone, Debug)]
+pub struct DeviceOnly {
+    /// The parameters, in order.
+    pub params: Vec<LaunchArg>,
+    /// The `int` arrays the method allocates (`int[] t = new int[size]`), zero-filled at each
+    /// run, with their sizes over the parameters.
+    pub scratch: Vec<(String, Expr)>,
 }
 
 impl MethodKernels {
@@ -92,6 +107,8 @@ pub enum ThreadShape {
     },
     /// A par block over work-groups whose body is a par block over each group's threads.
     Groups {
+        /// The work-group iterator's name, which the threads' range may mention.
+        group: String,
         groups: Box<(Expr, Expr)>,
         threads: Box<(Expr, Expr)>,
     },
@@ -166,6 +183,7 @@ pub fn generate_method(
     let mut blocks = Vec::new();
     host_code(body, &mut host, &mut blocks)?;
     generator.host = host;
+    let device_only = device_only(m, body, !blocks.is_empty());
 
     let mut kernels = String::new();
     let mut launches = Vec::new();
@@ -192,7 +210,55 @@ pub fn generate_method(
         width,
         source,
         launches,
+        device_only,
     })
+}
+
+/// What runs `m` on device buffers, where its body is par statements alone (erased ghost code
+/// aside, at least one block, `int` scratch arrays allocated by `new int[size]` before them)
+/// and it returns nothing: see [`MethodKernels::device_only`].
+fn device_only(m: &Method, body: &Block, has_blocks: bool) -> Option<DeviceOnly> {
+    let returns_nothing = m
+        .return_type
+        .as_ref()
+        .is_some_and(|t| t.kind == TypeKind::Void);
+    if !has_blocks || !returns_nothing {
+        return None;
+    }
+    let mut scratch = Vec::new();
+    let mut launched = false;
+    for stmt in &body.stmts {
+        match &stmt.kind {
+            _ if erased(stmt) => {}
+            StmtKind::Par(group) if group.style != ParGroupStyle::Vector => launched = true,
+            StmtKind::LocalDecl { ty, vars }
+                if !launched && HostVar::of(&ty.kind) == Some(HostVar::IntArray) =>
+            {
+                for var in vars {
+                    match var.init.as_ref().map(|e| &e.kind) {
+                        Some(ExprKind::NewArray { elem, dims })
+                            if elem.kind == TypeKind::Int && dims.len() == 1 =>
+                        {
+                            scratch.push((var.name.name.clone(), dims[0].clone()));
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            _ => return None,
+        }
+    }
+    let params = m
+        .params
+        .iter()
+        .map(|p| {
+            Some(LaunchArg {
+                name: p.name.name.clone(),
+                var: HostVar::of(&p.ty.kind)?,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(DeviceOnly { params, scratch })
 }
 
 /// Collects the host variables (locals outside par blocks) and the par blocks host code
@@ -410,6 +476,7 @@ impl Generator<'_> {
                 iterator(self, outer_iter, "get_group_id(0)".into())?;
                 iterator(self, inner_iter, "get_local_id(0)".into())?;
                 let shape = ThreadShape::Groups {
+                    group: outer_iter.name.name.clone(),
                     groups: Box::new((outer_iter.lo.clone(), outer_iter.hi.clone())),
                     threads: Box::new((inner_iter.lo.clone(), inner_iter.hi.clone())),
                 };

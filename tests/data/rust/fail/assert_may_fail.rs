@@ -6,3 +6,5 @@ pub fn positive(x: i32) -> i32 {
     assert!(x > 0);
     x
 }
+
+fn main() {}

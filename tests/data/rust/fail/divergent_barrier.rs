@@ -1,6 +1,8 @@
 // expect: E0621
 // The number of rounds depends on the thread: threads would wait at different barriers (and
 // the CPU function, which runs the loop once for all threads, would be wrong): refused.
+use alpinist::prelude::*;
+
 #[alpinist::kernel]
 #[context_everywhere(a.len() == n && n <= 1024)]
 #[context(forall(|i: usize| i < n ==> perm!(a[i], write)))]
@@ -18,3 +20,5 @@ pub fn uneven(n: usize, a: &mut [i32]) {
         }
     }
 }
+
+fn main() {}

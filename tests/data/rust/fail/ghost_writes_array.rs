@@ -1,5 +1,7 @@
 // expect: ghost code cannot write arrays
 // Ghost code is verified but never run: a write in it would be proved and not done.
+use alpinist::prelude::*;
+
 #[alpinist::kernel]
 #[context_everywhere(a.len() == n)]
 #[context(forall(|i: usize| i < n ==> perm!(a[i], write)))]
@@ -13,3 +15,5 @@ pub fn fill(n: usize, a: &mut [i32]) {
         }
     }
 }
+
+fn main() {}

@@ -12,3 +12,5 @@ pub fn double(n: i32) -> i32 {
     }
     sum
 }
+
+fn main() {}

@@ -5,3 +5,5 @@ pub fn one() -> i32 {
     let write = 1;
     write
 }
+
+fn main() {}

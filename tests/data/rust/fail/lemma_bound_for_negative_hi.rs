@@ -37,3 +37,5 @@ pub mod bounded {
         }
     }
 }
+
+fn main() {}

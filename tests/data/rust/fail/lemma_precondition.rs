@@ -50,3 +50,5 @@ pub mod two_halves {
         low + high
     }
 }
+
+fn main() {}

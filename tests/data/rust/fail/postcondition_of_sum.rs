@@ -12,3 +12,5 @@ pub fn sum_below(n: i32) -> i32 {
     }
     sum
 }
+
+fn main() {}

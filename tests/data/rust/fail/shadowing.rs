@@ -6,3 +6,5 @@ pub fn twice(x: i32) -> i32 {
     let y = y + 1;
     y
 }
+
+fn main() {}

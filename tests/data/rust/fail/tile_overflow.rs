@@ -2,6 +2,8 @@
 // `#[gpuopt(tile(intra, 4))]` with no bound on `n`: the tiled kernel's thread count
 // `(n + 3) / 4` overflows an `i32` where `n` nears 2^31, so the tiled kernel does not verify
 // in the 32-bit mode (scale_tiled.rs bounds `n` and verifies).
+use alpinist::prelude::*;
+
 #[alpinist::kernel]
 #[context_everywhere(a.len() == n && 4 < n)]
 #[context(forall(|i: usize| i < n ==> perm!(a[i], write)))]
@@ -16,3 +18,5 @@ pub fn tile_overflow(n: usize, a: &mut [i32]) {
         a[tid] *= 3;
     }
 }
+
+fn main() {}

@@ -1,6 +1,8 @@
 // expect: E0905
 // `#[gpuopt(loop_unroll(3))]` on a loop that may run fewer than three times (`reps` may be 0):
 // refused by the applicability check, at the loop, with Z3's counterexample.
+use alpinist::prelude::*;
+
 #[alpinist::kernel]
 #[context_everywhere(x.len() == n && y.len() == n && 0 <= reps && reps <= 100)]
 #[context(forall(|k: usize| k < n ==> perm!(x[k], 1/2) ** perm!(y[k], write)))]
@@ -26,3 +28,5 @@ pub fn unroll_refused(n: usize, reps: i32, x: &[i32], y: &mut [i32]) {
         }
     }
 }
+
+fn main() {}

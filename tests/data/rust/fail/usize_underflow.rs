@@ -1,5 +1,7 @@
 // expect: E0641
 // `tid - 1` is below zero for thread 0: Rust's usize cannot hold it.
+use alpinist::prelude::*;
+
 #[alpinist::kernel]
 #[context_everywhere(a.len() == n && b.len() == n)]
 #[context(forall(|i: usize| i < n ==> perm!(a[i], 1/2)))]
@@ -14,3 +16,5 @@ pub fn shift(n: usize, a: &[i32], b: &mut [i32]) {
         }
     }
 }
+
+fn main() {}

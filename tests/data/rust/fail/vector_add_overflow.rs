@@ -1,5 +1,7 @@
 // expect: E0623
 // Without bounds on the elements, `a[tid] + b[tid]` may overflow an i32.
+use alpinist::prelude::*;
+
 #[alpinist::kernel]
 #[context_everywhere(a.len() == n && b.len() == n && c.len() == n)]
 #[context(forall(|i: usize| i < n ==> perm!(a[i], 1/2) ** perm!(b[i], 1/2)))]
@@ -10,3 +12,5 @@ pub fn vector_add(n: usize, a: &[i32], b: &[i32], c: &mut [i32]) {
         c[tid] = a[tid] + b[tid];
     }
 }
+
+fn main() {}

@@ -1,5 +1,7 @@
 // expect: E0608
 // The thread claims a difference where it computes a sum: the par block's postcondition fails.
+use alpinist::prelude::*;
+
 #[alpinist::kernel]
 #[context_everywhere(a.len() == n && b.len() == n && c.len() == n)]
 #[context(forall(|i: usize| i < n ==> perm!(a[i], 1/2) ** perm!(b[i], 1/2)))]
@@ -16,3 +18,5 @@ pub fn vector_add(n: usize, a: &[i32], b: &[i32], c: &mut [i32]) {
         c[tid] = a[tid] + b[tid];
     }
 }
+
+fn main() {}

@@ -1,5 +1,7 @@
 // expect: E0612
 // The thread holds half of its cell and writes it: a data race the permissions rule out.
+use alpinist::prelude::*;
+
 #[alpinist::kernel]
 #[context_everywhere(c.len() == n)]
 #[context(forall(|i: usize| i < n ==> perm!(c[i], write)))]
@@ -9,3 +11,5 @@ pub fn zero(n: usize, c: &mut [i32]) {
         c[tid] = 0;
     }
 }
+
+fn main() {}
