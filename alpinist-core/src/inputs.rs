@@ -143,3 +143,38 @@ pub fn int_value(e: &Expr, value_of: &dyn Fn(&str) -> Option<i128>) -> Option<i1
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::int_value;
+
+    /// Names and array lengths (`a.length`, asked for by that name) over `+ - * / %`; anything
+    /// else, an unknown name or an overflow is no value.
+    #[test]
+    fn int_values_read_names_and_lengths() {
+        let value = |src: &str| {
+            let program = crate::syntax::parse(&format!("pure int f(int n, int[] a) = {src};"))
+                .expect("parses")
+                .program;
+            let crate::syntax::Item::Member(member) = &program.items[0] else {
+                panic!("a function")
+            };
+            let crate::syntax::MemberKind::Method(m) = &member.kind else {
+                panic!("a function")
+            };
+            let crate::syntax::MethodBody::Expr(e) = &m.body else {
+                panic!("an expression body")
+            };
+            int_value(e, &|name| match name {
+                "n" => Some(7),
+                "a.length" => Some(10),
+                _ => None,
+            })
+        };
+        assert_eq!(value("(n + 1) * 2 - a.length"), Some(6));
+        assert_eq!(value("a.length / 3 + a.length % 3"), Some(4));
+        assert_eq!(value("m + 1"), None);
+        assert_eq!(value("n / 0"), None);
+        assert_eq!(value("n < 2 ? 1 : 0"), None);
+    }
+}

@@ -53,8 +53,13 @@ pub enum PlatformError {
     OpenCl(#[from] OpenClError),
 }
 
+/// One listing at a time: pocl sets itself up on the first call, and a second thread listing
+/// meanwhile was told its platform had no device (two tests of one binary, seen in CI).
+static LISTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Every platform with its devices, in the loader's order.
 pub fn list() -> Result<Vec<DeviceInfo>, PlatformError> {
+    let _one_at_a_time = LISTING.lock().unwrap_or_else(|e| e.into_inner());
     // ocl-core's get_platform_ids retries for 10 s when the loader finds no platform (a guard
     // against a multi-threaded ICD wake-up race): ask the loader once first.
     let mut count: u32 = 0;

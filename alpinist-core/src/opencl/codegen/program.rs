@@ -555,6 +555,35 @@ mod tests {
         assert!(k.source.contains("int i = 0 + (int)get_global_id(0);"));
     }
 
+    /// A method that is its par blocks alone (scratch arrays allocated before them, ghost code
+    /// aside) runs on device buffers; host code between launches, a result, or a parameter
+    /// that is no kernel argument rules that out.
+    #[test]
+    fn methods_of_par_blocks_alone_run_on_device_buffers() {
+        let only = |src: &str| kernels(src, "f").unwrap().device_only;
+        let scratch = only(
+            "void f(int n, int[] a) { int[] t = new int[n]; assert n >= 0; \
+             par (int i = 0 .. n) { t[i] = a[i]; } par (int i = 0 .. n) { a[i] = t[i] + 1; } }",
+        )
+        .expect("par blocks alone");
+        let params: Vec<(&str, HostVar)> = scratch
+            .params
+            .iter()
+            .map(|p| (p.name.as_str(), p.var))
+            .collect();
+        assert_eq!(params, [("n", HostVar::Int), ("a", HostVar::IntArray)]);
+        assert_eq!(scratch.scratch.len(), 1);
+        assert_eq!(scratch.scratch[0].0, "t");
+        for host_code in [
+            "void f(int n, int[] a) { par (int i = 0 .. n) { a[i] = 0; } a[0] = 1; }",
+            "int f(int n, int[] a) { par (int i = 0 .. n) { a[i] = 0; } return 1; }",
+            "void f(int n, int[] a) { int k = 2; par (int i = 0 .. n) { a[i] = k; } }",
+            "void f(int n, int[] a) { if (n > 2) { par (int i = 0 .. n) { a[i] = 0; } } }",
+        ] {
+            assert!(only(host_code).is_none(), "{host_code}");
+        }
+    }
+
     #[test]
     fn overloaded_functions_get_c_names_of_their_own() {
         let k = kernels(
