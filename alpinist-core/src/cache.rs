@@ -488,4 +488,4 @@ struct StoredWarning {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -18,12 +18,29 @@ fn key_of(text: &str, routine: &str) -> Key {
     .expect("the routine is there")
 }
 
-/// A folder of its own under the system's temporary folder, emptied.
-fn fresh_cache(name: &str) -> MethodCache {
+/// A cache in a folder of its own under the system's temporary folder, emptied, and removed
+/// when the test is done with it (also by the Rust front end's tests).
+pub(crate) struct TempCache(MethodCache);
+
+impl std::ops::Deref for TempCache {
+    type Target = MethodCache;
+
+    fn deref(&self) -> &MethodCache {
+        &self.0
+    }
+}
+
+impl Drop for TempCache {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.0.dir());
+    }
+}
+
+pub(crate) fn fresh_cache(name: &str) -> TempCache {
     let dir =
         std::env::temp_dir().join(format!("alpinist-cache-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    MethodCache::at(dir)
+    TempCache(MethodCache::at(dir))
 }
 
 fn verify(text: &str, cache: &MethodCache) -> Vec<MethodReport> {

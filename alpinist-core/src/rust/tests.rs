@@ -340,14 +340,8 @@ fn gpuopt_attributes_say_where_they_go() {
     }
 }
 
-/// A cache folder of its own under the system's temporary folder, emptied.
-fn fresh_cache(name: &str) -> crate::cache::MethodCache {
-    let dir = std::env::temp_dir().join(format!(
-        "alpinist-macro-cache-test-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    crate::cache::MethodCache::at(dir)
+fn fresh_cache(name: &str) -> crate::cache::tests::TempCache {
+    crate::cache::tests::fresh_cache(&format!("macro-{name}"))
 }
 
 /// The item entries in a cache folder.
