@@ -140,6 +140,7 @@ fn emit_method(args: &EmitOpenclArgs, method: &str) -> Exit {
             .iter()
             .map(|a| match a.var {
                 codegen::HostVar::Length => format!("{}.length", a.name),
+                var if var.is_local() => format!("{} (local memory, zeroed)", a.name),
                 _ => a.name.clone(),
             })
             .collect();

@@ -18,29 +18,30 @@ fn key_of(text: &str, routine: &str) -> Key {
     .expect("the routine is there")
 }
 
-/// A cache in a folder of its own under the system's temporary folder, emptied, and removed
-/// when the test is done with it (also by the Rust front end's tests).
-pub(crate) struct TempCache(MethodCache);
+/// A cache in a folder of its own under the system's temporary folder, removed when the test
+/// is done with it (also by the Rust front end's tests).
+pub(crate) struct TempCache {
+    cache: MethodCache,
+    _dir: tempfile::TempDir,
+}
 
 impl std::ops::Deref for TempCache {
     type Target = MethodCache;
 
     fn deref(&self) -> &MethodCache {
-        &self.0
-    }
-}
-
-impl Drop for TempCache {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(self.0.dir());
+        &self.cache
     }
 }
 
 pub(crate) fn fresh_cache(name: &str) -> TempCache {
-    let dir =
-        std::env::temp_dir().join(format!("alpinist-cache-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    TempCache(MethodCache::at(dir))
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("alpinist-cache-test-{name}-"))
+        .tempdir()
+        .unwrap();
+    TempCache {
+        cache: MethodCache::at(dir.path().to_path_buf()),
+        _dir: dir,
+    }
 }
 
 fn verify(text: &str, cache: &MethodCache) -> Vec<MethodReport> {

@@ -13,7 +13,8 @@
 //! # Memory spaces
 //! Array parameters of the method → `__global ELEM*` kernel arguments; arrays allocated with
 //! `new` inside the method → `__local ELEM*` kernel arguments whose size the host evaluates
-//! from the `new` expression at N := n. Runs are batched: work-group g sees the global arrays
+//! from the `new` expression at N := n, filled with `IDENTITY` by the work-group before the
+//! kernel's first statement (`new` gives zeros, the identity; local memory starts undefined). Runs are batched: work-group g sees the global arrays
 //! offset by g · n, so one launch of R groups performs R independent scans.
 //!
 //! # The element convention (what makes the interval test sound)
@@ -340,6 +341,9 @@ struct Generator<'a> {
     host: HashMap<String, HostVar>,
     /// Concrete mode: the host variables the kernel body reads, in first-use order.
     captured: Vec<(String, HostVar)>,
+    /// Concrete mode: the launching method's arrays that live in the local memory of the one
+    /// launch that uses them.
+    locals: HashSet<String>,
     /// Concrete mode, a whole method as one work-item: `return` writes `*alp_result` (when
     /// the method has a result) and ends the kernel.
     whole_method: bool,
@@ -385,6 +389,11 @@ pub enum HostVar {
     /// The length of the array of this name (`a.length`): an integer argument
     /// `alp_len_a`.
     Length,
+    /// An array of the launching method that lives in the work-group's local memory of the
+    /// one launch that uses it (`__local`): the host passes its size, never its cells
+    /// (`codegen::program`'s module docs say which arrays).
+    LocalIntArray,
+    LocalBoolArray,
 }
 
 impl HostVar {
@@ -399,7 +408,18 @@ impl HostVar {
     }
 
     pub fn is_array(self) -> bool {
-        matches!(self, HostVar::IntArray | HostVar::BoolArray)
+        matches!(
+            self,
+            HostVar::IntArray
+                | HostVar::BoolArray
+                | HostVar::LocalIntArray
+                | HostVar::LocalBoolArray
+        )
+    }
+
+    /// An array in local memory.
+    pub fn is_local(self) -> bool {
+        matches!(self, HostVar::LocalIntArray | HostVar::LocalBoolArray)
     }
 }
 
@@ -417,6 +437,7 @@ impl<'a> Generator<'a> {
             cells: Cells::Generic,
             host: HashMap::new(),
             captured: Vec::new(),
+            locals: HashSet::new(),
             whole_method: false,
         }
     }
@@ -432,7 +453,11 @@ impl<'a> Generator<'a> {
     /// Concrete mode: `name` is a variable of the launching method that the kernel may read;
     /// the first read makes it a kernel argument.
     fn capture(&mut self, name: &str) -> Option<HostVar> {
-        let var = *self.host.get(name)?;
+        let var = match *self.host.get(name)? {
+            HostVar::IntArray if self.locals.contains(name) => HostVar::LocalIntArray,
+            HostVar::BoolArray if self.locals.contains(name) => HostVar::LocalBoolArray,
+            var => var,
+        };
         if !self
             .captured
             .iter()
@@ -598,6 +623,24 @@ impl<'a> Generator<'a> {
         let tid = &iter.name.name;
         let lo = self.int(&iter.lo)?;
         writeln!(body, "  int {tid} = {lo} + (int)get_local_id(0);").unwrap();
+        // Scratch arrays start as `new` leaves them, zeros: the identity (local memory starts
+        // undefined).
+        let mut zeroed = false;
+        for arg in &args {
+            if let KernelArg::Local { name, size } = arg {
+                let size = self.int(size)?;
+                writeln!(
+                    body,
+                    "  for (int alp_k = (int)get_local_id(0); alp_k < {size}; alp_k += \
+                     (int)get_local_size(0)) {name}[alp_k] = IDENTITY;"
+                )
+                .unwrap();
+                zeroed = true;
+            }
+        }
+        if zeroed {
+            body.push_str("  barrier(CLK_LOCAL_MEM_FENCE);\n");
+        }
         self.block_stmts(&par.body, 1, &mut body)?;
 
         // The kernel signature.

@@ -212,6 +212,7 @@ impl DeviceLauncher<'_> {
             builder.local_work_size(dims(local)?);
         }
         let mut args: Vec<ArgValue> = Vec::new();
+        let mut locals = Vec::new();
         for (arg, value) in launch.args.iter().zip(values) {
             let value =
                 value.ok_or_else(|| format!("`{}` has no value at the launch", arg.name))?;
@@ -227,6 +228,14 @@ impl DeviceLauncher<'_> {
                         IntWidth::Bits32 => ArgValue::I32(fit::<i32>(len, &arg.name)?),
                         IntWidth::Bits64 => ArgValue::I64(fit::<i64>(len, &arg.name)?),
                     });
+                }
+                (HostVar::LocalIntArray | HostVar::LocalBoolArray, Value::Array(r)) => {
+                    // Nothing outside this launch sees the array (`codegen::program`): its
+                    // size goes to the device, its cells stay (zeros) on the host.
+                    let cells = memory.get(r).map_or(0, <[Value]>::len);
+                    let wide = arg.var == HostVar::LocalIntArray && width == IntWidth::Bits64;
+                    args.push(ArgValue::Local { cells, wide });
+                    locals.push((arg.name.as_str(), cells, if wide { 8 } else { 4 }));
                 }
                 (HostVar::IntArray | HostVar::BoolArray, Value::Array(r)) => {
                     if let Some(k) = buffers.iter().position(|(a, _, _)| *a == r) {
@@ -254,6 +263,7 @@ impl DeviceLauncher<'_> {
                 }
             }
         }
+        local_memory_fits(&locals, self.device.local_mem_bytes)?;
         // The result's one-cell buffer (a boolean as an `int`), the last argument.
         let result_buffer = match result {
             Some(var) => {
@@ -275,6 +285,8 @@ impl DeviceLauncher<'_> {
                     Buf::I32(b) => builder.arg(b),
                     Buf::I64(b) => builder.arg(b),
                 },
+                ArgValue::Local { cells, wide: true } => builder.arg_local::<i64>((*cells).max(1)),
+                ArgValue::Local { cells, wide: false } => builder.arg_local::<i32>((*cells).max(1)),
             };
         }
         if let Some((_, buffer)) = &result_buffer {
@@ -436,6 +448,33 @@ enum ArgValue {
     I32(i32),
     I64(i64),
     Buffer(usize),
+    /// A `__local` array of this many cells of `i32` or (`long` kernels' `int` arrays) `i64`.
+    Local {
+        cells: usize,
+        wide: bool,
+    },
+}
+
+/// Checks that `cells` cells of `cell_bytes` bytes each (a launch's local arrays) fit the
+/// device's `local_mem_bytes` (0: unknown, not checked): past it OpenCL fails the launch
+/// without saying why.
+pub(super) fn local_memory_fits(
+    cells: &[(&str, usize, u64)],
+    local_mem_bytes: u64,
+) -> Result<(), String> {
+    let bytes: u64 = cells
+        .iter()
+        .map(|(_, n, size)| (*n as u64).max(1).saturating_mul(*size))
+        .fold(0, u64::saturating_add);
+    if local_mem_bytes > 0 && bytes > local_mem_bytes {
+        let names: Vec<String> = cells.iter().map(|(n, ..)| format!("`{n}`")).collect();
+        return Err(format!(
+            "the launch's local arrays ({}) need {bytes} bytes of local memory; the device has \
+             {local_mem_bytes}",
+            names.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 pub(super) fn fit<T: TryFrom<i128>>(v: i128, name: &str) -> Result<T, String> {

@@ -11,7 +11,9 @@
 use super::codegen::{
     generate_method, DeviceOnly, HostVar, IntWidth, Launch, MethodKernels, ThreadShape,
 };
-use super::device_run::{dims, fit, group_work_size, within_limits, DeviceLauncher};
+use super::device_run::{
+    dims, fit, group_work_size, local_memory_fits, within_limits, DeviceLauncher,
+};
 use super::platform::DeviceInfo;
 use crate::inputs::int_value;
 pub use crate::interp::call::{Arg, CallError, Ran};
@@ -84,6 +86,8 @@ enum Bound<'a> {
     Bool(bool),
     /// A buffer and the array's length (a buffer has at least one cell, an array may not).
     Cells(&'a ocl::Buffer<i32>, usize),
+    /// A scratch array in local memory: its length.
+    Local(usize),
 }
 
 /// A kernel whose method is its par blocks alone ([`MethodKernels::device_only`]), compiled
@@ -97,6 +101,8 @@ pub struct DeviceKernel {
     queue: ocl::Queue,
     program: ocl::Program,
     max_work_group_size: u64,
+    /// The device's local memory in bytes (0: unknown).
+    local_mem_bytes: u64,
 }
 
 impl DeviceKernel {
@@ -117,6 +123,7 @@ impl DeviceKernel {
         let device = queue.device();
         let device_error = |e: ocl::Error| LaunchError::Device(e.to_string());
         let max_work_group_size = device.max_wg_size().map_err(device_error)? as u64;
+        let local_mem_bytes = super::platform::local_mem_bytes(&device).map_err(device_error)?;
         let compiled = ocl::Program::builder()
             .src(kernels.source.clone())
             .devices(device)
@@ -130,14 +137,16 @@ impl DeviceKernel {
             queue: queue.clone(),
             program: compiled,
             max_work_group_size,
+            local_mem_bytes,
         })
     }
 
     /// Enqueues the method's launches on `args` (the method's parameters in order), in turn,
     /// and returns once they are enqueued: a read of a buffer on the same queue waits for them.
-    /// The method's scratch arrays are new zero-filled buffers at each call. An argument of the
-    /// wrong kind or count, a value beyond 32 bits, or a launch larger than the device takes
-    /// is an error, before anything is enqueued.
+    /// The method's scratch arrays are new zero-filled buffers at each call (or local memory
+    /// its threads zero, where one launch alone uses them: `MethodKernels::local_arrays`). An
+    /// argument of the wrong kind or count, a value beyond 32 bits, or a launch larger than the
+    /// device takes is an error, before anything is enqueued.
     pub fn enqueue(&self, args: &[DeviceArg]) -> Result<(), LaunchError> {
         let params = &self.device_only.params;
         if args.len() != params.len() {
@@ -166,12 +175,20 @@ impl DeviceKernel {
             };
             match bound.iter().rev().find(|(n, _)| *n == array)?.1 {
                 Bound::Int(v) if !length => Some(v),
-                Bound::Cells(_, len) if length => i128::try_from(len).ok(),
+                Bound::Cells(_, len) | Bound::Local(len) if length => i128::try_from(len).ok(),
                 _ => None,
             }
         };
-        // Scratch arrays, as `new int[size]` makes them: zeros.
+        // Scratch arrays, as `new int[size]` makes them: zeros. Those in local memory are no
+        // buffers: the kernel zeroes them.
+        let in_local = |name: &str| {
+            self.kernels
+                .local_arrays
+                .iter()
+                .any(|local| local.as_str() == name)
+        };
         let mut scratch = Vec::new();
+        let mut locals = Vec::new();
         for (name, size) in &self.device_only.scratch {
             let len = int_value(size, &|n| lookup(&bound, n))
                 .and_then(|v| usize::try_from(v).ok())
@@ -181,6 +198,10 @@ impl DeviceKernel {
                         print_expr(size)
                     ))
                 })?;
+            if in_local(name) {
+                locals.push((name.as_str(), len));
+                continue;
+            }
             let buffer = ocl::Buffer::<i32>::builder()
                 .queue(self.queue.clone())
                 .len(len.max(1))
@@ -191,6 +212,9 @@ impl DeviceKernel {
         }
         for (name, buffer, len) in &scratch {
             bound.push((name, Bound::Cells(buffer, *len)));
+        }
+        for (name, len) in &locals {
+            bound.push((name, Bound::Local(*len)));
         }
         let value_of = |name: &str| lookup(&bound, name);
         let mut kernels = Vec::new();
@@ -207,6 +231,14 @@ impl DeviceKernel {
             if let Some(local) = &local {
                 builder.local_work_size(dims(local).map_err(LaunchError::Run)?);
             }
+            let local_cells: Vec<(&str, usize, u64)> = launch
+                .args
+                .iter()
+                .filter(|arg| arg.var.is_local())
+                .filter_map(|arg| locals.iter().find(|(n, _)| *n == arg.name))
+                .map(|(name, len)| (*name, *len, 4))
+                .collect();
+            local_memory_fits(&local_cells, self.local_mem_bytes).map_err(LaunchError::Run)?;
             for arg in &launch.args {
                 let value = bound
                     .iter()
@@ -222,6 +254,10 @@ impl DeviceKernel {
                     (HostVar::Bool, Bound::Bool(b)) => builder.arg(i32::from(b)),
                     (HostVar::Length, Bound::Cells(_, len)) => builder.arg(int(len as i128)?),
                     (HostVar::IntArray, Bound::Cells(buffer, _)) => builder.arg(buffer),
+                    (HostVar::Length, Bound::Local(len)) => builder.arg(int(len as i128)?),
+                    (HostVar::LocalIntArray, Bound::Local(len)) => {
+                        builder.arg_local::<i32>(len.max(1))
+                    }
                     (var, value) => {
                         return Err(LaunchError::Run(format!(
                             "`{}` is given {value:?} where the kernel expects {var:?}",

@@ -89,16 +89,21 @@ pub fn list() -> Result<Vec<DeviceInfo>, PlatformError> {
     Ok(out)
 }
 
+/// The device's local memory per work-group, in bytes (0 where it does not say).
+pub(super) fn local_mem_bytes(device: &Device) -> Result<u64, ocl::Error> {
+    Ok(match device.info(ocl::enums::DeviceInfo::LocalMemSize)? {
+        ocl::enums::DeviceInfoResult::LocalMemSize(bytes) => bytes,
+        _ => 0,
+    })
+}
+
 fn describe(
     platform: Platform,
     device: Device,
     platform_name: &str,
 ) -> Result<DeviceInfo, OpenClError> {
     let max_work_group_size = device.max_wg_size()?;
-    let local_mem_bytes = match device.info(ocl::enums::DeviceInfo::LocalMemSize)? {
-        ocl::enums::DeviceInfoResult::LocalMemSize(bytes) => bytes,
-        _ => 0,
-    };
+    let local_mem_bytes = local_mem_bytes(&device)?;
     let cpu = match device.info(ocl::enums::DeviceInfo::Type)? {
         ocl::enums::DeviceInfoResult::Type(kind) => kind.contains(ocl::flags::DeviceType::CPU),
         _ => false,

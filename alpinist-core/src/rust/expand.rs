@@ -300,6 +300,9 @@ fn emit_routines(
             let (cpu, cpu_errors) = cpu_function(func, lowered.map(|l| (l, k)));
             errors.extend(cpu_errors);
             let kernels = method_kernels(pvl, &func.sig.ident.to_string());
+            if let Some(lowered) = lowered {
+                errors.extend(local_memory_refused(&lowered.local_arrays[k], &kernels));
+            }
             let launcher = lowered.and_then(|l| launcher(func, l, k, &kernels));
             cpus.push((func, cpu, kernels, launcher));
         }
@@ -468,6 +471,33 @@ pub(super) fn optimise(program: &Program, at: At) -> Result<Option<String>, syn:
                 .into(),
         )),
     }
+}
+
+/// An error at each `#[local]` whose array the code generation did not put in work-group
+/// local memory (`marked`: the arrays and their attributes).
+fn local_memory_refused(
+    marked: &[(String, TokenStream)],
+    kernels: &Result<MethodKernels, String>,
+) -> Vec<syn::Error> {
+    marked
+        .iter()
+        .filter_map(|(name, at)| {
+            let message = match kernels {
+                Ok(k) if k.local_arrays.contains(name) => return None,
+                Ok(_) => format!(
+                    "`{name}` cannot live in work-group local memory: an array does when one par \
+                     block alone uses it, a block with a barrier (one work-group) later in the \
+                     same block of code as the `let`, and nothing else in the kernel mentions \
+                     it (no other block, no code after the launch, no ghost code)"
+                ),
+                Err(why) => format!(
+                    "`{name}` cannot live in work-group local memory: the kernel has no OpenCL \
+                     code ({why})"
+                ),
+            };
+            Some(syn::Error::new_spanned(at, message))
+        })
+        .collect()
 }
 
 /// The OpenCL kernels of method `name` in `pvl` (the program that was verified last), one per

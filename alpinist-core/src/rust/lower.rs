@@ -33,6 +33,7 @@ pub const HELPERS: &[&str] = &[
     "gpuopt",
     "ghost",
     "decreases",
+    "local",
 ];
 
 /// The Rust type of a value, as far as the lowering needs it: which integers are unsigned
@@ -125,6 +126,8 @@ pub(super) struct Cx {
     /// The `gpuopt` statements of the loop or par block just lowered (from its
     /// `#[gpuopt(..)]` attributes), which go right before it, as in PVL.
     gpuopts_before: Vec<Stmt>,
+    /// The arrays marked `#[local]`, with the attribute (where an error about it points).
+    pub local_arrays: Vec<(String, TokenStream)>,
 }
 
 /// A loop's `#[gpuopt(..)]`, before its loop variable is known.
@@ -157,6 +160,9 @@ pub struct Lowered {
     /// Per routine, in order: the type of each executable `let` and `for` variable, in source
     /// order (`Cx::local_types`).
     pub local_types: Vec<Vec<RustTy>>,
+    /// Per routine, in order: the arrays marked `#[local]` (work-group local memory), with the
+    /// attribute: the expansion checks that the code generation put them there.
+    pub local_arrays: Vec<Vec<(String, TokenStream)>>,
 }
 
 /// Lowers a kernel function.
@@ -181,6 +187,7 @@ pub fn lower_routines(items: &[(RoutineKind, &syn::ItemFn)]) -> Result<Lowered, 
     let mut members = Vec::new();
     let mut params = Vec::new();
     let mut local_types = Vec::new();
+    let mut local_arrays = Vec::new();
     for (kind, item) in items {
         let mut inferred = HashMap::new();
         let cx = loop {
@@ -221,6 +228,7 @@ pub fn lower_routines(items: &[(RoutineKind, &syn::ItemFn)]) -> Result<Lowered, 
                 .collect(),
         );
         params.push(cx.params);
+        local_arrays.push(cx.local_arrays);
     }
     let span = members
         .iter()
@@ -236,6 +244,7 @@ pub fn lower_routines(items: &[(RoutineKind, &syn::ItemFn)]) -> Result<Lowered, 
         unsigned,
         params,
         local_types,
+        local_arrays,
     })
 }
 
@@ -343,6 +352,7 @@ impl Cx {
             pars: Vec::new(),
             par_count: 0,
             gpuopts_before: Vec::new(),
+            local_arrays: Vec::new(),
         }
     }
 
@@ -688,6 +698,37 @@ impl Cx {
         }
     }
 
+    /// A `let`'s `#[local]`, where it may go: on `let t = vec![0; n];` in the
+    /// kernel's own code, outside par blocks and ghost code. Any other helper is an error.
+    fn local_memory(&self, local: &syn::Local, mode: Mode) -> Res<Option<TokenStream>> {
+        let (marks, others): (Vec<_>, Vec<_>) = local
+            .attrs
+            .iter()
+            .partition(|a| helper_name(a) == Some("local"));
+        no_helpers(&others.into_iter().cloned().collect::<Vec<_>>())?;
+        let Some(attr) = marks.first() else {
+            return Ok(None);
+        };
+        let refuse = |why: &str| Err(syn::Error::new_spanned(attr, why));
+        if marks.len() > 1 {
+            return refuse("`#[local]` twice");
+        }
+        if !matches!(attr.meta, syn::Meta::Path(_)) {
+            return refuse("`#[local]` takes no arguments");
+        }
+        let is_vec = local.init.as_ref().is_some_and(
+            |init| matches!(&*init.expr, syn::Expr::Macro(m) if m.mac.path.is_ident("vec")),
+        );
+        if mode != Mode::Code || !self.pars.is_empty() || !is_vec {
+            return refuse(
+                "`#[local]` goes on a work-group array the kernel allocates before a par block: \
+                 `#[local] let t = vec![0; n];` in the kernel's code, outside par blocks and \
+                 ghost code",
+            );
+        }
+        Ok(Some(attr.to_token_stream()))
+    }
+
     fn unify_with(&mut self, e: &Expr, ty: &RustTy, want: &RustTy) {
         if *ty == RustTy::Unknown && want.is_integer() {
             self.refine(e, want);
@@ -695,7 +736,7 @@ impl Cx {
     }
 
     fn local(&mut self, local: &syn::Local, mode: Mode) -> Res<Stmt> {
-        no_helpers(&local.attrs)?;
+        let marked_local = self.local_memory(local, mode)?;
         let at = self.spans.at(local.let_token.span);
         let (pat, declared) = match &local.pat {
             syn::Pat::Type(pt) => (&*pt.pat, Some(rust_ty(&pt.ty)?)),
@@ -757,6 +798,9 @@ impl Cx {
         self.declare(&name, &ident.ident)?;
         if mode == Mode::Code {
             self.local_types.push(ty.clone());
+        }
+        if let Some(at) = marked_local {
+            self.local_arrays.push((name.clone(), at));
         }
         self.vars.insert(
             name.clone(),

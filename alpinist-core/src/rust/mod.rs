@@ -13,6 +13,7 @@
 //! | `for i in lo..hi { .. }` | `for (int i = lo; i < hi; i = i + 1) { .. }` |
 //! | `let mut x = e;`, `x = e;`, `x += e;`, `a[i] = e;`, `if`, `return`, a tail value | the same |
 //! | `vec![0; n]` | `new int[n]` |
+//! | `#[local] let t = vec![0; n];` | `int[] t = new int[n];`, which must be one of the OpenCL code's `__local` arrays (`MethodKernels::local_arrays`), or the attribute is an error |
 //! | `assert!(c)`, `ghost! { .. }` | `assert c;`, `ghost { .. }` |
 //! | specs: `==>`, `**`, `forall(\|i: usize\| ..)`, `exists(..)`, `perm!(a[i], 1/2)`, `perm!(x, write)`, `old(e)`, `result`, `a.len()` | `==>`, `**`, `(\forall int i; 0 <= i && ..; ..)`, `\exists`, `Perm(a[i], 1\2)`, `Perm(x, write)`, `\old(e)`, `\result`, `a.length` |
 //!

@@ -444,16 +444,14 @@ fn failing_items_are_never_stored() {
 }
 
 /// A folder of its own under the system's temporary folder holding `files` (name, text): the
-/// crate root `include_pvl!` reads from.
-fn pvl_folder(name: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "alpinist-include-test-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+/// crate root `include_pvl!` reads from. Removed when the test is done with it.
+fn pvl_folder(name: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("alpinist-include-test-{name}-"))
+        .tempdir()
+        .unwrap();
     for (file, text) in files {
-        std::fs::write(dir.join(file), text).unwrap();
+        std::fs::write(dir.path().join(file), text).unwrap();
     }
     dir
 }
@@ -493,7 +491,7 @@ const BOUNDED_ADD: &str = "class Add {
 #[test]
 fn the_expansion_of_an_included_pvl_file() {
     let root = pvl_folder("expansion", &[("add.pvl", BOUNDED_ADD)]);
-    let out = expand_include_pvl_in(&root, quote!("add.pvl"), true);
+    let out = expand_include_pvl_in(root.path(), quote!("add.pvl"), true);
     assert!(compile_errors(out.clone()).is_empty());
     insta::assert_snapshot!(pretty(out));
 }
@@ -509,7 +507,7 @@ fn an_included_file_that_does_not_verify_is_an_error_at_its_line() {
         "broken",
         &[("wrong.pvl", &wrong), ("unbounded.pvl", &unbounded)],
     );
-    let out = expand_include_pvl_in(&root, quote!("wrong.pvl"), true);
+    let out = expand_include_pvl_in(root.path(), quote!("wrong.pvl"), true);
     let found = compile_errors(out.clone());
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].starts_with("wrong.pvl:17:11: E0602"), "{found:?}");
@@ -518,7 +516,11 @@ fn an_included_file_that_does_not_verify_is_an_error_at_its_line() {
         text.contains("pub fn next") && text.contains("Failed"),
         "{text}"
     );
-    let found = compile_errors(expand_include_pvl_in(&root, quote!("unbounded.pvl"), true));
+    let found = compile_errors(expand_include_pvl_in(
+        root.path(),
+        quote!("unbounded.pvl"),
+        true,
+    ));
     assert!(
         found
             .iter()
@@ -526,7 +528,7 @@ fn an_included_file_that_does_not_verify_is_an_error_at_its_line() {
         "{found:?}"
     );
     // Without verification: no proof, no error, the verdict says so.
-    let out = expand_include_pvl_in(&root, quote!("wrong.pvl"), false);
+    let out = expand_include_pvl_in(root.path(), quote!("wrong.pvl"), false);
     assert!(compile_errors(out.clone()).is_empty());
     assert!(out.to_string().contains("Skipped"));
 }
@@ -538,17 +540,21 @@ fn include_pvl_refuses_what_it_cannot_read() {
         "unreadable",
         &[("bad.pvl", "class C { void f() { x = ; } }")],
     );
-    let missing = compile_errors(expand_include_pvl_in(&root, quote!("missing.pvl"), true));
+    let missing = compile_errors(expand_include_pvl_in(
+        root.path(),
+        quote!("missing.pvl"),
+        true,
+    ));
     assert!(
         missing[0].starts_with("cannot read `missing.pvl`"),
         "{missing:?}"
     );
-    let usage = compile_errors(expand_include_pvl_in(&root, quote!(bad), true));
+    let usage = compile_errors(expand_include_pvl_in(root.path(), quote!(bad), true));
     assert!(
         usage[0].contains("takes the path of a PVL file"),
         "{usage:?}"
     );
-    let syntax = compile_errors(expand_include_pvl_in(&root, quote!("bad.pvl"), true));
+    let syntax = compile_errors(expand_include_pvl_in(root.path(), quote!("bad.pvl"), true));
     assert!(syntax[0].starts_with("bad.pvl:1:26: "), "{syntax:?}");
 }
 
@@ -558,8 +564,8 @@ fn include_pvl_refuses_what_it_cannot_read() {
 fn the_expansion_of_an_included_file_is_deterministic() {
     let here = pvl_folder("here", &[("add.pvl", BOUNDED_ADD)]);
     let there = pvl_folder("there", &[("add.pvl", BOUNDED_ADD)]);
-    let once = expand_include_pvl_in(&here, quote!("add.pvl"), true).to_string();
-    let twice = expand_include_pvl_in(&there, quote!("add.pvl"), true).to_string();
+    let once = expand_include_pvl_in(here.path(), quote!("add.pvl"), true).to_string();
+    let twice = expand_include_pvl_in(there.path(), quote!("add.pvl"), true).to_string();
     assert_eq!(once, twice);
 }
 
@@ -578,7 +584,7 @@ fn included_arrays_the_method_only_reads_are_shared_slices() {
 }
 ";
     let root = pvl_folder("slices", &[("k.pvl", text)]);
-    let out = pretty(expand_include_pvl_in(&root, quote!("k.pvl"), false));
+    let out = pretty(expand_include_pvl_in(root.path(), quote!("k.pvl"), false));
     for signature in [
         "pub fn reads(a: &[i32], f: &[bool])",
         "pub fn writes(a: &mut [i32])",

@@ -73,6 +73,7 @@ pub fn negate(n: usize, a: &mut [i32]) {
 #[ensures(forall(|i: usize| i + 1 < n ==> s[i] == a[i] + a[i + 1]))]
 #[ensures(s[n - 1] == 2 * a[n - 1])]
 pub fn pair_sums(n: usize, a: &[i32], s: &mut [i32]) {
+    #[local]
     let mut t = vec![0; n];
     #[thread(context(perm!(a[tid], 1/4) ** (tid + 1 < n ==> perm!(a[tid + 1], 1/4))))]
     #[thread(context(perm!(s[tid], write)))]
@@ -147,6 +148,7 @@ pub mod scan {
     #[requires(forall(|i: usize| i < n ==> perm!(x[i], write) ** x[i] == xs[i]))]
     #[ensures(forall(|i: usize| i < n ==> perm!(x[i], write) ** x[i] == seg(xs, 0, i + 1)))]
     pub fn kogge_stone(n: usize, x: &mut [i32], #[ghost] xs: Seq<Int>) {
+        #[local]
         let mut t = vec![0; n];
         #[thread(requires(perm!(x[tid], write) ** x[tid] == xs[tid] ** perm!(t[tid], write)))]
         #[thread(ensures(perm!(x[tid], write) ** x[tid] == seg(xs, 0, tid + 1)))]

@@ -36,6 +36,12 @@ fn every_kernel_was_verified_and_optimised_when_it_compiled() {
     ] {
         assert!(source.expect("generated").contains("__kernel void"));
     }
+    // `#[local]` arrays are work-group local memory, zeroed by the threads first.
+    for source in [pair_sums::OPENCL_SOURCE, scan::kogge_stone::OPENCL_SOURCE] {
+        let source = source.expect("generated");
+        assert!(source.contains("__local int* t"), "{source}");
+        assert!(source.contains("t[alp_k] = 0;"), "{source}");
+    }
 }
 
 #[test]

@@ -18,9 +18,19 @@
 //! - Every variable of the launching method the kernel reads becomes an argument, in
 //!   first-use order: `int` → PVL's integer type (`int`, or `long` with
 //!   [`IntWidth::Bits64`]), `boolean` → `int`, `int[]` → `__global T*`, `boolean[]` →
-//!   `__global int*` (0 or 1). All arrays are `__global`; the host copies them in before and
-//!   out after each launch. A thread that assigns a variable of the launching method is
-//!   refused (an OpenCL argument is a copy).
+//!   `__global int*` (0 or 1). The host copies arrays in before and out after each launch.
+//!   A thread that assigns a variable of the launching method is refused (an OpenCL argument
+//!   is a copy).
+//! - **Local memory.** An array the method allocates (`T[] t = new T[size]`, one dimension)
+//!   lives in the work-group's `__local` memory when exactly one launch uses it and that
+//!   launch is one work-group (a flat block with a barrier), the block's `par` statement
+//!   standing after the declaration in the same statement list, and nothing else in the
+//!   method mentions it — no host code, no ghost code, no other block — and no other
+//!   declaration has its name. Then nothing can observe the difference: the array is born,
+//!   used by one group of threads and dies with the launch. The kernel takes `__local T* t`
+//!   and its length, and its threads first zero it together (`new` gives zeros; OpenCL's
+//!   local memory starts undefined) behind a barrier; the host passes the size and copies
+//!   nothing ([`MethodKernels::local_arrays`]).
 //! - Statements and expressions are translated by the scan generator's code (one mapping):
 //!   specifications and ghost code are erased, a barrier is
 //!   `barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)`, pure functions with an expression
@@ -29,8 +39,8 @@
 //!   the kernel, its parameters the arguments in order (a kernel's by-value copies, as PVL's
 //!   parameters are), and a result is written to a last argument `__global T* alp_result`.
 //!
-//! Not yet: `__local` arrays (an array used by exactly one single-group launch), par blocks in
-//! methods the launching method calls (the launcher reports them), `vec` blocks.
+//! Not yet: par blocks in methods the launching method calls (the launcher reports them),
+//! `vec` blocks.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -58,6 +68,9 @@ pub struct MethodKernels {
     /// block launched in turn (`opencl::kernel_run::DeviceKernel`). `None` where host code
     /// runs between the launches, or a parameter is no kernel argument (an object, a matrix).
     pub device_only: Option<DeviceOnly>,
+    /// The method's arrays that live in work-group local memory (see the module docs), in
+    /// declaration order.
+    pub local_arrays: Vec<String>,
 }
 
 /// A method that runs on device buffers alone: [`MethodKernels::device_only`].
@@ -66,7 +79,8 @@ pub struct DeviceOnly {
     /// The parameters, in order.
     pub params: Vec<LaunchArg>,
     /// The `int` arrays the method allocates (`int[] t = new int[size]`), zero-filled at each
-    /// run, with their sizes over the parameters.
+    /// run (new buffers, or local memory: [`MethodKernels::local_arrays`]), with their sizes
+    /// over the parameters.
     pub scratch: Vec<(String, Expr)>,
 }
 
@@ -183,6 +197,8 @@ pub fn generate_method(
     let mut blocks = Vec::new();
     host_code(body, &mut host, &mut blocks)?;
     generator.host = host;
+    let local_arrays = local_arrays(body);
+    generator.locals = local_arrays.iter().cloned().collect();
     let device_only = device_only(m, body, !blocks.is_empty());
 
     let mut kernels = String::new();
@@ -211,7 +227,147 @@ pub fn generate_method(
         source,
         launches,
         device_only,
+        local_arrays,
     })
+}
+
+/// The arrays of the method with body `body` that live in local memory (module docs).
+fn local_arrays(body: &Block) -> Vec<String> {
+    let mut found = Vec::new();
+    host_lists(&body.stmts, &mut |stmts| {
+        for (k, stmt) in stmts.iter().enumerate() {
+            let StmtKind::LocalDecl { ty, vars } = &stmt.kind else {
+                continue;
+            };
+            if !HostVar::of(&ty.kind).is_some_and(HostVar::is_array) || erased(stmt) {
+                continue;
+            }
+            for var in vars {
+                let name = var.name.name.as_str();
+                let allocated = matches!(
+                    var.init.as_ref().map(|e| &e.kind),
+                    Some(ExprKind::NewArray { dims, .. }) if dims.len() == 1
+                );
+                let mut users = stmts[k + 1..].iter().filter(|s| stmt_mentions(s, name));
+                let (Some(user), None) = (users.next(), users.next()) else {
+                    continue;
+                };
+                let StmtKind::Par(group) = &user.kind else {
+                    continue;
+                };
+                let mut blocks = group.blocks.iter().filter(|b| block_mentions(b, name));
+                let (Some(block), None) = (blocks.next(), blocks.next()) else {
+                    continue;
+                };
+                if allocated
+                    && is_one_group(block)
+                    && declarations(body, name) == 1
+                    && !body
+                        .stmts
+                        .iter()
+                        .any(|s| mentioned_outside(s, name, block.span))
+                {
+                    found.push(name.to_string());
+                }
+            }
+        }
+    });
+    found
+}
+
+/// Calls `f` on every statement list of host code in `stmts`, outermost first, in textual
+/// order: the list itself and those of its blocks, branches and loop bodies, not par blocks'.
+fn host_lists<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a [Stmt])) {
+    f(stmts);
+    for stmt in stmts {
+        host_lists_in(stmt, f);
+    }
+}
+
+fn host_lists_in<'a>(stmt: &'a Stmt, f: &mut dyn FnMut(&'a [Stmt])) {
+    match &stmt.kind {
+        StmtKind::Block(b) => host_lists(&b.stmts, f),
+        StmtKind::If {
+            then_branch,
+            else_branch,
+            ..
+        } => {
+            host_lists_in(then_branch, f);
+            if let Some(e) = else_branch {
+                host_lists_in(e, f);
+            }
+        }
+        StmtKind::While { body, .. } | StmtKind::For { body, .. } => host_lists_in(body, f),
+        _ => {}
+    }
+}
+
+/// Whether `name` occurs in `stmt`, its nested statements or their contracts.
+fn stmt_mentions(stmt: &Stmt, name: &str) -> bool {
+    let mut hit = false;
+    stmt.for_each_expr_deep(&mut |e| hit = hit || e.mentions(name));
+    hit
+}
+
+/// Whether `name` occurs in the par block `block`: its ranges, contract and body.
+fn block_mentions(block: &ParBlock, name: &str) -> bool {
+    let mut hit = block
+        .iters
+        .iter()
+        .any(|i| i.lo.mentions(name) || i.hi.mentions(name));
+    block
+        .contract
+        .for_each_expr(&mut |e| hit = hit || e.mentions(name));
+    hit || block.body.stmts.iter().any(|s| stmt_mentions(s, name))
+}
+
+/// Whether `name` occurs in `stmt` outside the par block whose span is `block`.
+fn mentioned_outside(stmt: &Stmt, name: &str, block: Span) -> bool {
+    if let StmtKind::Par(group) = &stmt.kind {
+        return group
+            .blocks
+            .iter()
+            .any(|b| b.span != block && block_mentions(b, name));
+    }
+    let mut hit = false;
+    stmt.for_each_expr(&mut |e| hit = hit || e.mentions(name));
+    for contract in stmt.own_contracts() {
+        contract.for_each_expr(&mut |e| hit = hit || e.mentions(name));
+    }
+    hit || stmt
+        .children()
+        .into_iter()
+        .any(|c| mentioned_outside(c, name, block))
+}
+
+/// How many local declarations in `body` (at any depth) declare `name`.
+fn declarations(body: &Block, name: &str) -> usize {
+    let mut count = 0;
+    for stmt in &body.stmts {
+        stmt.visit(&mut |s| {
+            if let StmtKind::LocalDecl { vars, .. } = &s.kind {
+                count += vars.iter().filter(|v| v.name.name == name).count();
+            }
+        });
+    }
+    count
+}
+
+/// The par block a block over work-groups nests in it, if `block` is one: its kept body is
+/// exactly one par statement (`ThreadShape::Groups`).
+fn nested_par(block: &ParBlock) -> Option<&crate::syntax::ParGroup> {
+    match kept(&block.body).as_slice() {
+        [Stmt {
+            kind: StmtKind::Par(group),
+            ..
+        }] if group.style != ParGroupStyle::Vector => Some(group),
+        _ => None,
+    }
+}
+
+/// Whether `block` is launched as one work-group: flat, with a barrier.
+fn is_one_group(block: &ParBlock) -> bool {
+    nested_par(block).is_none() && has_barrier(&block.body)
 }
 
 /// What runs `m` on device buffers, where its body is par statements alone (erased ghost code
@@ -331,6 +487,8 @@ fn parameter(name: &str, var: HostVar, int_type: &str) -> String {
         HostVar::Bool => format!("int {name}"),
         HostVar::IntArray => format!("__global {int_type}* {name}"),
         HostVar::BoolArray => format!("__global int* {name}"),
+        HostVar::LocalIntArray => format!("__local {int_type}* {name}"),
+        HostVar::LocalBoolArray => format!("__local int* {name}"),
         HostVar::Length => format!("{int_type} alp_len_{name}"),
     }
 }
@@ -373,7 +531,7 @@ impl Generator<'_> {
                     self.arrays.insert(name.clone());
                     None
                 }
-                HostVar::Length => None,
+                HostVar::Length | HostVar::LocalIntArray | HostVar::LocalBoolArray => None,
             };
             params.push(parameter(&name, var, int));
             args.push(LaunchArg { name, var });
@@ -447,11 +605,8 @@ impl Generator<'_> {
             writeln!(prologue, "  {int} {} = {lo} + ({int}){id};", iter.name.name).unwrap();
             Ok(())
         };
-        let nested = match kept(&block.body).as_slice() {
-            [Stmt {
-                kind: StmtKind::Par(group),
-                ..
-            }] if group.style != ParGroupStyle::Vector => match group.blocks.as_slice() {
+        let nested = match nested_par(block) {
+            Some(group) => match group.blocks.as_slice() {
                 [inner] => Some(inner),
                 _ => {
                     return Err(CodegenError::Unsupported {
@@ -460,7 +615,7 @@ impl Generator<'_> {
                     })
                 }
             },
-            _ => None,
+            None => None,
         };
         let (shape, body) = match nested {
             Some(inner) => {
@@ -505,6 +660,34 @@ impl Generator<'_> {
         };
         let mut code = String::new();
         self.block_stmts(body, 1, &mut code)?;
+        // Local arrays: their length is an argument, and the threads zero them first.
+        let locals: Vec<String> = self
+            .captured
+            .iter()
+            .filter(|(_, var)| var.is_local())
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in &locals {
+            if !self
+                .captured
+                .iter()
+                .any(|(n, v)| n == name && *v == HostVar::Length)
+            {
+                self.captured.push((name.clone(), HostVar::Length));
+            }
+            writeln!(
+                prologue,
+                "  for ({int} alp_k = ({int})(get_local_id(0) + get_local_size(0) * \
+                 (get_local_id(1) + get_local_size(1) * get_local_id(2))); alp_k < alp_len_{name}; \
+                 alp_k += ({int})(get_local_size(0) * get_local_size(1) * get_local_size(2))) \
+                 {name}[alp_k] = 0;"
+            )
+            .unwrap();
+        }
+        if !locals.is_empty() {
+            // `new` gives zeros; local memory starts undefined.
+            prologue.push_str("  barrier(CLK_LOCAL_MEM_FENCE);\n");
+        }
         let args: Vec<LaunchArg> = self
             .captured
             .iter()
@@ -582,6 +765,78 @@ mod tests {
         ] {
             assert!(only(host_code).is_none(), "{host_code}");
         }
+    }
+
+    /// A scratch array lives in local memory exactly where nothing but one one-group launch
+    /// can see it; its threads zero it first (`new` gives zeros).
+    #[test]
+    fn scratch_arrays_of_one_group_launches_live_in_local_memory() {
+        let block = "par (int i = 0 .. n) { t[i] = a[i]; barrier(f) { } a[i] = t[n - 1 - i]; }";
+        let local = |src: &str| kernels(src, "f").unwrap().local_arrays;
+        let k = kernels(
+            &format!(
+                "void f(int n, int[] a) {{ int[] t = new int[n]; boolean[] s = new boolean[n]; \
+                 {block} par (int i = 0 .. n) {{ s[i] = true; barrier(f) {{ }} \
+                 a[i] = s[i] ? 1 : 0; }} }}"
+            ),
+            "f",
+        )
+        .unwrap();
+        assert_eq!(k.local_arrays, ["t", "s"]);
+        assert!(
+            k.source.contains(
+                "__kernel void alp_f_0(__local int* t, __global int* a, int n, int alp_len_t)"
+            ),
+            "{}",
+            k.source
+        );
+        assert!(k.source.contains("__local int* s"), "{}", k.source);
+        // The zeroing comes before the kernel's first statement, behind a barrier.
+        let zero = k.source.find("t[alp_k] = 0;").expect("zeroed");
+        let fence = k.source.find("barrier(CLK_LOCAL_MEM_FENCE);\n").unwrap();
+        let first = k.source.find("t[i] = a[i];").unwrap();
+        assert!(zero < fence && fence < first, "{}", k.source);
+        let args: Vec<(&str, HostVar)> = k.launches[0]
+            .args
+            .iter()
+            .map(|a| (a.name.as_str(), a.var))
+            .collect();
+        assert!(args.contains(&("t", HostVar::LocalIntArray)), "{args:?}");
+        assert!(args.contains(&("t", HostVar::Length)), "{args:?}");
+
+        for global in [
+            // No barrier: many work-groups, which would each have a copy.
+            "void f(int n, int[] a) { int[] t = new int[n]; \
+             par (int i = 0 .. n) { t[i] = a[i]; a[i] = t[i]; } }",
+            // Two launches share it.
+            &format!("void f(int n, int[] a) {{ int[] t = new int[n]; {block} {block} }}"),
+            // Host code reads it after the launch; ghost code mentions it.
+            &format!("void f(int n, int[] a) {{ int[] t = new int[n]; {block} a[0] = t[0]; }}"),
+            &format!(
+                "void f(int n, int[] a) {{ int[] t = new int[n]; {block} assert t.length == n; }}"
+            ),
+            // The launch repeats in a loop the array outlives.
+            &format!(
+                "void f(int n, int[] a) {{ int[] t = new int[n]; int k = 0; \
+                 while (k < 2) {{ {block} k = k + 1; }} }}"
+            ),
+            // Not allocated here: another name of an array the caller sees.
+            &format!("void f(int n, int[] a) {{ int[] t = a; {block} }}"),
+            // Work-groups of threads: one copy per group would be several arrays.
+            "void f(int n, int[] a) { int[] t = new int[n]; \
+             par (int g = 0 .. 1) { par (int i = 0 .. n) { t[i] = a[i]; barrier(f) { } \
+             a[i] = t[i]; } } }",
+        ] {
+            assert!(local(global).is_empty(), "{global}");
+        }
+        // Declared (and launched) inside a loop's body: each iteration's array is its own.
+        assert_eq!(
+            local(&format!(
+                "void f(int n, int[] a) {{ int k = 0; \
+                 while (k < 2) {{ int[] t = new int[n]; {block} k = k + 1; }} }}"
+            )),
+            ["t"]
+        );
     }
 
     #[test]

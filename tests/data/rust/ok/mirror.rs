@@ -6,6 +6,7 @@
 #[context(forall(|i: usize| i < n ==> perm!(a[i], 1/2) ** perm!(c[i], write)))]
 #[ensures(forall(|i: usize| i < n ==> c[i] == a[n - 1 - i]))]
 pub fn mirror(n: usize, a: &[i32], c: &mut [i32]) {
+    #[local]
     let mut t = vec![0; n];
     #[thread(context(perm!(a[tid], 1/4) ** perm!(a[n - 1 - tid], 1/4) ** perm!(c[tid], write)))]
     #[thread(requires(perm!(t[tid], write)))]
