@@ -22,10 +22,11 @@ pub fn saxpy(n: usize, x: &[i32], y: &mut [i32]) {
     }
 }
 
-/// Each thread counts its cell up to a multiple of `step`, `rounds` times; the loop is
-/// unrolled twice (`rounds >= 2` makes two iterations certain) before it is verified again.
+/// The repeated-add loop: each thread adds `step` to its cell `rounds` times; the loop is
+/// unrolled by three (`rounds >= 3` makes three iterations certain) before it is verified
+/// again.
 #[alpinist::kernel]
-#[context_everywhere(c.len() == n && 2 <= rounds && rounds <= 64 && 0 <= step && step <= 64)]
+#[context_everywhere(c.len() == n && 3 <= rounds && rounds <= 64 && 0 <= step && step <= 64)]
 #[context(forall(|i: usize| i < n ==> perm!(c[i], write)))]
 #[requires(forall(|i: usize| i < n ==> 0 <= c[i] && c[i] <= 4096))]
 #[ensures(forall(|i: usize| i < n ==> c[i] == old(c[i]) + rounds * step))]
@@ -37,7 +38,7 @@ pub fn count_up(n: usize, rounds: i32, step: i32, c: &mut [i32]) {
         ghost! {
             let start = c[tid];
         }
-        #[gpuopt(loop_unroll(2))]
+        #[gpuopt(loop_unroll(3))]
         #[loop_invariant(0 <= _r && _r <= rounds && 0 <= start && start <= 4096)]
         #[loop_invariant(perm!(c[tid], write) ** c[tid] == start + _r * step)]
         for _r in 0..rounds {
