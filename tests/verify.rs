@@ -338,3 +338,32 @@ fn a_function_whose_definition_is_not_used_says_so_once_in_its_own_report() {
         "{text}"
     );
 }
+
+/// The wall-clock net per obligation: Z3 runs far past its rlimit on the nonlinear 32-bit
+/// obligations of this broken scan (past 15 minutes without a limit); with `--timeout` they
+/// end unknown (exit 3, the reason "timeout" or Z3's "canceled"), never verified.
+#[test]
+fn an_obligation_past_the_timeout_is_unknown_never_verified() {
+    let output = run(&[
+        "verify",
+        "--int32",
+        "--no-cache",
+        "--timeout",
+        "1",
+        "--json",
+        "tests/data/scan/missing_root_clear_blelloch.pvl",
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let document: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let stopped: Vec<&Value> = document["files"][0]["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["obligations"].as_array().unwrap())
+        .filter(|o| o["status"] == "unknown")
+        .collect();
+    assert!(
+        stopped.iter().any(|o| o["kind"] == "int32_overflow"),
+        "{stopped:?}"
+    );
+}

@@ -45,9 +45,10 @@ enum Command {
         /// One JSON document on standard output.
         #[arg(long)]
         json: bool,
-        /// Per-obligation time limit in seconds.
-        #[arg(long, value_name = "S")]
-        timeout: Option<f64>,
+        /// Per-obligation wall-clock limit in seconds, on top of `--rlimit` (which Z3 does not
+        /// always stop at); an obligation it stops is unknown (exit 3), never verified; 0: none.
+        #[arg(long, value_name = "S", default_value_t = commands::OBLIGATION_TIMEOUT_S)]
+        timeout: f64,
         /// Obligations checked in parallel.
         #[arg(long, value_name = "N")]
         jobs: Option<usize>,
@@ -201,4 +202,27 @@ pub fn main() -> ExitCode {
         Command::Devices => commands::opencl::devices(),
     };
     ExitCode::from(outcome as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `verify` has a wall-clock net per obligation unless the user lifts it (`--timeout 0`).
+    #[test]
+    fn verify_stops_each_obligation_after_a_minute_by_default() {
+        let timeout = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+            Command::Verify { timeout, .. } => commands::timeout_ms(timeout),
+            _ => unreachable!("a verify command"),
+        };
+        assert_eq!(timeout(&["alpinist", "verify", "k.pvl"]), Some(60_000));
+        assert_eq!(
+            timeout(&["alpinist", "verify", "--timeout", "2.5", "k.pvl"]),
+            Some(2_500)
+        );
+        assert_eq!(
+            timeout(&["alpinist", "verify", "--timeout", "0", "k.pvl"]),
+            None
+        );
+    }
 }

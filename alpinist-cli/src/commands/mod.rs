@@ -19,6 +19,20 @@ use crate::exit::Exit;
 use crate::input::{self, Source};
 
 /// Read and parse a file, reporting warnings and errors; `Err` carries the exit code.
+/// The wall-clock limit per obligation, in seconds, of every command that verifies (`verify`'s
+/// `--timeout` default): a safety net on top of Z3's deterministic `rlimit`, which Z3 polls
+/// only at some points — on some nonlinear obligations it runs for many minutes past it
+/// (`verify --int32 tests/data/scan/missing_root_clear_blelloch.pvl` ran past 15 minutes
+/// without one). An obligation it stops is unknown (exit 3), never verified. Dafny's default
+/// per-batch limit is of this order too (30 s).
+pub const OBLIGATION_TIMEOUT_S: f64 = 60.0;
+
+/// [`OBLIGATION_TIMEOUT_S`] or a `--timeout`, in milliseconds for `Limits::timeout_ms`; 0 (or
+/// anything not a positive number) is none.
+pub fn timeout_ms(seconds: f64) -> Option<u32> {
+    (seconds.is_finite() && seconds > 0.0).then(|| (seconds * 1000.0).min(u32::MAX as f64) as u32)
+}
+
 pub fn parse_file(path: &Path) -> Result<(Source, Parsed), Exit> {
     let source = read(path)?;
     let parsed = parse_source(&source)?;

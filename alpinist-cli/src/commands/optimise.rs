@@ -130,6 +130,7 @@ fn run_here(file: &std::path::Path, options: &Options) -> Exit {
         verify: !options.no_verify,
         verify_input: true,
         limits: Limits {
+            timeout_ms: super::timeout_ms(super::OBLIGATION_TIMEOUT_S),
             mbqi: options.mbqi,
             ..Limits::default()
         },

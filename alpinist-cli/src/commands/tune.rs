@@ -172,6 +172,7 @@ fn tune_here(args: &TuneArgs) -> Exit {
         verify: true,
         verify_input: true,
         limits: Limits {
+            timeout_ms: super::timeout_ms(super::OBLIGATION_TIMEOUT_S),
             mbqi: !args.no_mbqi,
             ..Limits::default()
         },

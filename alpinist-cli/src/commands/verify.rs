@@ -18,7 +18,8 @@ use crate::worker;
 
 pub struct Options {
     pub json: bool,
-    pub timeout: Option<f64>,
+    /// `--timeout`: seconds per obligation (0: no limit).
+    pub timeout: f64,
     pub jobs: Option<usize>,
     pub rlimit: Option<u32>,
     /// `--int32`: the 32-bit obligations too.
@@ -176,10 +177,7 @@ impl miette::Diagnostic for ObligationDiagnostic {
 
 fn run_here(files: &[PathBuf], options: &Options) -> Exit {
     let limits = Limits {
-        timeout_ms: options
-            .timeout
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map(|s| (s * 1000.0).min(u32::MAX as f64) as u32),
+        timeout_ms: super::timeout_ms(options.timeout),
         rlimit: options.rlimit.unwrap_or(Limits::DEFAULT_RLIMIT),
         mbqi: options.mbqi,
     };

@@ -48,10 +48,13 @@ impl Limits {
     /// where no worker process stands between a libz3 crash and the program: the default
     /// budget with model-based quantifier instantiation off, the configuration the CLI falls
     /// back to after libz3 4.8.12 crashed building a model (a failing quantified obligation is
-    /// `unknown`, so still not verified).
+    /// `unknown`, so still not verified). With the CLI's wall-clock net, 60 s per obligation
+    /// (Z3 can run for many minutes past its rlimit, and a build must not hang): an obligation
+    /// it stops is `unknown`.
     pub fn in_process() -> Limits {
         Limits {
             mbqi: false,
+            timeout_ms: Some(60_000),
             ..Limits::default()
         }
     }
