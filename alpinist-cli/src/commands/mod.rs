@@ -18,7 +18,6 @@ use crate::diagnostics::{emit, emit_plain};
 use crate::exit::Exit;
 use crate::input::{self, Source};
 
-/// Read and parse a file, reporting warnings and errors; `Err` carries the exit code.
 /// The wall-clock limit per obligation, in seconds, of every command that verifies (`verify`'s
 /// `--timeout` default): a safety net on top of Z3's deterministic `rlimit`, which Z3 polls
 /// only at some points — on some nonlinear obligations it runs for many minutes past it
@@ -33,6 +32,7 @@ pub fn timeout_ms(seconds: f64) -> Option<u32> {
     (seconds.is_finite() && seconds > 0.0).then(|| (seconds * 1000.0).min(u32::MAX as f64) as u32)
 }
 
+/// Read and parse a file, reporting warnings and errors; `Err` carries the exit code.
 pub fn parse_file(path: &Path) -> Result<(Source, Parsed), Exit> {
     let source = read(path)?;
     let parsed = parse_source(&source)?;

@@ -14,8 +14,9 @@
 //! Array parameters of the method → `__global ELEM*` kernel arguments; arrays allocated with
 //! `new` inside the method → `__local ELEM*` kernel arguments whose size the host evaluates
 //! from the `new` expression at N := n, filled with `IDENTITY` by the work-group before the
-//! kernel's first statement (`new` gives zeros, the identity; local memory starts undefined). Runs are batched: work-group g sees the global arrays
-//! offset by g · n, so one launch of R groups performs R independent scans.
+//! kernel's first statement (`new` gives zeros, the identity; local memory starts undefined).
+//! Runs are batched: work-group g sees the global arrays offset by g · n, so one launch of R
+//! groups performs R independent scans.
 //!
 //! # The element convention (what makes the interval test sound)
 //! PVL kernels are written over `int`. Every cell of a kernel array is an *element*; a local
@@ -623,24 +624,14 @@ impl<'a> Generator<'a> {
         let tid = &iter.name.name;
         let lo = self.int(&iter.lo)?;
         writeln!(body, "  int {tid} = {lo} + (int)get_local_id(0);").unwrap();
-        // Scratch arrays start as `new` leaves them, zeros: the identity (local memory starts
-        // undefined).
-        let mut zeroed = false;
+        // Scratch arrays start as `new` leaves them, zeros: the identity.
+        let mut fills = Vec::new();
         for arg in &args {
             if let KernelArg::Local { name, size } = arg {
-                let size = self.int(size)?;
-                writeln!(
-                    body,
-                    "  for (int alp_k = (int)get_local_id(0); alp_k < {size}; alp_k += \
-                     (int)get_local_size(0)) {name}[alp_k] = IDENTITY;"
-                )
-                .unwrap();
-                zeroed = true;
+                fills.push((name.clone(), self.int(size)?));
             }
         }
-        if zeroed {
-            body.push_str("  barrier(CLK_LOCAL_MEM_FENCE);\n");
-        }
+        body.push_str(&fill_local_arrays(&fills, "IDENTITY", "int"));
         self.block_stmts(&par.body, 1, &mut body)?;
 
         // The kernel signature.
@@ -1254,6 +1245,29 @@ impl<'a> Generator<'a> {
 }
 
 /// `(a) + (b)` stays, `(a + b)` becomes `a + b`.
+/// The code by which a work-group fills its local arrays (`fills`: name, length as C) with
+/// `value` and then waits for every thread (`int`: the index type): each thread takes every
+/// k-th cell from its linear local id on, for any number of dimensions. Nothing where there
+/// are none. `new` gives zeros, and OpenCL's local memory starts undefined.
+fn fill_local_arrays(fills: &[(String, String)], value: &str, int: &str) -> String {
+    if fills.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    for (name, len) in fills {
+        writeln!(
+            out,
+            "  for ({int} alp_k = ({int})(get_local_id(0) + get_local_size(0) * \
+             (get_local_id(1) + get_local_size(1) * get_local_id(2))); alp_k < {len}; \
+             alp_k += ({int})(get_local_size(0) * get_local_size(1) * get_local_size(2))) \
+             {name}[alp_k] = {value};"
+        )
+        .unwrap();
+    }
+    out.push_str("  barrier(CLK_LOCAL_MEM_FENCE);\n");
+    out
+}
+
 fn strip_outer_parens(text: String) -> String {
     if !(text.starts_with('(') && text.ends_with(')')) {
         return text;

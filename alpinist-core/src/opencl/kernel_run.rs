@@ -181,12 +181,6 @@ impl DeviceKernel {
         };
         // Scratch arrays, as `new int[size]` makes them: zeros. Those in local memory are no
         // buffers: the kernel zeroes them.
-        let in_local = |name: &str| {
-            self.kernels
-                .local_arrays
-                .iter()
-                .any(|local| local.as_str() == name)
-        };
         let mut scratch = Vec::new();
         let mut locals = Vec::new();
         for (name, size) in &self.device_only.scratch {
@@ -198,7 +192,7 @@ impl DeviceKernel {
                         print_expr(size)
                     ))
                 })?;
-            if in_local(name) {
+            if self.kernels.local_arrays.contains(name) {
                 locals.push((name.as_str(), len));
                 continue;
             }

@@ -667,27 +667,12 @@ impl Generator<'_> {
             .filter(|(_, var)| var.is_local())
             .map(|(name, _)| name.clone())
             .collect();
-        for name in &locals {
-            if !self
-                .captured
-                .iter()
-                .any(|(n, v)| n == name && *v == HostVar::Length)
-            {
-                self.captured.push((name.clone(), HostVar::Length));
-            }
-            writeln!(
-                prologue,
-                "  for ({int} alp_k = ({int})(get_local_id(0) + get_local_size(0) * \
-                 (get_local_id(1) + get_local_size(1) * get_local_id(2))); alp_k < alp_len_{name}; \
-                 alp_k += ({int})(get_local_size(0) * get_local_size(1) * get_local_size(2))) \
-                 {name}[alp_k] = 0;"
-            )
-            .unwrap();
+        let mut fills = Vec::new();
+        for name in locals {
+            let len = self.length_of(&name).expect("a captured array");
+            fills.push((name, len));
         }
-        if !locals.is_empty() {
-            // `new` gives zeros; local memory starts undefined.
-            prologue.push_str("  barrier(CLK_LOCAL_MEM_FENCE);\n");
-        }
+        prologue.push_str(&super::fill_local_arrays(&fills, "0", int));
         let args: Vec<LaunchArg> = self
             .captured
             .iter()
