@@ -33,6 +33,7 @@ use super::obligation::{Check, ObligationKind};
 use super::one_point;
 use super::state::{define_array, pattern_safe, real, HeapKind, Mask, Term, Ty, HEAP_KINDS};
 use super::syn;
+use super::tiles;
 
 /// Where checks go and facts come from: the method's solver.
 pub trait Prover {
@@ -789,7 +790,15 @@ impl<'w, 'a> Walker<'w, 'a> {
             None => self.eval.bool(e)?,
         };
         self.flush();
+        // A flat `∀` inhaled over tiles: also its instance at the tile of each cell.
+        let tiled = match self.mode {
+            Mode::Inhale => tiles::instances(self.eval.bound(), self.eval.guards(), &b),
+            Mode::Exhale(_) => Vec::new(),
+        };
         let done = self.pure_term(b, e);
+        for fact in tiled {
+            self.prover.assume(fact);
+        }
         self.eval.restore(mark);
         done
     }

@@ -1035,10 +1035,31 @@ impl<'c, 'p> Verifier<'c, 'p> {
     /// `assertions` are self-framing: inhaled into an empty mask and a heap about which nothing
     /// is known (with `\old` meaning `st`'s old state), every read is covered.
     fn check_framing(&mut self, st: &State, assertions: &[&'p Expr]) -> Result<(), EncodeError> {
+        self.check_framing_with(st, assertions, true)
+    }
+
+    /// The framing check of a resource invariant (`invariant name(R)`): every read of R is
+    /// covered by R's own permissions, checked as [`Verifier::check_framing`] does; the
+    /// definedness of R's values (`a.length` needs `a != null`) is checked where R is handed
+    /// over instead ([`Verifier::hand_over_invariant`]: where the block starts, where each
+    /// atomic block ends), as VerCors does. Sound: R is inhaled only after a hand-over, and
+    /// what it reads cannot change in between — R holds a positive share of each location, so
+    /// no one can write it — and its locals are read as at the block's start.
+    fn check_invariant_framing(&mut self, st: &State, inv: &'p Expr) -> Result<(), EncodeError> {
+        self.check_framing_with(st, &[inv], false)
+    }
+
+    fn check_framing_with(
+        &mut self,
+        st: &State,
+        assertions: &[&'p Expr],
+        value_checks: bool,
+    ) -> Result<(), EncodeError> {
         self.prover.push_scope();
         let mut fresh = self.fresh_state(st.store.clone());
         fresh.old = st.old.clone();
         let mut ev = eval(self.ctx, &fresh, true);
+        ev.value_checks = value_checks;
         ev.result = self
             .result_ty
             .as_ref()
@@ -1079,7 +1100,22 @@ impl<'c, 'p> Verifier<'c, 'p> {
         kind: ObligationKind,
         ev_store: Option<Store>,
     ) -> Result<State, EncodeError> {
-        self.exhale_parts(st, parts, kind, ev_store, Forget::Unowned)
+        self.exhale_parts(st, parts, kind, ev_store, Forget::Unowned, false)
+    }
+
+    /// Hands a resource invariant `inv` (read with the locals of `store`) over from `st`:
+    /// exhaled, with the definedness of its values checked here (null, bounds, division,
+    /// functions' pure preconditions), where its framing check deferred them
+    /// ([`Verifier::check_invariant_framing`]).
+    fn hand_over_invariant(
+        &mut self,
+        st: State,
+        inv: &'p Expr,
+        kind: ObligationKind,
+        store: Store,
+    ) -> Result<State, EncodeError> {
+        let parts = [(vec![inv], Vec::new())];
+        self.exhale_parts(st, &parts, kind, Some(store), Forget::Unowned, true)
     }
 
     fn exhale_parts(
@@ -1089,11 +1125,12 @@ impl<'c, 'p> Verifier<'c, 'p> {
         kind: ObligationKind,
         ev_store: Option<Store>,
         forget: Forget,
+        definedness: bool,
     ) -> Result<State, EncodeError> {
         let mut mask = st.mask.clone();
         let mut removed = Vec::new();
         for (exprs, region) in parts {
-            let mut ev = eval(self.ctx, &st, false);
+            let mut ev = eval(self.ctx, &st, definedness);
             ev.old_is_now = self.in_precondition;
             if let Some(s) = &ev_store {
                 ev.store = s.clone();
@@ -1379,13 +1416,13 @@ impl<'c, 'p> Verifier<'c, 'p> {
         inv: &'p Expr,
         body: &'p Block,
     ) -> Result<Flow, EncodeError> {
-        self.check_framing(&st, &[inv])?;
+        self.check_invariant_framing(&st, inv)?;
         let store = st.store.clone();
-        let st = self.exhale_state(
+        let st = self.hand_over_invariant(
             st,
-            &[(vec![inv], Vec::new())],
+            inv,
             ObligationKind::InvariantNotEstablished,
-            None,
+            store.clone(),
         )?;
         self.invariants
             .push((name.name.clone(), inv, store.clone()));
@@ -1420,11 +1457,11 @@ impl<'c, 'p> Verifier<'c, 'p> {
         self.invariants.insert(k, entry);
         match flow? {
             Flow::Normal(st) => {
-                let st = self.exhale_state(
+                let st = self.hand_over_invariant(
                     st,
-                    &[(vec![inv], Vec::new())],
+                    inv,
                     ObligationKind::InvariantNotMaintained,
-                    Some(store),
+                    store,
                 )?;
                 Ok(Flow::Normal(st))
             }
@@ -1464,12 +1501,19 @@ impl<'c, 'p> Verifier<'c, 'p> {
         // its expansion is held, exhaling it and inhaling it again.
         if let Some(expanded) = super::inline::inline_application(e, self.ctx.program) {
             let parts = [(vec![&expanded], Vec::new())];
-            let st = self.exhale_parts(st, &parts, kind, None, Forget::Nothing)?;
+            let st = self.exhale_parts(st, &parts, kind, None, Forget::Nothing, false)?;
             return self.inhale_state(st, &[&expanded], &[], true);
         }
         let body = super::inline::applied_body(e, self.ctx.program, what)?;
         let (out, into) = if fold { (&body, e) } else { (e, &body) };
-        let st = self.exhale_parts(st, &[(vec![out], Vec::new())], kind, None, Forget::Nothing)?;
+        let st = self.exhale_parts(
+            st,
+            &[(vec![out], Vec::new())],
+            kind,
+            None,
+            Forget::Nothing,
+            false,
+        )?;
         self.inhale_state(st, &[into], &[], true)
     }
 

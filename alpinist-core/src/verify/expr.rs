@@ -291,6 +291,11 @@ pub struct Eval<'a> {
     pub result: Option<Value>,
     /// Record definedness checks (null, bounds, permission, division, function preconditions).
     pub definedness: bool,
+    /// With `definedness`: record the checks of values too (null, bounds, division, the pure
+    /// part of a function's precondition). Off only where a resource invariant's framing is
+    /// checked in a heap about which nothing is known: there only its reads' permissions are
+    /// checked, and its values where it is handed over (`Verifier::invariant_block`).
+    pub value_checks: bool,
     pub checks: Vec<Check>,
     /// A term of `World::sum` was built: [`Eval::take_axioms`] hands out its definition.
     uses_sum: bool,
@@ -373,6 +378,7 @@ impl<'a> Eval<'a> {
             old: None,
             result: None,
             definedness: false,
+            value_checks: true,
             old_is_now: false,
             checks: Vec::new(),
             uses_sum: false,
@@ -496,7 +502,7 @@ impl<'a> Eval<'a> {
         span: Span,
         note: Option<String>,
     ) {
-        if self.definedness {
+        if self.definedness && !self.deferred(kind) {
             let goal = self.close(&ob);
             self.checks.push(Check {
                 goal,
@@ -505,6 +511,16 @@ impl<'a> Eval<'a> {
                 note,
             });
         }
+    }
+
+    /// Whether a check of `kind` is about a value that is not checked here (`value_checks`).
+    fn deferred(&self, kind: ObligationKind) -> bool {
+        use ObligationKind::*;
+        !self.value_checks
+            && matches!(
+                kind,
+                NullDereference | IndexNegative | IndexTooLarge | DivisionByZero
+            )
     }
 
     /// `--int32`: the result of `what` at `span` fits in 32 bits (unless exempt).
@@ -2508,6 +2524,9 @@ impl<'a> Eval<'a> {
         inner.defining = self.defining.clone();
         let pre = function_pre(&routine);
         if !f.reads_heap {
+            if !self.value_checks {
+                return Ok(());
+            }
             for pre in pre {
                 let c = inner.bool(pre)?;
                 self.require(c, ObligationKind::FunctionPreconditionFailed, span);
@@ -2538,6 +2557,11 @@ impl<'a> Eval<'a> {
             ObligationKind::FunctionPreconditionFailed,
         )?;
         for c in goals.checks {
+            // The precondition's pure part is a value check; its permissions are not.
+            let pure_part = c.kind == ObligationKind::FunctionPreconditionFailed;
+            if self.deferred(c.kind) || (pure_part && !self.value_checks) {
+                continue;
+            }
             let note = (c.kind != ObligationKind::FunctionPreconditionFailed)
                 .then(|| format!("in the precondition of `{name}`: {}", c.kind.describe()));
             self.require_noted(
@@ -2643,6 +2667,7 @@ impl Eval<'_> {
         store.extend(self.scopes.iter().cloned());
         let decls = self.decls;
         let (heap, old, definedness) = (self.heap.clone(), self.old.clone(), self.definedness);
+        let value_checks = self.value_checks;
         let defining = self.defining.clone();
         let one_heap = self.one_heap;
         let fresh = || {
@@ -2651,6 +2676,7 @@ impl Eval<'_> {
             inner.mask = Some(mask.clone());
             inner.old = old.clone();
             inner.definedness = definedness;
+            inner.value_checks = value_checks;
             inner.defining = defining.clone();
             inner.one_heap = one_heap;
             inner

@@ -70,6 +70,7 @@ mod solver;
 mod state;
 mod syn;
 mod termination;
+mod tiles;
 mod uniformity;
 mod vector;
 

@@ -104,11 +104,11 @@ fn find(
     None
 }
 
-fn name_of(t: &Dynamic) -> Option<String> {
+pub(super) fn name_of(t: &Dynamic) -> Option<String> {
     t.is_app().then(|| t.decl().name())
 }
 
-fn conjuncts(t: &Dynamic, out: &mut Vec<Dynamic>) {
+pub(super) fn conjuncts(t: &Dynamic, out: &mut Vec<Dynamic>) {
     if t.is_app() && t.num_children() > 0 && name_of(t).as_deref() == Some("and") {
         for c in t.children() {
             conjuncts(&c, out);
@@ -137,7 +137,7 @@ fn definition(c: &Dynamic, x: &Dynamic) -> Option<Int> {
     e.as_int()
 }
 
-fn occurs(t: &Dynamic, x: &Dynamic, seen: &mut HashSet<Dynamic>) -> bool {
+pub(super) fn occurs(t: &Dynamic, x: &Dynamic, seen: &mut HashSet<Dynamic>) -> bool {
     if t == x {
         return true;
     }
