@@ -343,6 +343,23 @@ fn a_function_whose_definition_is_not_used_says_so_once_in_its_own_report() {
 /// obligations of this broken scan (past 15 minutes without a limit); with `--timeout` they
 /// end unknown (exit 3, the reason "timeout" or Z3's "canceled"), never verified.
 #[test]
+fn an_unknown_names_the_limit_that_stopped_it() {
+    // A budget far too small for the loop's proof: Z3 stops, and says why in its words.
+    let output = run(&[
+        "verify",
+        "--no-cache",
+        "--rlimit",
+        "2000",
+        "examples/basic/sum_loop.pvl",
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(err.contains("E0620"), "{err}");
+    assert!(err.contains("`--rlimit UNITS`"), "{err}");
+    assert!(err.contains("this is not verified"), "{err}");
+}
+
+#[test]
 fn an_obligation_past_the_timeout_is_unknown_never_verified() {
     let output = run(&[
         "verify",

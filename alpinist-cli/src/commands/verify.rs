@@ -380,8 +380,24 @@ fn diagnostic(o: &Obligation) -> Option<ObligationDiagnostic> {
             code: "E0620".into(),
             span: o.span,
             label: "unknown".into(),
-            help: Some(format!("Z3 gave up: {reason}; this is not verified")),
+            help: Some(format!(
+                "Z3 gave up: {reason}{}; this is not verified",
+                which_limit(reason)
+            )),
         }),
+    }
+}
+
+/// Which of the limits per obligation Z3's reason for giving up points at, and the option
+/// that raises it (Z3 says "canceled" for its resource budget as well as for a stop).
+fn which_limit(reason: &str) -> &'static str {
+    match reason {
+        "timeout" => " (the wall-clock limit per obligation: `--timeout S`, 60 s by default)",
+        "canceled" | "max. resource limit exceeded" => {
+            " (a limit per obligation: Z3's budget `--rlimit UNITS`, or the wall-clock \
+             `--timeout S`, 60 s by default)"
+        }
+        _ => "",
     }
 }
 
