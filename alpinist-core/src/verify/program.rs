@@ -542,12 +542,9 @@ pub fn ty_of(ty: &Type) -> Result<Ty, EncodeError> {
         },
         TypeKind::Seq(elem) => {
             let elem_ty = ty_of(elem)?;
-            let nested_once =
-                |t: &Ty| matches!(t, Ty::Seq(inner) if !matches!(**inner, Ty::Seq(_)));
-            if elem_ty == Ty::Perm
-                || matches!(elem_ty, Ty::Option(_) | Ty::Set(_))
-                || (matches!(elem_ty, Ty::Seq(_)) && !nested_once(&elem_ty))
-            {
+            // Nested to any depth as values; the heap holds two levels at most
+            // (`World::heap_kind` refuses deeper ones).
+            if elem_ty == Ty::Perm || matches!(elem_ty, Ty::Option(_) | Ty::Set(_)) {
                 return Err(EncodeError::Unsupported {
                     what: "sequences (and options) of this element type (elements may be int, \
                            boolean, references, or sequences of those)"

@@ -63,7 +63,17 @@ impl Ty {
         matches!(self, Ty::Array(_) | Ty::Object(_) | Ty::Null)
     }
 
-    /// The heap a location holding this type lives in.
+    /// How many sequence (or option) types are nested here: `seq<seq<int>>` is 2.
+    pub fn sequence_depth(&self) -> usize {
+        match self {
+            Ty::Seq(e) | Ty::Option(e) => 1 + e.sequence_depth(),
+            _ => 0,
+        }
+    }
+
+    /// The heap a location holding this type lives in, for a type of at most two nested sequences
+    /// ([`World::heap_kind`] refuses deeper ones; a deeper one is given a kind of the wrong
+    /// sort here, so nothing else may store it).
     pub fn heap_kind(&self) -> HeapKind {
         match self {
             Ty::Int => HeapKind::Int,
@@ -905,6 +915,14 @@ impl World {
         if matches!(ty, Ty::Set(_) | Ty::Map(..) | Ty::Bag(_) | Ty::Tuple(..)) {
             return Err(EncodeError::Unsupported {
                 what: "sets, bags and maps in the heap (fields and array cells of such a type)"
+                    .into(),
+                span,
+            });
+        }
+        if ty.sequence_depth() > 2 {
+            return Err(EncodeError::Unsupported {
+                what: "sequences nested more than twice in the heap (fields and array cells of \
+                       such a type; locals, parameters and ghost values may nest deeper)"
                     .into(),
                 span,
             });
