@@ -36,6 +36,8 @@ pub enum Ty {
     /// A type parameter `T` of the generic method being checked: a type about which nothing
     /// is known but equality.
     Param(String),
+    /// A class as a value: `\type(C)`, `\typeof(e)`.
+    Type,
     /// The type of `null`.
     Null,
     /// The type of an expression that already produced an error (or whose type the checker
@@ -250,6 +252,7 @@ impl Tables {
             Ty::Rational => "rational",
             Ty::Resource => "resource",
             Ty::Null => "null",
+            Ty::Type => "a class (`\\type(C)`)",
             Ty::Unknown => "?",
             Ty::Param(name) => name,
             Ty::Class(id) => {

@@ -1290,6 +1290,19 @@ impl<'a> Checker<'a> {
 
     fn binary(&mut self, e: &'a Expr, op: BinaryOp, lhs: &'a Expr, rhs: &'a Expr) -> Ty {
         use BinaryOp::*;
+        if let (Eq | Neq, Some(c)) = (op, Expr::class_compared_with_typeof(lhs, rhs)) {
+            let is_variable =
+                self.lookup(&c.name).is_some() || self.current_field(&c.name).is_some();
+            if !is_variable && self.tables.class_by_name(&c.name).is_some() {
+                let of = if matches!(lhs.kind, ExprKind::Name(_)) {
+                    rhs
+                } else {
+                    lhs
+                };
+                self.expr(of);
+                return Ty::Bool;
+            }
+        }
         let a = self.expr(lhs);
         let b = self.expr(rhs);
         let result = match op {
@@ -1415,6 +1428,7 @@ impl<'a> Checker<'a> {
             Builtin::Array => 2,
             Builtin::Matrix => 3,
             Builtin::Idle | Builtin::Running | Builtin::Held | Builtin::Committed => 1,
+            Builtin::TypeOf | Builtin::Type => 1,
         };
         if args.len() != expected {
             self.err(CheckError::ArgCount {
@@ -1429,6 +1443,7 @@ impl<'a> Checker<'a> {
             }
             return match op {
                 Builtin::Array | Builtin::Matrix | Builtin::Committed => Ty::Bool,
+                Builtin::TypeOf | Builtin::Type => Ty::Type,
                 _ => Ty::Resource,
             };
         }
@@ -1478,6 +1493,34 @@ impl<'a> Checker<'a> {
             Builtin::Committed => {
                 self.lock_object(&args[0], "`committed`");
                 Ty::Bool
+            }
+            Builtin::TypeOf => {
+                self.lock_object(&args[0], "`\\typeof`");
+                Ty::Type
+            }
+            Builtin::Type => {
+                self.class_value(&args[0]);
+                Ty::Type
+            }
+        }
+    }
+
+    /// The class named by `e` in `\type(C)` (or a bare `C` compared with a `\typeof`).
+    fn class_value(&mut self, e: &'a Expr) {
+        match &e.kind {
+            ExprKind::Name(c) if self.tables.class_by_name(&c.name).is_some() => {}
+            ExprKind::Name(c) => self.err(CheckError::UnknownClass {
+                name: c.name.clone(),
+                span: c.span,
+            }),
+            _ => {
+                let found = "an expression".to_string();
+                self.err(CheckError::Mismatch {
+                    what: "`\\type`".to_string(),
+                    expected: "a class name".into(),
+                    found,
+                    span: e.span,
+                });
             }
         }
     }

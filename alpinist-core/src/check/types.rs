@@ -13,6 +13,7 @@ pub fn assignable(expected: &Ty, found: &Ty) -> bool {
     match (expected, found) {
         (Unknown, _) | (_, Unknown) => true,
         (Int, Int) | (Bool, Bool) | (Void, Void) | (Resource, Resource) | (Null, Null) => true,
+        (Type, Type) => true,
         (Frac | ZFrac | Rational, Int | Frac | ZFrac | Rational) => true,
         (Resource, Bool) => true,
         (Array(_) | Class(_) | Option(_), Null) => true,

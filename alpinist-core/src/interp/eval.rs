@@ -692,6 +692,10 @@ impl<'p> Machine<'p, '_> {
                 }
                 Ok(Value::Bool(true))
             }
+            (Builtin::TypeOf | Builtin::Type, _) => Err(InterpError::unsupported(
+                format!("classes as values (`{}`)", op.spelling()),
+                span,
+            )),
             _ => Err(InterpError::unsupported(
                 format!("permissions (`{}`)", op.spelling()),
                 span,

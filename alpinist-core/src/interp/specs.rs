@@ -409,7 +409,11 @@ impl<'p> Machine<'p, '_> {
     pub(crate) fn holds_resources(&self, env: &Env<'p>, e: &Expr) -> bool {
         let mut found = false;
         e.visit(&mut |x| match &x.kind {
-            ExprKind::Builtin { op, .. } if *op != Builtin::Array => found = true,
+            ExprKind::Builtin { op, .. }
+                if !matches!(op, Builtin::Array | Builtin::TypeOf | Builtin::Type) =>
+            {
+                found = true
+            }
             ExprKind::PermLit(_) => found = true,
             ExprKind::Call { receiver, name, .. } => {
                 let predicate = match receiver {

@@ -793,6 +793,26 @@ macro_rules! for_each_child {
 }
 
 impl Expr {
+    /// In `\typeof(e) == C` (either order, `==` or `!=`): the bare name `C`, which 1.x writes
+    /// for `\type(C)`. It names a class only where no variable or field has that name (the
+    /// type checker and the checker both look it up first).
+    pub fn class_compared_with_typeof<'e>(lhs: &'e Expr, rhs: &'e Expr) -> Option<&'e Ident> {
+        let is_typeof = |e: &Expr| {
+            matches!(
+                e.kind,
+                ExprKind::Builtin {
+                    op: Builtin::TypeOf,
+                    ..
+                }
+            )
+        };
+        match (&lhs.kind, &rhs.kind) {
+            (_, ExprKind::Name(c)) if is_typeof(lhs) => Some(c),
+            (ExprKind::Name(c), _) if is_typeof(rhs) => Some(c),
+            _ => None,
+        }
+    }
+
     /// `e` without the trigger markers `{: .. :}` around it: a trigger only guides quantifier
     /// instantiation, so `Perm({: a[i] :}, p)` names the location `a[i]`.
     pub fn peel_triggers(&self) -> &Expr {
@@ -1141,6 +1161,12 @@ pub enum Builtin {
     HPerm,
     /// `APerm(loc, p)`: an action permission to a field of a model object (reads and writes).
     APerm,
+    /// `\typeof(e)`: the class of the object `e` refers to, as a value (PVL has no subclasses:
+    /// the class `e` is declared with, where `e` is not null).
+    TypeOf,
+    /// `\type(C)`: the class `C` as a value (1.x also writes a bare `C` where a `\typeof` is
+    /// compared with it).
+    Type,
 }
 
 impl Builtin {
@@ -1157,6 +1183,8 @@ impl Builtin {
             Builtin::Committed => "committed",
             Builtin::HPerm => "HPerm",
             Builtin::APerm => "APerm",
+            Builtin::TypeOf => "\\typeof",
+            Builtin::Type => "\\type",
         }
     }
 }

@@ -2012,6 +2012,8 @@ impl Builder {
                     Rule::b_committed => Builtin::Committed,
                     Rule::b_hperm => Builtin::HPerm,
                     Rule::b_aperm => Builtin::APerm,
+                    Rule::b_typeof => Builtin::TypeOf,
+                    Rule::b_type => Builtin::Type,
                     _ => Builtin::Matrix,
                 };
                 let (args, d) = self.args(kids.next("arguments")?)?;

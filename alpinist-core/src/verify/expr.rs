@@ -826,6 +826,22 @@ impl<'a> Eval<'a> {
                 let (o, _) = self.reference(&args[0])?;
                 Value::bool(self.decls.world.committed(&o))
             }
+            ExprKind::Builtin {
+                op: Builtin::TypeOf,
+                args,
+            } if args.len() == 1 => self.type_of(&args[0])?,
+            ExprKind::Builtin {
+                op: Builtin::Type,
+                args,
+            } if args.len() == 1 => match &args[0].kind {
+                ExprKind::Name(c) => self.class_value(c)?,
+                _ => {
+                    return Err(unsupported(
+                        "`\\type` of something other than a class",
+                        span,
+                    ))
+                }
+            },
             ExprKind::Builtin { op, .. } => {
                 return Err(unsupported(
                     format!("`{}` in a pure position", op.spelling()),
@@ -1041,6 +1057,18 @@ impl<'a> Eval<'a> {
             }
             ExprKind::Unfolding { pred, body } => self.unfolding(pred, body, span)?,
         })
+    }
+
+    /// Whether `name` is bound here: a binder, a local or parameter, or a field of `this`.
+    fn names_a_value(&self, name: &str) -> bool {
+        let field_of_this = match self.store.get("this").map(|t| &t.ty) {
+            Some(Ty::Object(class)) => self
+                .decls
+                .program
+                .is_some_and(|p| p.field(class, name).is_some()),
+            _ => false,
+        };
+        self.scopes.iter().any(|(n, _)| n == name) || self.store.contains_key(name) || field_of_this
     }
 
     fn name(&mut self, name: &str, span: Span) -> Result<Value, EncodeError> {
@@ -1263,12 +1291,16 @@ impl<'a> Eval<'a> {
                 })
             }
             Eq | Neq => {
-                let (a, b) = unify(
-                    self.decls.world,
-                    self.value(lhs)?,
-                    self.value(rhs)?,
-                    rhs.span,
-                )?;
+                // 1.x `\typeof(e) == C`: the bare name is the class (where nothing local has
+                // that name; the type checker decided the same).
+                let class = Expr::class_compared_with_typeof(lhs, rhs)
+                    .filter(|c| !self.names_a_value(&c.name));
+                let value = |ev: &mut Self, side: &Expr| match (class, &side.kind) {
+                    (Some(c), ExprKind::Name(n)) if n.name == c.name => ev.class_value(c),
+                    _ => ev.value(side),
+                };
+                let (l, r) = (value(self, lhs)?, value(self, rhs)?);
+                let (a, b) = unify(self.decls.world, l, r, rhs.span)?;
                 if let (Term::Seq(x), Term::Seq(y), Ty::Seq(_)) = (&a.term, &b.term, &a.ty) {
                     // Extensionality for this pair: equal when the lengths and every cell
                     // agree. Valid; used where `x == y` is to be proved, its negation then
@@ -1390,6 +1422,35 @@ impl<'a> Eval<'a> {
                 }
             }
         })
+    }
+
+    /// `\typeof(e)` of an object: its class's number (PVL has no subclasses, so the class `e`
+    /// is declared with), and where `e` is null a number nothing fixes (`typeof null`).
+    fn type_of(&mut self, e: &Expr) -> Result<Value, EncodeError> {
+        let v = self.value(e)?;
+        let (Ty::Object(class), Term::Ref(r)) = (&v.ty, &v.term) else {
+            return Err(unsupported(
+                "`\\typeof` of something other than an object",
+                e.span,
+            ));
+        };
+        let Some(n) = self.decls.program.and_then(|p| p.class_number(class)) else {
+            return Err(unsupported(
+                "`\\typeof` of an object of no known class",
+                e.span,
+            ));
+        };
+        let of_null = Int::new_const("typeof null");
+        let null = self.decls.world.null.clone();
+        Ok(Value::int(r.eq(&null).ite(&of_null, &Int::from_i64(n))))
+    }
+
+    /// `\type(C)`: the class's number.
+    fn class_value(&mut self, c: &crate::syntax::Ident) -> Result<Value, EncodeError> {
+        match self.decls.program.and_then(|p| p.class_number(&c.name)) {
+            Some(n) => Ok(Value::int(Int::from_i64(n))),
+            None => Err(unsupported(format!("the class `{}`", c.name), c.span)),
+        }
     }
 
     /// For a `\forall` (not `\forall*`): its body, with the binders bound

@@ -141,6 +141,9 @@ pub struct ProgramInfo<'p> {
     /// `commit` or `committed` somewhere. Otherwise (1.x) a constructor hands the invariant to
     /// the lock where it ends, and every object outside its constructor is committed.
     pub explicit_commit: bool,
+    /// The program's classes in the order declared: a class as a value (`\type(C)`) is its
+    /// position here, from 1.
+    classes: Vec<String>,
 }
 
 impl<'p> ProgramInfo<'p> {
@@ -156,6 +159,7 @@ impl<'p> ProgramInfo<'p> {
             implicit_idle: Vec::new(),
             lock_invariants: BTreeMap::new(),
             explicit_commit: false,
+            classes: Vec::new(),
         };
         let mut next_field = 0i64;
         let mut add =
@@ -202,6 +206,7 @@ impl<'p> ProgramInfo<'p> {
         info.ambiguous = ambiguous_names(&info.order);
         for item in &program.items {
             let Item::Class(c) = item else { continue };
+            info.classes.push(c.name.name.clone());
             let mut inv: Vec<&'p Expr> = clauses(&c.contract, |k| match k {
                 ClauseKind::LockInvariant(e) => Some(e),
                 _ => None,
@@ -281,6 +286,12 @@ impl<'p> ProgramInfo<'p> {
         kinds.sort();
         kinds.dedup();
         kinds
+    }
+
+    /// `\type(class)`: the class's number (distinct classes, distinct numbers; none is 0).
+    pub fn class_number(&self, class: &str) -> Option<i64> {
+        let at = self.classes.iter().position(|c| c == class)?;
+        Some(at as i64 + 1)
     }
 
     pub fn field(&self, class: &str, name: &str) -> Option<&FieldInfo> {

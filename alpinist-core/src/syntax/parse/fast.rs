@@ -1860,7 +1860,7 @@ impl<'s> Fast<'s> {
         })
     }
 
-    /// lit_result | old_expr | builtin (`\array`, `\matrix`)
+    /// lit_result | old_expr | builtin (`\array`, `\matrix`, `\typeof`, `\type`)
     fn backslash(&mut self) -> R<Built> {
         let start = self.pos;
         let w = self.word_at(start + 1);
@@ -1880,11 +1880,12 @@ impl<'s> Fast<'s> {
                 self.wrap(ExprKind::Old(Box::new(b.expr)), start, b.depth)
             }
             "unfolding" => self.unfolding(),
-            "array" | "matrix" => {
-                let op = if w == "array" {
-                    Builtin::Array
-                } else {
-                    Builtin::Matrix
+            "array" | "matrix" | "typeof" | "type" => {
+                let op = match w {
+                    "array" => Builtin::Array,
+                    "matrix" => Builtin::Matrix,
+                    "typeof" => Builtin::TypeOf,
+                    _ => Builtin::Type,
                 };
                 self.pos += 1 + w.len();
                 self.skip();
