@@ -396,6 +396,8 @@ const EXPRESSION_START_TOKENS: &[&str] = &[
     "committed",
     "\\array",
     "\\matrix",
+    "\\typeof",
+    "\\type",
     "\\old",
     "\\result",
     "\\forall",
