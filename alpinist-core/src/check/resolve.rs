@@ -1406,7 +1406,8 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// The object of a lock operation, `held(..)` or `committed(..)`: an object.
+    /// An operand that must be an object: of a lock operation, `held(..)`, `committed(..)`,
+    /// `\typeof(..)`.
     fn lock_object(&mut self, e: &'a Expr, what: &str) {
         let t = self.expr(e);
         if !matches!(t, Ty::Class(_) | Ty::Unknown) {

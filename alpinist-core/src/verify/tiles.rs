@@ -42,6 +42,7 @@ pub fn instances(xs: &[Int], guards: &[Bool], goal: &Bool) -> Vec<Bool> {
     for g in guards {
         conjuncts(&Dynamic::from_ast(g), &mut conj);
     }
+    let free_of = |t: &Dynamic, x: &Dynamic| !occurs(t, x, &mut HashSet::new());
     let mut out = Vec::new();
     for (b, inner) in xs.iter().enumerate() {
         let inner_d = Dynamic::from_ast(inner);
@@ -50,32 +51,30 @@ pub fn instances(xs: &[Int], guards: &[Bool], goal: &Bool) -> Vec<Bool> {
                 continue;
             }
             let outer_d = Dynamic::from_ast(outer);
-            let free_of = |t: &Dynamic, x: &Dynamic| !occurs(t, x, &mut HashSet::new());
-            // The tile: bounds of `inner` over `outer`; the range: bounds of `outer` alone.
-            let tile = |side| {
+            // A conjunct bounding `x` on `side` by a term free of `inner` that mentions `outer`
+            // exactly when `tiled`: the tile of `inner` over `outer`, or the range of `outer`.
+            let find = |x: &Dynamic, tiled: bool, side| {
                 conj.iter().enumerate().find_map(|(n, c)| {
-                    let t = bound(c, &inner_d, side)?;
-                    (!free_of(&t, &outer_d) && free_of(&t, &inner_d)).then_some((n, t))
+                    let t = bound(c, x, side)?;
+                    (free_of(&t, &inner_d) && free_of(&t, &outer_d) != tiled).then_some((n, t))
                 })
             };
-            let range = |side| {
-                conj.iter().enumerate().find_map(|(n, c)| {
-                    let t = bound(c, &outer_d, side)?;
-                    (free_of(&t, &outer_d) && free_of(&t, &inner_d)).then_some((n, t))
-                })
-            };
-            let (Some((l, lower)), Some((u, upper))) = (tile(Side::Lower), tile(Side::Upper))
-            else {
+            let (Some((l, lower)), Some((u, upper))) = (
+                find(&inner_d, true, Side::Lower),
+                find(&inner_d, true, Side::Upper),
+            ) else {
                 continue;
             };
-            let (Some((rl, lo)), Some((ru, hi))) = (range(Side::Lower), range(Side::Upper)) else {
+            let (Some((rl, lo)), Some((ru, hi))) = (
+                find(&outer_d, false, Side::Lower),
+                find(&outer_d, false, Side::Upper),
+            ) else {
                 continue;
             };
             let Some((start, width)) = tile_of(&lower, &upper, outer) else {
                 continue;
             };
-            let (lo, hi) = (lo.as_int(), hi.as_int());
-            let (Some(lo), Some(hi)) = (lo, hi) else {
+            let (Some(lo), Some(hi)) = (lo.as_int(), hi.as_int()) else {
                 continue;
             };
             let q = (inner - &start).div(&width);
