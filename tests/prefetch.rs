@@ -80,6 +80,11 @@ fn refused_prefetchings_exit_1_with_their_reason() {
             "cannot prefetch: an index that reads the heap (`idx[tid]`; only variables and constants) is not supported",
         ),
         (
+            "tests/data/prefetch/values_in_the_method.pvl",
+            "E0946",
+            "cannot prefetch: `\\values` in the method (it reads cells no index names) is not supported",
+        ),
+        (
             "tests/data/prefetch/unguarded_access.pvl",
             "E0948",
             "cannot show that `tid == 1`, the condition under which the register is loaded, holds at this access",

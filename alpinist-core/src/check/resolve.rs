@@ -1430,6 +1430,7 @@ impl<'a> Checker<'a> {
             Builtin::Matrix => 3,
             Builtin::Idle | Builtin::Running | Builtin::Held | Builtin::Committed => 1,
             Builtin::TypeOf | Builtin::Type => 1,
+            Builtin::Values => 3,
         };
         if args.len() != expected {
             self.err(CheckError::ArgCount {
@@ -1445,6 +1446,7 @@ impl<'a> Checker<'a> {
             return match op {
                 Builtin::Array | Builtin::Matrix | Builtin::Committed => Ty::Bool,
                 Builtin::TypeOf | Builtin::Type => Ty::Type,
+                Builtin::Values => Ty::Unknown,
                 _ => Ty::Resource,
             };
         }
@@ -1503,6 +1505,12 @@ impl<'a> Checker<'a> {
                 self.class_value(&args[0]);
                 Ty::Type
             }
+            Builtin::Values => {
+                let elem = self.expect_array(&args[0], 1);
+                self.expect(&args[1], &Ty::Int, "first index of `\\values`");
+                self.expect(&args[2], &Ty::Int, "end index of `\\values`");
+                Ty::Seq(Box::new(elem))
+            }
         }
     }
 
@@ -1526,13 +1534,15 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn expect_array(&mut self, e: &'a Expr, dims: usize) {
+    /// Checks that `e` is an array of `dims` dimensions; its element type (`Unknown` where it
+    /// is not such an array).
+    fn expect_array(&mut self, e: &'a Expr, dims: usize) -> Ty {
         let t = self.expr(e);
         let mut cur = &t;
         for _ in 0..dims {
             match cur {
                 Ty::Array(inner) => cur = inner,
-                Ty::Unknown => return,
+                Ty::Unknown => return Ty::Unknown,
                 _ => {
                     let found = self.show(&t);
                     self.err(CheckError::Mismatch {
@@ -1545,10 +1555,11 @@ impl<'a> Checker<'a> {
                         found,
                         span: e.span,
                     });
-                    return;
+                    return Ty::Unknown;
                 }
             }
         }
+        cur.clone()
     }
 
     /// The location argument of `Perm`/`PointsTo`/`Value`: a field or an array cell.
@@ -2044,6 +2055,10 @@ impl<'a> Checker<'a> {
             }
             (Ty::Seq(el), "head", 0) => Some((**el).clone()),
             (Ty::Seq(_), "tail", 0) => Some(subject.clone()),
+            (Ty::Seq(el), "contains", 1) => {
+                self.expect(&rest[0], el, "`contains` element");
+                Some(Ty::Bool)
+            }
             (Ty::Seq(_), "removeAt", 1) => {
                 self.expect(&rest[0], &Ty::Int, "`removeAt` index");
                 Some(subject.clone())

@@ -174,14 +174,7 @@ impl<'p> Machine<'p, '_> {
                     Some(t) => self.eval_int(env, t)?,
                     None => len as i128,
                 };
-                let (Ok(a), Ok(b)) = (usize::try_from(lo), usize::try_from(hi)) else {
-                    let index = if lo < 0 { lo } else { hi };
-                    return Err(InterpError::OutOfBounds { index, len, span });
-                };
-                if a > b || b > len {
-                    let index = if b > len { hi } else { lo };
-                    return Err(InterpError::OutOfBounds { index, len, span });
-                }
+                let (a, b) = range_within(lo, hi, len, span)?;
                 let elems = self.seq_elems(q, span)?[a..b].to_vec();
                 self.new_seq(elems, span)
             }
@@ -297,15 +290,20 @@ impl<'p> Machine<'p, '_> {
             In => {
                 let x = self.eval(env, lhs)?;
                 let q = self.eval_seq(env, rhs)?;
-                let elems = self.seq_elems(q, span)?.to_vec();
-                for e in elems {
-                    if self.equal(x, e, span)? {
-                        return Ok(Value::Bool(true));
-                    }
-                }
-                Ok(Value::Bool(false))
+                Ok(Value::Bool(self.seq_contains(q, x, span)?))
             }
         }
+    }
+
+    /// `x in q`, also `q.contains(x)`.
+    fn seq_contains(&mut self, q: SeqRef, x: Value, span: Span) -> Result<bool, InterpError> {
+        let elems = self.seq_elems(q, span)?.to_vec();
+        for e in elems {
+            if self.equal(x, e, span)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     fn eval_seq(&mut self, env: &mut Env<'p>, e: &'p Expr) -> Result<SeqRef, InterpError> {
@@ -537,6 +535,11 @@ impl<'p> Machine<'p, '_> {
                     Value::Seq(q) if args.is_empty() => {
                         self.seq_op(q, &name.name, e.span).map(Some)
                     }
+                    Value::Seq(q) if name.name == "contains" && args.len() == 1 => {
+                        let x = self.eval(env, &args[0])?;
+                        self.seq_contains(q, x, e.span)
+                            .map(|b| Some(Value::Bool(b)))
+                    }
                     Value::Seq(q) if name.name == "removeAt" && args.len() == 1 => {
                         self.remove_at(env, q, &args[0], e.span).map(Some)
                     }
@@ -691,6 +694,27 @@ impl<'p> Machine<'p, '_> {
                     }
                 }
                 Ok(Value::Bool(true))
+            }
+            (Builtin::Values, [a, from, to]) => {
+                let array = self.eval(env, a)?;
+                let lo = self.eval_int(env, from)?;
+                let hi = self.eval_int(env, to)?;
+                let r = match array {
+                    Value::Array(r) => r,
+                    Value::Null => return Err(InterpError::NullDereference { span: a.span }),
+                    _ => return Err(InterpError::unsupported("`\\values` of a non-array", span)),
+                };
+                let len =
+                    self.memory.get(r).map(<[Value]>::len).ok_or_else(|| {
+                        InterpError::unsupported("a dangling array reference", span)
+                    })?;
+                let (a, b) = range_within(lo, hi, len, span)?;
+                let mut elems = Vec::with_capacity(b - a);
+                for k in a..b {
+                    self.check_access(env, (r, k), Access::Read, span)?;
+                    elems.push(self.read_cell(r, k, span)?);
+                }
+                self.new_seq(elems, span)
             }
             (Builtin::TypeOf | Builtin::Type, _) => Err(InterpError::unsupported(
                 format!("classes as values (`{}`)", op.spelling()),
@@ -957,4 +981,18 @@ fn children<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
         ExprKind::Tuple { first, second, .. } => out.extend([&**first, &**second]),
         ExprKind::Unfolding { pred, body } => out.extend([&**pred, &**body]),
     }
+}
+
+/// `lo .. hi` as indices of something of length `len` (a slice, `\values`): `0 <= lo <= hi <=
+/// len`, else out of bounds at the end that is.
+fn range_within(lo: i128, hi: i128, len: usize, span: Span) -> Result<(usize, usize), InterpError> {
+    let (Ok(a), Ok(b)) = (usize::try_from(lo), usize::try_from(hi)) else {
+        let index = if lo < 0 { lo } else { hi };
+        return Err(InterpError::OutOfBounds { index, len, span });
+    };
+    if a > b || b > len {
+        let index = if b > len { hi } else { lo };
+        return Err(InterpError::OutOfBounds { index, len, span });
+    }
+    Ok((a, b))
 }

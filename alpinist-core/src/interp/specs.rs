@@ -410,7 +410,10 @@ impl<'p> Machine<'p, '_> {
         let mut found = false;
         e.visit(&mut |x| match &x.kind {
             ExprKind::Builtin { op, .. }
-                if !matches!(op, Builtin::Array | Builtin::TypeOf | Builtin::Type) =>
+                if !matches!(
+                    op,
+                    Builtin::Array | Builtin::TypeOf | Builtin::Type | Builtin::Values
+                ) =>
             {
                 found = true
             }

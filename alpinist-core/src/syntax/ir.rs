@@ -1167,6 +1167,8 @@ pub enum Builtin {
     /// `\type(C)`: the class `C` as a value (1.x also writes a bare `C` where a `\typeof` is
     /// compared with it).
     Type,
+    /// `\values(a, from, to)`: the sequence of the cells `a[from .. to)` (reads each of them).
+    Values,
 }
 
 impl Builtin {
@@ -1185,6 +1187,7 @@ impl Builtin {
             Builtin::APerm => "APerm",
             Builtin::TypeOf => "\\typeof",
             Builtin::Type => "\\type",
+            Builtin::Values => "\\values",
         }
     }
 }

@@ -398,6 +398,7 @@ const EXPRESSION_START_TOKENS: &[&str] = &[
     "\\matrix",
     "\\typeof",
     "\\type",
+    "\\values",
     "\\old",
     "\\result",
     "\\forall",
@@ -2016,6 +2017,7 @@ impl Builder {
                     Rule::b_aperm => Builtin::APerm,
                     Rule::b_typeof => Builtin::TypeOf,
                     Rule::b_type => Builtin::Type,
+                    Rule::b_values => Builtin::Values,
                     _ => Builtin::Matrix,
                 };
                 let (args, d) = self.args(kids.next("arguments")?)?;

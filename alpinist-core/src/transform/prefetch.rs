@@ -206,6 +206,30 @@ pub fn plan(program: &Program, method: Span, array: &str, index: &str) -> Result
             span: me.name.span,
         });
     };
+    // `\values(b, ..)` reads cells of `b` where no index names them: the alias checks below
+    // look for `b[..]`, so a register could leave it a stale cell. Refused.
+    let mut values_at = None;
+    for s in &body.stmts {
+        s.visit(&mut |s| {
+            s.for_each_expr(&mut |e| {
+                e.visit(&mut |x| {
+                    if let ExprKind::Builtin {
+                        op: Builtin::Values,
+                        ..
+                    } = x.kind
+                    {
+                        values_at = values_at.or(Some(x.span));
+                    }
+                })
+            })
+        });
+    }
+    if let Some(span) = values_at {
+        return Err(unsupported(
+            "`\\values` in the method (it reads cells no index names)",
+            span,
+        ));
+    }
     // Every declared name with its type: parameters, fields, the body's locals.
     let mut typed: Vec<(String, crate::syntax::Type)> = Vec::new();
     for f in fields {

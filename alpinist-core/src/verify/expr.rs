@@ -831,6 +831,10 @@ impl<'a> Eval<'a> {
                 args,
             } if args.len() == 1 => self.type_of(&args[0])?,
             ExprKind::Builtin {
+                op: Builtin::Values,
+                args,
+            } if args.len() == 3 => self.values(&args[0], &args[1], &args[2], span)?,
+            ExprKind::Builtin {
                 op: Builtin::Type,
                 args,
             } if args.len() == 1 => match &args[0].kind {
@@ -1840,6 +1844,65 @@ impl<'a> Eval<'a> {
         self.read_location(r, i, ty, span)
     }
 
+    /// `\values(a, from, to)`: a sequence `s` with `|s| == to - from` and `s[j] == a[from + j]`,
+    /// where `a` is not null, `0 <= from <= to <= a.length` and each of those cells is held
+    /// (each is read). A fresh constant and its definition, which holds where those checks
+    /// do: so not under a quantifier, where one constant would stand for many sequences.
+    fn values(
+        &mut self,
+        a: &Expr,
+        from: &Expr,
+        to: &Expr,
+        span: Span,
+    ) -> Result<Value, EncodeError> {
+        if !self.bound.is_empty() {
+            return Err(unsupported("`\\values` under a quantifier", span));
+        }
+        let Some(heap) = self.heap.clone() else {
+            return Err(unsupported("`\\values` in a pure context", span));
+        };
+        let array = self.value(a)?;
+        let (Term::Ref(r), Ty::Array(elem)) = (&array.term, &array.ty) else {
+            return Err(ill_sorted("an array", &array.ty, a.span));
+        };
+        let (r, elem) = (r.clone(), (**elem).clone());
+        let lo = self.int(from)?;
+        let hi = self.int(to)?;
+        let w = self.decls.world;
+        let kind = w.heap_kind(&elem, span)?;
+        let zero = Int::from_i64(0);
+        let non_null = r.eq(&w.null).not();
+        self.require(non_null.clone(), ObligationKind::NullDereference, a.span);
+        self.require(zero.le(&lo), ObligationKind::IndexNegative, from.span);
+        self.require(lo.le(&hi), ObligationKind::IndexNegative, span);
+        self.require(hi.le(w.len_of(&r)), ObligationKind::IndexTooLarge, to.span);
+        if let Some(mask) = &self.mask {
+            let j = Int::fresh_const("j");
+            let amount = mask.amount(&r, &j);
+            let held = Bool::and(&[lo.le(&j), j.lt(&hi)]).implies(amount.gt(real(0)));
+            let held = super::state::forall_on(&[&j as &dyn Ast], &amount, &held);
+            self.require(held, ObligationKind::InsufficientPermission, span);
+        }
+        let s = Seq::fresh_const("values", &w.sort_of(&elem));
+        let j = Int::fresh_const("j");
+        let at = self.seq_at(&s, &j);
+        let cell = heap.read(kind, &r, &Int::add(&[lo.clone(), j.clone()]));
+        let length = Int::sub(&[hi.clone(), lo.clone()]);
+        let cells = super::state::forall_on(
+            &[&j as &dyn Ast],
+            &at,
+            &Bool::and(&[zero.le(&j), j.lt(&length)]).implies(at.eq(&cell)),
+        );
+        let defined = Bool::and(&[non_null, zero.le(&lo), lo.le(&hi), hi.le(w.len_of(&r))]);
+        let fact = defined.implies(Bool::and(&[s.length().eq(&length), cells]));
+        let fact = self.close(&fact);
+        self.facts.push(fact);
+        Ok(Value {
+            term: Term::Seq(s),
+            ty: Ty::Seq(Box::new(elem)),
+        })
+    }
+
     fn field(
         &mut self,
         e: &Expr,
@@ -2348,6 +2411,12 @@ impl<'a> Eval<'a> {
             if let Some(v) = self.map_call(receiver, name, args, span) {
                 return v;
             }
+        }
+        if let (false, "contains", Some(s), [x]) =
+            (functions.contains_key(name), name, receiver, args)
+        {
+            // `s.contains(x)`: `x in s`.
+            return self.binary(BinaryOp::In, x, s, span);
         }
         if !functions.contains_key(name) && name == "removeAt" {
             // `s.removeAt(i)`, 1.x `removeAt(s, i)`: `s` without its element at `i`.

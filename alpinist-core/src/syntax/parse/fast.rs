@@ -1880,11 +1880,12 @@ impl<'s> Fast<'s> {
                 self.wrap(ExprKind::Old(Box::new(b.expr)), start, b.depth)
             }
             "unfolding" => self.unfolding(),
-            "array" | "matrix" | "typeof" | "type" => {
+            "array" | "matrix" | "typeof" | "type" | "values" => {
                 let op = match w {
                     "array" => Builtin::Array,
                     "matrix" => Builtin::Matrix,
                     "typeof" => Builtin::TypeOf,
+                    "values" => Builtin::Values,
                     _ => Builtin::Type,
                 };
                 self.pos += 1 + w.len();
