@@ -209,20 +209,17 @@ pub fn plan(program: &Program, method: Span, array: &str, index: &str) -> Result
     // `\values(b, ..)` reads cells of `b` where no index names them: the alias checks below
     // look for `b[..]`, so a register could leave it a stale cell. Refused.
     let mut values_at = None;
+    let mut find_values = |x: &Expr| {
+        if let ExprKind::Builtin {
+            op: Builtin::Values,
+            ..
+        } = x.kind
+        {
+            values_at = values_at.or(Some(x.span));
+        }
+    };
     for s in &body.stmts {
-        s.visit(&mut |s| {
-            s.for_each_expr(&mut |e| {
-                e.visit(&mut |x| {
-                    if let ExprKind::Builtin {
-                        op: Builtin::Values,
-                        ..
-                    } = x.kind
-                    {
-                        values_at = values_at.or(Some(x.span));
-                    }
-                })
-            })
-        });
+        s.for_each_expr_deep(&mut |e| e.visit(&mut find_values));
     }
     if let Some(span) = values_at {
         return Err(unsupported(

@@ -35,7 +35,7 @@ use super::inline;
 use super::int32;
 use super::obligation::{Check, ObligationKind};
 use super::one_point;
-use super::program::{element, ty_of, ProgramInfo, Routine};
+use super::program::{element, ty_of, FieldInfo, ProgramInfo, Routine};
 use super::state::{
     real, seq_extract, value_of, Heap, HeapStep, MapTerm, Mask, Snapshot, Store, Term, Ty, Value,
     World,
@@ -1065,14 +1065,9 @@ impl<'a> Eval<'a> {
 
     /// Whether `name` is bound here: a binder, a local or parameter, or a field of `this`.
     fn names_a_value(&self, name: &str) -> bool {
-        let field_of_this = match self.store.get("this").map(|t| &t.ty) {
-            Some(Ty::Object(class)) => self
-                .decls
-                .program
-                .is_some_and(|p| p.field(class, name).is_some()),
-            _ => false,
-        };
-        self.scopes.iter().any(|(n, _)| n == name) || self.store.contains_key(name) || field_of_this
+        self.scopes.iter().any(|(n, _)| n == name)
+            || self.store.contains_key(name)
+            || self.this_field(name).is_some()
     }
 
     fn name(&mut self, name: &str, span: Span) -> Result<Value, EncodeError> {
@@ -1095,14 +1090,20 @@ impl<'a> Eval<'a> {
 
     /// The location of field `name` of `this`, when there is a `this` with such a field.
     fn field_of_this(&mut self, name: &str, span: Span) -> Option<(Dynamic, Int, Ty)> {
-        let this = self.store.get("this")?.clone();
+        let (r, info) = self.this_field(name)?;
+        let w = self.decls.world;
+        self.require(r.eq(&w.null).not(), ObligationKind::NullDereference, span);
+        Some((r, Int::from_i64(info.index), info.ty))
+    }
+
+    /// `this` and its field `name`, when there is a `this` with such a field.
+    fn this_field(&self, name: &str) -> Option<(Dynamic, FieldInfo)> {
+        let this = self.store.get("this")?;
         let (Term::Ref(r), Ty::Object(class)) = (&this.term, &this.ty) else {
             return None;
         };
         let info = self.decls.program?.field(class, name)?.clone();
-        let w = self.decls.world;
-        self.require(r.eq(&w.null).not(), ObligationKind::NullDereference, span);
-        Some((r.clone(), Int::from_i64(info.index), info.ty))
+        Some((r.clone(), info))
     }
 
     /// The value at a location, with the permission check.
@@ -1871,11 +1872,15 @@ impl<'a> Eval<'a> {
         let w = self.decls.world;
         let kind = w.heap_kind(&elem, span)?;
         let zero = Int::from_i64(0);
-        let non_null = r.eq(&w.null).not();
-        self.require(non_null.clone(), ObligationKind::NullDereference, a.span);
-        self.require(zero.le(&lo), ObligationKind::IndexNegative, from.span);
-        self.require(lo.le(&hi), ObligationKind::IndexNegative, span);
-        self.require(hi.le(w.len_of(&r)), ObligationKind::IndexTooLarge, to.span);
+        let conditions = [
+            (r.eq(&w.null).not(), ObligationKind::NullDereference, a.span),
+            (zero.le(&lo), ObligationKind::IndexNegative, from.span),
+            (lo.le(&hi), ObligationKind::IndexNegative, span),
+            (hi.le(w.len_of(&r)), ObligationKind::IndexTooLarge, to.span),
+        ];
+        for (condition, kind, at) in &conditions {
+            self.require(condition.clone(), *kind, *at);
+        }
         if let Some(mask) = &self.mask {
             let j = Int::fresh_const("j");
             let amount = mask.amount(&r, &j);
@@ -1893,7 +1898,7 @@ impl<'a> Eval<'a> {
             &at,
             &Bool::and(&[zero.le(&j), j.lt(&length)]).implies(at.eq(&cell)),
         );
-        let defined = Bool::and(&[non_null, zero.le(&lo), lo.le(&hi), hi.le(w.len_of(&r))]);
+        let defined = Bool::and(&conditions.map(|(condition, ..)| condition));
         let fact = defined.implies(Bool::and(&[s.length().eq(&length), cells]));
         let fact = self.close(&fact);
         self.facts.push(fact);
