@@ -132,7 +132,6 @@ fn every_example_with_a_par_block_runs_with_the_same_results() {
         ),
         ("kernel_fusion/fraction_compared.pvl", 2, "has type `frac`"),
         ("kernel_fusion/fraction_parameter.pvl", 2, "has type `frac`"),
-        ("matrix_linearisation/matrix_add_colmajor.pvl", 1, "E0956"),
     ];
     let mut ran = 0;
     for file in crate::common::pvl_files("examples") {

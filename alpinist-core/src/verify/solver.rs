@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Once;
 
 use z3::ast::{Bool, Int};
-use z3::{Config, Params, SatResult, Solver};
+use z3::{Config, Params, SatResult, Solver, Synchronized};
 
 use super::state::Term;
 
@@ -203,32 +203,39 @@ where
     r
 }
 
-/// Checks the SMT-LIB text of a query (`Solver`'s `Display`: declarations and `assertions`
-/// assertions) under the boolean constant named `assumption` in a fresh Z3 context: the same
-/// assertions with new term ids, in the order of the text. Z3's search follows term ids: the obligations of a linearised matrix's diagonal,
-/// `m[N * i + i]`, were left undecided by the method's solver and by a fresh solver in the
-/// method's context, and decided at once from the text. With a satisfiable answer, the values
-/// of the named integer and boolean constants (`(name shown, symbol, is_int)`), by symbol.
-pub fn check_text_in_fresh_context(
-    text: &str,
-    assertions: usize,
-    assumption: &str,
+/// Checks `assertions` under the assumption `assumption` (terms of the calling thread's
+/// context) in a fresh Z3 context: the same query translated, its terms with new ids. Z3's
+/// search follows term ids: the obligations of a linearised matrix's diagonal, `m[N * i +
+/// i]`, were left undecided by the method's solver and by a fresh solver in the method's
+/// context, and decided at once in a fresh context. With a satisfiable answer, the values of
+/// the named integer and boolean constants (`(name shown, symbol, is_int)`), by symbol.
+///
+/// Translated, not printed and read back: libz3 4.8.12 names the subterms it shares through
+/// `let` `a!1`, `a!2`, .., which are also the names of the fresh constants of a program
+/// variable `a`, and reads such a name back as the `let`'s term. The text of such a query was
+/// another query: lost where the sorts differ (unknown), proved where they agree (`t >= a!1`
+/// with `t` shared reads as `t >= t`).
+pub fn check_in_fresh_context(
+    assertions: Vec<Bool>,
+    assumption: &Bool,
     limits: &Limits,
     named: &[(String, String, bool)],
 ) -> (SatResult, Vec<(String, String)>) {
-    in_fresh_context(|| {
+    let mut query = assertions;
+    query.push(assumption.clone());
+    let query = Synchronized::new(&query);
+    in_fresh_context(move || {
+        let mut query = query.recover();
+        let assumption = query.pop().expect("the assumption was pushed last");
         let solver = Solver::new();
         solver.set_params(&limits.params());
-        solver.from_string(text);
-        // Text Z3 could not read in full is no query at all (a lost assertion could make a
-        // correct goal look refutable).
-        if solver.get_assertions().len() != assertions {
-            return (SatResult::Unknown, Vec::new());
+        for a in &query {
+            solver.assert(a);
         }
         // Under an assumption, as in the method's solver: a plain `check` of the asserted
         // goal runs Z3's non-incremental tactics, which ignored the resource limit (minutes
         // on a linearised column-major kernel).
-        let result = solver.check_assumptions(&[Bool::new_const(assumption)]);
+        let result = solver.check_assumptions(&[assumption]);
         let mut values = Vec::new();
         if let (SatResult::Sat, Some(model)) = (result, solver.get_model()) {
             for (shown, symbol, is_int) in named {
@@ -347,7 +354,7 @@ fn unparen_negative(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use z3::ast::Int;
+    use z3::ast::{Ast, Int};
 
     fn run(
         build: impl Fn() -> (Vec<Bool>, Bool, Vec<(String, Term)>) + Send + Sync,
@@ -446,6 +453,29 @@ mod tests {
         };
         // libz3 4.8.12 says "max. resource limit exceeded": the rlimit is what stopped it.
         assert!(reason.contains("resource"), "{reason}");
+    }
+
+    #[test]
+    fn a_fresh_context_reads_the_query_itself_not_its_text() {
+        // Z3 names the constants of a variable `a` `a!0`, `a!1`, .., and its printer names
+        // the subterms it shares through `let` `a!1`, `a!2`, .. too: libz3 4.8.12 prints
+        // `t >= a!1` with `t` shared as `(let ((a!1 t)) .. (>= a!1 a!1) ..)`, which reads
+        // back as `t >= t`. The retry that went through the text answered `unsat` for this
+        // satisfiable query (`t >= a` follows from nothing here), so a wrong claim could be
+        // verified: translated, the query is itself.
+        in_fresh_context(|| {
+            let xs: Vec<Int> = (0..3).map(|_| Int::fresh_const("a")).collect();
+            let base = Int::add(&[&xs[0], &xs[2], &Int::from_i64(1)]);
+            let t = &base * &base + &base;
+            let goal = Bool::fresh_const("obligation");
+            let claim = Bool::and(&[t.ge(&xs[1]), t.ge(&t - 1)]);
+            let assertions = vec![goal.implies(claim.not())];
+            let named = [("a".to_string(), xs[1].decl().name(), true)];
+            let (answer, values) =
+                check_in_fresh_context(assertions, &goal, &Limits::default(), &named);
+            assert_eq!(answer, SatResult::Sat);
+            assert_eq!(values.len(), 1, "{values:?}");
+        });
     }
 
     #[test]
