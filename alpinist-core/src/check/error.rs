@@ -287,6 +287,49 @@ pub enum CheckError {
         span: Span,
     },
 
+    #[error("`AutoValue` outside the `requires`, `ensures` or `context` of a method or function")]
+    #[diagnostic(
+        code(E0229),
+        help(
+            "`AutoValue(loc)` borrows a read of `loc` from the caller for the length of a call; \
+             elsewhere write `Value(loc)` or `Perm(loc, read)`"
+        )
+    )]
+    AutoValueMisplaced {
+        #[label("here")]
+        span: Span,
+    },
+
+    #[error("`AutoValue({loc})` beside another permission of the same location in one contract")]
+    #[diagnostic(
+        code(E0230),
+        help(
+            "`AutoValue` takes whatever part of the caller's permission it needs: state either \
+             `AutoValue({loc})` or an amount of it, not both (VerCors' `combinedAutoValue`)"
+        )
+    )]
+    AutoValueCombined {
+        loc: String,
+        #[label(primary, "this `AutoValue`")]
+        span: Span,
+        #[label("the same location")]
+        other: Span,
+    },
+
+    #[error("`AutoValue({loc})` in a postcondition, but the precondition does not borrow `{loc}`")]
+    #[diagnostic(
+        code(E0231),
+        help(
+            "a postcondition's `AutoValue` gives back what the precondition's borrowed: write \
+             `context AutoValue({loc});`, or `ensures Value({loc});` for a read of the callee's own"
+        )
+    )]
+    AutoValueNotBorrowed {
+        loc: String,
+        #[label("nothing borrowed to give back")]
+        span: Span,
+    },
+
     // ---- E03xx: types ------------------------------------------------------------------
     #[error("type mismatch in {what}: expected {expected}, found {found}")]
     #[diagnostic(code(E0301))]
@@ -590,6 +633,9 @@ impl CheckError {
             | UnknownLabel { span, .. }
             | ModelNotSupported { span, .. }
             | ConstructorRequiresThis { span, .. }
+            | AutoValueMisplaced { span }
+            | AutoValueCombined { span, .. }
+            | AutoValueNotBorrowed { span, .. }
             | Mismatch { span, .. }
             | BadOperands { span, .. }
             | ArgCount { span, .. }

@@ -54,6 +54,8 @@ pub(crate) struct Checker<'a> {
     pure_context: Option<&'static str>,
     /// `Some(return type)` while checking a postcondition of a method with a result.
     result_ty: Option<Ty>,
+    /// Checking a `requires`, `ensures` or `context` of a routine: where `AutoValue` may stand.
+    auto_value_allowed: bool,
     /// Inside ghost code: a `ghost` statement, a `with` value or a `then` assignment.
     ghost: bool,
     /// Facts for the checks of ghost code that need the whole program (`effects.rs`).
@@ -87,6 +89,7 @@ impl<'a> Checker<'a> {
             pars: Vec::new(),
             invariants: Vec::new(),
             pure_context: None,
+            auto_value_allowed: false,
             result_ty: None,
             ghost: false,
             effects: EffectLog::default(),
@@ -292,7 +295,12 @@ impl<'a> Checker<'a> {
                     self.result_ty = Some(return_type.clone());
                 }
             }
+            self.auto_value_allowed = matches!(
+                clause.kind,
+                ClauseKind::Requires(_) | ClauseKind::Ensures(_) | ClauseKind::Context(_)
+            );
             self.check_clause(clause, ClauseSite::Method);
+            self.auto_value_allowed = false;
             self.result_ty = None;
             if kind == MethodKind::Constructor {
                 if let ClauseKind::Requires(e) | ClauseKind::Context(e) = &clause.kind {
@@ -301,6 +309,7 @@ impl<'a> Checker<'a> {
             }
         }
         self.check_one_decreases(&member.contract.clauses);
+        self.check_auto_values(&member.contract.clauses, kind);
 
         if kind.is_pure() {
             self.pure_context = Some("a pure function");
@@ -388,6 +397,71 @@ impl<'a> Checker<'a> {
             ClauseKind::Decreases(Decreases::Assume) => {}
         }
         self.pure_context = saved;
+    }
+
+    /// A routine's `AutoValue`s: none beside another permission of the same location in the
+    /// precondition or in the postcondition (VerCors' `combinedAutoValue`: which of the two
+    /// would the caller's part be?), and a method's postcondition gives back only what its
+    /// precondition borrowed (a function's `AutoValue` is `Value`, and it has no
+    /// postcondition permissions).
+    fn check_auto_values(&mut self, clauses: &'a [Clause], kind: MethodKind) {
+        let atoms = |pre: bool| {
+            let mut found = Vec::new();
+            for clause in clauses {
+                let e = match &clause.kind {
+                    ClauseKind::Requires(e) if pre => e,
+                    ClauseKind::Ensures(e) if !pre => e,
+                    ClauseKind::Context(e) => e,
+                    _ => continue,
+                };
+                e.visit(&mut |x| {
+                    if let ExprKind::Builtin { op, args } = &x.kind {
+                        let location = matches!(
+                            op,
+                            Builtin::Perm
+                                | Builtin::PointsTo
+                                | Builtin::Value
+                                | Builtin::AutoValue
+                                | Builtin::HPerm
+                                | Builtin::APerm
+                        );
+                        if let (true, Some(loc)) = (location, args.first()) {
+                            found.push((*op, print_expr(loc.peel_triggers()), x.span));
+                        }
+                    }
+                });
+            }
+            found
+        };
+        let (pre, post) = (atoms(true), atoms(false));
+        for side in [&pre, &post] {
+            for (op, loc, span) in side {
+                if *op != Builtin::AutoValue {
+                    continue;
+                }
+                if let Some((_, _, other)) = side.iter().find(|(_, l, s)| l == loc && s != span) {
+                    self.err(CheckError::AutoValueCombined {
+                        loc: loc.clone(),
+                        span: *span,
+                        other: *other,
+                    });
+                }
+            }
+        }
+        if kind.is_pure() {
+            return;
+        }
+        for (op, loc, span) in &post {
+            let borrowed = pre
+                .iter()
+                .any(|(o, l, _)| *o == Builtin::AutoValue && l == loc);
+            if *op == Builtin::AutoValue && !borrowed {
+                self.err(CheckError::AutoValueNotBorrowed {
+                    loc: loc.clone(),
+                    span: *span,
+                });
+            }
+        }
     }
 
     /// A routine or loop has at most one termination measure (VerCors' rule too): two would
@@ -537,9 +611,11 @@ impl<'a> Checker<'a> {
                 }
                 self.check_barrier(barrier);
             }
-            StmtKind::Assert(e) | StmtKind::Assume(e) | StmtKind::Refute(e) => {
-                self.spec_assertion(e, "assertion")
-            }
+            StmtKind::Assert(e)
+            | StmtKind::Assume(e)
+            | StmtKind::Refute(e)
+            | StmtKind::Inhale(e)
+            | StmtKind::Exhale(e) => self.spec_assertion(e, "assertion"),
             StmtKind::Ghost(inner) => {
                 let outer = std::mem::replace(&mut self.ghost, true);
                 self.check_stmt(inner);
@@ -1425,7 +1501,7 @@ impl<'a> Checker<'a> {
         let expected = match op {
             Builtin::Perm | Builtin::HPerm | Builtin::APerm => 2,
             Builtin::PointsTo => 3,
-            Builtin::Value => 1,
+            Builtin::Value | Builtin::AutoValue => 1,
             Builtin::Array => 2,
             Builtin::Matrix => 3,
             Builtin::Idle | Builtin::Running | Builtin::Held | Builtin::Committed => 1,
@@ -1455,7 +1531,11 @@ impl<'a> Checker<'a> {
             | Builtin::HPerm
             | Builtin::APerm
             | Builtin::PointsTo
-            | Builtin::Value => {
+            | Builtin::Value
+            | Builtin::AutoValue => {
+                if op == Builtin::AutoValue && !self.auto_value_allowed {
+                    self.err(CheckError::AutoValueMisplaced { span: e.span });
+                }
                 let loc_ty = self.heap_location(&args[0]);
                 if let Some(p) = args.get(1) {
                     self.expect(p, &Ty::ZFrac, "permission amount");

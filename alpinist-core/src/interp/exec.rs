@@ -192,13 +192,19 @@ impl<'p> Machine<'p, '_> {
             StmtKind::Assume(e) if self.limits.check_specs => {
                 self.check_assume(env, e, stmt.span)?
             }
-            StmtKind::Ghost(_) | StmtKind::Fold(_) | StmtKind::Unfold(_)
+            StmtKind::Ghost(_)
+            | StmtKind::Fold(_)
+            | StmtKind::Unfold(_)
+            | StmtKind::Inhale(_)
+            | StmtKind::Exhale(_)
                 if self.limits.check_specs =>
             {
                 self.skip_ghost(env, stmt)
             }
             StmtKind::Assume(_)
             | StmtKind::Refute(_)
+            | StmtKind::Inhale(_)
+            | StmtKind::Exhale(_)
             | StmtKind::Ghost(_)
             | StmtKind::Fold(_)
             | StmtKind::Unfold(_)

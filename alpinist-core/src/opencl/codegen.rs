@@ -304,6 +304,8 @@ fn erased(stmt: &Stmt) -> bool {
         StmtKind::Assert(_)
             | StmtKind::Assume(_)
             | StmtKind::Refute(_)
+            | StmtKind::Inhale(_)
+            | StmtKind::Exhale(_)
             | StmtKind::Ghost(_)
             | StmtKind::Fold(_)
             | StmtKind::Unfold(_)

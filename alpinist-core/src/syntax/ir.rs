@@ -364,6 +364,11 @@ pub enum StmtKind {
     Barrier(Barrier),
     Assert(Expr),
     Assume(Expr),
+    /// `inhale e;`: the permissions and facts of `e` are added, unchecked (trusted, like
+    /// `assume`).
+    Inhale(Expr),
+    /// `exhale e;`: the permissions of `e` are checked and taken away, its facts checked.
+    Exhale(Expr),
     /// `refute e;`: the checker must not be able to prove `e` at this point — a state in which
     /// `e` is false must be consistent with everything it knows (VerCors' `refute`; `refute
     /// false;` says the point is reachable).
@@ -854,7 +859,7 @@ impl Expr {
             found |= matches!(
                 &x.kind,
                 ExprKind::Builtin {
-                    op: Builtin::Perm | Builtin::PointsTo | Builtin::Value,
+                    op: Builtin::Perm | Builtin::PointsTo | Builtin::Value | Builtin::AutoValue,
                     ..
                 }
             )
@@ -1144,6 +1149,11 @@ pub enum Builtin {
     PointsTo,
     /// `Value(loc)`
     Value,
+    /// `AutoValue(loc)`: in a method's precondition, a read of `loc` borrowed from the caller:
+    /// some positive amount, given back whole in the postcondition (implicitly where only the
+    /// precondition names it), so the caller's permission is what it was. In a function's
+    /// contract, `Value(loc)`.
+    AutoValue,
     /// `\array(a, n)`: a is non-null with length n.
     Array,
     /// `\matrix(m, rows, cols)`
@@ -1177,6 +1187,7 @@ impl Builtin {
             Builtin::Perm => "Perm",
             Builtin::PointsTo => "PointsTo",
             Builtin::Value => "Value",
+            Builtin::AutoValue => "AutoValue",
             Builtin::Array => "\\array",
             Builtin::Matrix => "\\matrix",
             Builtin::Idle => "idle",

@@ -390,6 +390,7 @@ const EXPRESSION_START_TOKENS: &[&str] = &[
     "APerm",
     "PointsTo",
     "Value",
+    "AutoValue",
     "idle",
     "running",
     "held",
@@ -838,6 +839,8 @@ fn is_keyword(rule: Rule) -> bool {
             | k_notify
             | k_assume
             | k_refute
+            | k_inhale
+            | k_exhale
             | k_ghost
             | k_invariant
             | k_atomic
@@ -1441,6 +1444,8 @@ impl Builder {
             Rule::assert_stmt => StmtKind::Assert(self.expr(kids.next("an assertion")?)?),
             Rule::assume_stmt => StmtKind::Assume(self.expr(kids.next("an assumption")?)?),
             Rule::refute_stmt => StmtKind::Refute(self.expr(kids.next("a refutation")?)?),
+            Rule::inhale_stmt => StmtKind::Inhale(self.expr(kids.next("an assertion")?)?),
+            Rule::exhale_stmt => StmtKind::Exhale(self.expr(kids.next("an assertion")?)?),
             Rule::ghost_stmt => StmtKind::Ghost(Box::new(self.stmt(kids.next("a statement")?)?)),
             Rule::invariant_stmt => {
                 let name = ident_of(&kids.next("an invariant name")?);
@@ -2008,6 +2013,7 @@ impl Builder {
                     Rule::b_perm => Builtin::Perm,
                     Rule::b_points_to => Builtin::PointsTo,
                     Rule::b_value => Builtin::Value,
+                    Rule::b_auto_value => Builtin::AutoValue,
                     Rule::b_array => Builtin::Array,
                     Rule::b_idle => Builtin::Idle,
                     Rule::b_running => Builtin::Running,

@@ -337,7 +337,7 @@ fn check_allocation(
     fn first_use(e: &Expr, matrix: &str, home: Home) -> Option<Span> {
         match &e.kind {
             ExprKind::Builtin {
-                op: Builtin::Perm | Builtin::Value,
+                op: Builtin::Perm | Builtin::Value | Builtin::AutoValue,
                 args,
             } if home == Home::Field
                 && args.first().is_some_and(|a| is_matrix(a, matrix, home)) =>
@@ -685,7 +685,7 @@ fn scan(
         }
         // The field's own permission (the location that holds the matrix, not its cells).
         ExprKind::Builtin {
-            op: Builtin::Perm | Builtin::Value,
+            op: Builtin::Perm | Builtin::Value | Builtin::AutoValue,
             args,
         } if home == Home::Field && args.first().is_some_and(is_m) => {
             args[1..].iter().try_for_each(go)

@@ -414,7 +414,7 @@ fn visit_replaceable(e: &Expr, f: &mut dyn FnMut(&Expr)) {
     match &e.kind {
         ExprKind::Old(_) => {}
         ExprKind::Builtin {
-            op: Builtin::Perm | Builtin::PointsTo | Builtin::Value,
+            op: Builtin::Perm | Builtin::PointsTo | Builtin::Value | Builtin::AutoValue,
             args,
         } => args.iter().skip(1).for_each(|a| visit_replaceable(a, f)),
         _ => e.for_each_child(&mut |c| visit_replaceable(c, f)),
@@ -427,7 +427,11 @@ fn code_mentions(plan: &Plan, s: &Stmt) -> bool {
     s.visit(&mut |s| {
         if !matches!(
             s.kind,
-            StmtKind::Assert(_) | StmtKind::Assume(_) | StmtKind::Refute(_)
+            StmtKind::Assert(_)
+                | StmtKind::Assume(_)
+                | StmtKind::Refute(_)
+                | StmtKind::Inhale(_)
+                | StmtKind::Exhale(_)
         ) {
             s.for_each_expr(&mut |e| found |= occurs(plan, e));
         }
@@ -1096,7 +1100,11 @@ impl ProbeBuilder<'_> {
                 _ => {
                     let code = !matches!(
                         s.kind,
-                        StmtKind::Assert(_) | StmtKind::Assume(_) | StmtKind::Refute(_)
+                        StmtKind::Assert(_)
+                            | StmtKind::Assume(_)
+                            | StmtKind::Refute(_)
+                            | StmtKind::Inhale(_)
+                            | StmtKind::Exhale(_)
                     );
                     out.extend(self.expression_checks(segment, &s, code, true));
                     out.push(s.clone());
@@ -1459,7 +1467,7 @@ fn replace_in_expr(e: &mut Expr, plan: &Plan, reg: &str) {
     match &mut e.kind {
         ExprKind::Old(_) => {}
         ExprKind::Builtin {
-            op: Builtin::Perm | Builtin::PointsTo | Builtin::Value,
+            op: Builtin::Perm | Builtin::PointsTo | Builtin::Value | Builtin::AutoValue,
             args,
         } => args
             .iter_mut()

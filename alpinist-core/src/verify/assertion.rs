@@ -17,14 +17,14 @@
 //! holds at least the amount before subtracting it; `read` is a wildcard — a fresh positive
 //! amount, on exhale smaller than what is held.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use z3::ast::{Ast, Bool, Dynamic, Int, Real};
 use z3::{FuncDecl, Sort as Z3Sort};
 
 use crate::syntax::{
-    BinaryOp, Builtin, Expr, ExprKind, LetScope, PermLit, QuantifierKind, TypeKind,
+    print_expr, BinaryOp, Builtin, Expr, ExprKind, LetScope, PermLit, QuantifierKind, TypeKind,
 };
 
 use super::expr::{close, unsupported, EncodeError, Eval};
@@ -59,6 +59,26 @@ enum Mode {
 enum Amount {
     Exact(Real),
     Wildcard,
+}
+
+/// The amounts a method's precondition borrowed with `AutoValue`, by the location's text.
+pub type Lent = BTreeMap<String, Real>;
+
+/// What `AutoValue(loc)` means where an assertion is walked ([`Eval::borrowed`]).
+#[derive(Clone, Debug, Default)]
+pub enum Borrowed {
+    /// Anywhere but a method's own precondition and postcondition (a function's precondition,
+    /// a thread's `run` contract at `fork` and `join`): `Value(loc)`, a wildcard read.
+    #[default]
+    AsValue,
+    /// A method's precondition: each `AutoValue(loc)` takes an amount of its own — inhaled
+    /// (the method's entry), any positive amount; exhaled (a call), a wildcard below what the
+    /// caller holds — recorded by the location's text.
+    Lend(Lent),
+    /// The postcondition of the same method: each `AutoValue(loc)` is exactly the amount its
+    /// precondition took, so the callee gives back what it borrowed and the caller holds
+    /// after the call what it held before.
+    Return(Lent),
 }
 
 /// Inhales `assertions` into `mask`, evaluated by `eval` (whose mask is kept equal to the
@@ -130,6 +150,7 @@ pub fn is_pure(e: &Expr) -> bool {
             Builtin::PointsTo,
             Builtin::Matrix,
             Builtin::Value,
+            Builtin::AutoValue,
             Builtin::Idle,
             Builtin::Running,
             Builtin::Held,
@@ -425,6 +446,10 @@ impl<'w, 'a> Walker<'w, 'a> {
                 };
                 self.acc(e, &args[0], Some(&read), None)
             }
+            ExprKind::Builtin {
+                op: Builtin::AutoValue,
+                args,
+            } if args.len() == 1 => self.auto_value(e, &args[0]),
             ExprKind::Builtin {
                 op: Builtin::PointsTo,
                 args,
@@ -817,6 +842,49 @@ impl<'w, 'a> Walker<'w, 'a> {
         Ok(())
     }
 
+    /// `AutoValue(loc)`: as [`Borrowed`] says where it is walked. Its amount is one term for
+    /// the whole contract, so it may not be quantified over (a `\forall*` binder, a par
+    /// block's threads); `check` refuses it there and everywhere outside a routine's contract.
+    fn auto_value(&mut self, atom: &Expr, loc: &Expr) -> Result<(), EncodeError> {
+        if matches!(self.eval.borrowed, Borrowed::AsValue) {
+            let read = Expr {
+                kind: ExprKind::PermLit(PermLit::Read),
+                span: atom.span,
+            };
+            return self.acc(atom, loc, Some(&read), None);
+        }
+        if !self.binder_names.is_empty() || !self.region.is_empty() {
+            return Err(unsupported("`AutoValue` under a quantifier", atom.span));
+        }
+        let key = print_expr(loc.peel_triggers());
+        let returned =
+            match &self.eval.borrowed {
+                Borrowed::Lend(taken) if taken.contains_key(&key) => {
+                    return Err(unsupported(
+                        "a second `AutoValue` of the same location in one precondition",
+                        atom.span,
+                    ))
+                }
+                Borrowed::Return(taken) => match taken.get(&key) {
+                    Some(amount) => Some(amount.clone()),
+                    None => return Err(unsupported(
+                        "`AutoValue` in a postcondition whose precondition does not borrow the \
+                         location",
+                        atom.span,
+                    )),
+                },
+                _ => None,
+            };
+        let place = self.place(loc.peel_triggers(), None)?;
+        self.flush();
+        let amount = returned.clone().map_or(Amount::Wildcard, Amount::Exact);
+        let moved = self.acc_at(atom, loc.peel_triggers(), place, amount)?;
+        if let (Borrowed::Lend(taken), None) = (&mut self.eval.borrowed, returned) {
+            taken.insert(key, moved);
+        }
+        Ok(())
+    }
+
     /// A permission atom `Perm(loc, amount)`.
     ///
     /// With `at`, the location is given (a predicate instance, whose atom is `loc`): it holds no
@@ -829,20 +897,43 @@ impl<'w, 'a> Walker<'w, 'a> {
         at: Option<(Dynamic, Int)>,
     ) -> Result<(), EncodeError> {
         let loc = loc.peel_triggers();
-        let (r, i, ty) = match at {
-            Some((r, i)) => (r, i, None),
-            None => {
-                let (r, i, ty) = self.eval.permission_location(loc)?;
-                (r, i, Some(ty))
-            }
-        };
-        let is_cell = matches!(loc.kind, ExprKind::Index { .. });
-        let mut amount = match amount.map(|a| &a.kind) {
+        let place = self.place(loc, at)?;
+        let amount = match amount.map(|a| &a.kind) {
             None | Some(ExprKind::PermLit(PermLit::Write)) => Amount::Exact(real(1)),
             Some(ExprKind::PermLit(PermLit::Read)) => Amount::Wildcard,
             Some(_) => Amount::Exact(self.eval.real(amount.expect("matched Some"))?),
         };
         self.flush();
+        self.acc_at(atom, loc, place, amount).map(drop)
+    }
+
+    /// The location of a permission atom: reference, index and the type of what it holds
+    /// (`None` for a predicate instance, given as `at`).
+    fn place(
+        &mut self,
+        loc: &Expr,
+        at: Option<(Dynamic, Int)>,
+    ) -> Result<(Dynamic, Int, Option<Ty>), EncodeError> {
+        Ok(match at {
+            Some((r, i)) => (r, i, None),
+            None => {
+                let (r, i, ty) = self.eval.permission_location(loc)?;
+                (r, i, Some(ty))
+            }
+        })
+    }
+
+    /// [`Walker::acc`] with its location and amount evaluated; returns the amount moved (a
+    /// wildcard's fresh constant, or the exact amount scaled by the threads that do not
+    /// mention the atom).
+    fn acc_at(
+        &mut self,
+        atom: &Expr,
+        loc: &Expr,
+        (r, i, ty): (Dynamic, Int, Option<Ty>),
+        mut amount: Amount,
+    ) -> Result<Real, EncodeError> {
+        let is_cell = matches!(loc.kind, ExprKind::Index { .. });
 
         // Binders and guards of this atom: the region iterators it mentions, then the
         // walker's own.
@@ -1052,11 +1143,24 @@ impl<'w, 'a> Walker<'w, 'a> {
         let w = self.eval.decls.world;
         match self.mode {
             Mode::Exhale(_) if !wildcard => {
+                let gives_back = matches!(self.eval.borrowed, Borrowed::Return(_))
+                    && matches!(
+                        &atom.kind,
+                        ExprKind::Builtin {
+                            op: Builtin::AutoValue,
+                            ..
+                        }
+                    );
+                let note = gives_back.then(|| {
+                    "`AutoValue` gives back, when the method ends, the whole amount its \
+                     precondition borrowed"
+                        .to_string()
+                });
                 self.prover.check(Check {
                     goal: close(&binders, &guard.implies(held.ge(&p))),
                     kind: ObligationKind::InsufficientPermission,
                     span: atom.span,
-                    note: None,
+                    note,
                 });
             }
             Mode::Exhale(_) => {}
@@ -1101,7 +1205,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                 self.eval.mask = Some(self.mask.clone());
             }
         }
-        Ok(())
+        Ok(p)
     }
 
     /// The side condition of a row-major layout, wherever the amount is positive. For a

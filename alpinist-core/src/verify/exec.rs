@@ -32,7 +32,7 @@ use crate::syntax::{
     ParGroupStyle, Span, Stmt, StmtKind,
 };
 
-use super::assertion::{self, Prover, RegionIter};
+use super::assertion::{self, Borrowed, Lent, Prover, RegionIter};
 use super::expr::{
     self, unsupported, Decls, EncodeError, Eval, FunctionDecl, Functions, RecursiveCall,
 };
@@ -429,6 +429,8 @@ pub fn check_routine<'p>(
         body: &[],
         jumps: Vec::new(),
         method: None,
+        borrowed: Default::default(),
+        lending: None,
     };
     let error = if let Some(e) = program.ambiguous_use(routine) {
         Some(e)
@@ -484,6 +486,12 @@ struct Verifier<'c, 'p> {
     jumps: Vec<&'p str>,
     /// The routine's declaration (what a vector block's lanes may name).
     method: Option<&'p crate::syntax::Method>,
+    /// The amounts the routine's precondition borrowed with `AutoValue`, by location: what
+    /// its postcondition gives back.
+    borrowed: Lent,
+    /// While a callee's precondition is exhaled ([`Verifier::exhale_at`]): the amounts its
+    /// `AutoValue`s lend, which its postcondition gives back to the caller.
+    lending: Option<Lent>,
 }
 
 /// A method's `decreases` clause as its recursive calls see it.
@@ -720,6 +728,9 @@ impl<'c, 'p> Verifier<'c, 'p> {
         }
         let mut ev = eval(self.ctx, &st, true);
         ev.old_is_now = true;
+        if !routine.is_pure() {
+            ev.borrowed = Borrowed::Lend(Default::default());
+        }
         let reads_heap = routine.is_pure()
             && self
                 .ctx
@@ -732,6 +743,9 @@ impl<'c, 'p> Verifier<'c, 'p> {
         } else {
             assertion::inhale(&mut self.prover, &mut ev, st.mask, &pre, &[])?
         };
+        if let Borrowed::Lend(taken) = std::mem::take(&mut ev.borrowed) {
+            self.borrowed = taken;
+        }
         st.old = st.snapshot();
         // A precondition that is not well defined (a read without permission) already fails,
         // and what its failed checks assumed may be what contradicts: no second error.
@@ -1080,6 +1094,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let mut ev = eval(self.ctx, &st, false);
         ev.store.extend(self.entry.clone());
         ev.result = result;
+        ev.borrowed = Borrowed::Return(self.borrowed.clone());
         let post = self.post.clone();
         assertion::exhale(
             &mut self.prover,
@@ -1136,7 +1151,14 @@ impl<'c, 'p> Verifier<'c, 'p> {
             if let Some(s) = &ev_store {
                 ev.store = s.clone();
             }
-            let (m, r) = assertion::exhale(&mut self.prover, &mut ev, mask, exprs, region, kind)?;
+            if let Some(taken) = self.lending.take() {
+                ev.borrowed = Borrowed::Lend(taken);
+            }
+            let exhaled = assertion::exhale(&mut self.prover, &mut ev, mask, exprs, region, kind);
+            if let Borrowed::Lend(taken) = std::mem::take(&mut ev.borrowed) {
+                self.lending = Some(taken);
+            }
+            let (m, r) = exhaled?;
             mask = m;
             removed.extend(r);
         }
@@ -1345,12 +1367,28 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 self.prover.refute(&goal, s.span);
                 Ok(Flow::Normal(st))
             }
-            StmtKind::Assume(e) => {
+            StmtKind::Assume(e) | StmtKind::Inhale(e) => {
+                let what = match s.kind {
+                    StmtKind::Inhale(_) => "`inhale`",
+                    _ => "`assume`",
+                };
                 self.trusted.push(Trusted {
-                    what: "`assume`".to_string(),
+                    what: what.to_string(),
                     span: s.span,
                 });
                 Ok(Flow::Normal(self.inhale_state(st, &[e], &[], true)?))
+            }
+            StmtKind::Exhale(e) => {
+                let parts = [(vec![e], Vec::new())];
+                let st = self.exhale_parts(
+                    st,
+                    &parts,
+                    ObligationKind::ExhaleFailed,
+                    None,
+                    Forget::Unowned,
+                    true,
+                )?;
+                Ok(Flow::Normal(st))
             }
             StmtKind::Ghost(inner) => {
                 if !self.ghost {
@@ -2005,7 +2043,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         post.extend(self.ctx.program.implicit_post(&callee));
         let before = st.snapshot();
         let before_mask = st.mask.clone();
-        let mut after = self.exhale_at(st, &pre, store.clone(), span)?;
+        let (mut after, lent) = self.exhale_at(st, &pre, store.clone(), span)?;
         let result = match (&callee.method.return_type, how) {
             (_, Callee::Constructor(class)) => {
                 let object = self.allocate_object(&before_mask, &[&after.store, &store], class);
@@ -2021,6 +2059,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         ev.store = store.clone();
         ev.old = Some(before);
         ev.result = Some(result.clone());
+        ev.borrowed = Borrowed::Return(lent);
         after.mask = assertion::inhale(&mut self.prover, &mut ev, after.mask, &post, &[])?;
         // `then { r = y; }`: the caller's local `r` receives the callee's yields `y`.
         for g in yields {
@@ -2039,15 +2078,17 @@ impl<'c, 'p> Verifier<'c, 'p> {
         Ok((after, result))
     }
 
-    /// Exhales a callee's precondition; failures are reported at the call.
+    /// Exhales a callee's precondition; failures are reported at the call. Returns the
+    /// amounts its `AutoValue`s lent, which its postcondition gives back.
     fn exhale_at(
         &mut self,
         st: State,
         pre: &[&'p Expr],
         store: Store,
         span: Span,
-    ) -> Result<State, EncodeError> {
+    ) -> Result<(State, Lent), EncodeError> {
         let first = self.prover.obligations.len();
+        self.lending = Some(Default::default());
         let st = self.as_precondition(|v| {
             v.exhale_state(
                 st,
@@ -2055,7 +2096,9 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 ObligationKind::PreconditionFailed,
                 Some(store),
             )
-        })?;
+        });
+        let lent = self.lending.take().unwrap_or_default();
+        let st = st?;
         self.report_at(
             first,
             &[
@@ -2065,7 +2108,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             None,
             span,
         );
-        Ok(st)
+        Ok((st, lent))
     }
 
     fn branch(

@@ -366,6 +366,9 @@ pub struct Eval<'a> {
     /// evaluated in their turn, around its calls and allocations (`exec/effects.rs`), by
     /// node address.
     pub precomputed: Vec<(usize, Value)>,
+    /// What `AutoValue(loc)` means in the assertion being walked: a method's precondition
+    /// lends amounts that its postcondition gives back ([`assertion::Borrowed`]).
+    pub borrowed: assertion::Borrowed,
 }
 
 impl<'a> Eval<'a> {
@@ -404,6 +407,7 @@ impl<'a> Eval<'a> {
             facts: Vec::new(),
             instantiating: Vec::new(),
             precomputed: Vec::new(),
+            borrowed: assertion::Borrowed::AsValue,
         }
     }
 
@@ -556,6 +560,17 @@ impl<'a> Eval<'a> {
         value: &Expr,
     ) -> Result<Value, EncodeError> {
         if !matches!(ty.kind, TypeKind::Int | TypeKind::Bool) && !fraction::is_fraction(&ty.kind) {
+            // A reference (an object or an array): the value's term, at the declared type.
+            let declared = ty_of(ty)?;
+            if matches!(declared, Ty::Object(_) | Ty::Array(_)) {
+                let v = self.value(value)?;
+                if let Term::Ref(_) = v.term {
+                    return Ok(Value {
+                        term: v.term,
+                        ty: declared,
+                    });
+                }
+            }
             return Err(unsupported("a `\\let` of this type", ty.span));
         }
         let v = self.value(value)?;
@@ -813,7 +828,7 @@ impl<'a> Eval<'a> {
                 Value::bool(Bool::and(&[r.eq(&w.null).not(), w.len_of(&r).eq(&n)]))
             }
             ExprKind::Builtin {
-                op: op @ (Builtin::Perm | Builtin::Value),
+                op: op @ (Builtin::Perm | Builtin::Value | Builtin::AutoValue),
                 args,
             } if self.permissions_as_true => match self.unchanged_in.clone() {
                 None => Value::bool(Bool::from_bool(true)),

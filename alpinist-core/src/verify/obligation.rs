@@ -81,6 +81,9 @@ pub enum ObligationKind {
     /// `refute e`: the checker proves `e` where it must not be able to (with `refute false`:
     /// the point is unreachable). Verified only where Z3 finds a state in which `e` is false.
     RefuteFailed,
+    /// `exhale e`: a fact of `e` may not hold (its permissions fail as
+    /// `InsufficientPermission`).
+    ExhaleFailed,
 }
 
 impl ObligationKind {
@@ -130,6 +133,7 @@ impl ObligationKind {
             UnsignedUnderflow => "E0641",
             MapKeyAbsent => "E0642",
             RefuteFailed => "E0643",
+            ExhaleFailed => "E0644",
         }
     }
 
@@ -206,6 +210,7 @@ impl ObligationKind {
             LockInvariantFailed => "the lock invariant may not hold where it is handed to the lock",
             OptionMayBeNone => "the option may be `None` (`get` needs `Some`)",
             MapKeyAbsent => "the key may not be in the map",
+            ExhaleFailed => "the exhaled assertion may not hold",
             RefuteFailed => {
                 "the refuted assertion holds here: the checker proves it (so the point may be \
                  unreachable, or the refutation is wrong)"

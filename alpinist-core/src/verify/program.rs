@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::syntax::{
-    Builtin, ClauseKind, Contract, Expr, ExprKind, Item, Member, MemberKind, Method, MethodBody,
-    Modifier, Program, Span, Type, TypeKind,
+    print_expr, BinaryOp, Builtin, ClauseKind, Contract, Expr, ExprKind, Item, Member, MemberKind,
+    Method, MethodBody, Modifier, Program, Span, Type, TypeKind,
 };
 
 use super::expr::EncodeError;
@@ -90,6 +90,99 @@ pub fn pre_clauses(contract: &Contract) -> Vec<&Expr> {
     })
 }
 
+/// The locations (as written) that `clauses` name with `AutoValue`.
+fn auto_value_locations(clauses: &[&Expr]) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for e in clauses {
+        e.visit(&mut |x| {
+            if let ExprKind::Builtin {
+                op: Builtin::AutoValue,
+                args,
+            } = &x.kind
+            {
+                found.extend(args.first().map(|l| print_expr(l.peel_triggers())));
+            }
+        });
+    }
+    found
+}
+
+/// The leak check of a precondition clause `e`: its `AutoValue`s of the `unreturned`
+/// locations, under the same conditions and `\let`s, everything else dropped; `None` where
+/// it has none. (`check` refuses `AutoValue` anywhere a contract's walk could not reach it
+/// here: under a quantifier it is refused by the checker.)
+fn give_back(e: &Expr, unreturned: &BTreeSet<String>) -> Option<Expr> {
+    let boxed = |e: Expr| Box::new(e);
+    let kind = match &e.kind {
+        ExprKind::Builtin {
+            op: Builtin::AutoValue,
+            args,
+        } if args
+            .first()
+            .is_some_and(|l| unreturned.contains(&print_expr(l.peel_triggers()))) =>
+        {
+            return Some(e.clone())
+        }
+        ExprKind::Binary {
+            op: BinaryOp::Star | BinaryOp::And,
+            lhs,
+            rhs,
+        } => match (give_back(lhs, unreturned), give_back(rhs, unreturned)) {
+            (Some(l), Some(r)) => ExprKind::Binary {
+                op: BinaryOp::Star,
+                lhs: boxed(l),
+                rhs: boxed(r),
+            },
+            (one, other) => return one.or(other),
+        },
+        ExprKind::Binary {
+            op: BinaryOp::Implies,
+            lhs,
+            rhs,
+        } => ExprKind::Binary {
+            op: BinaryOp::Implies,
+            lhs: lhs.clone(),
+            rhs: boxed(give_back(rhs, unreturned)?),
+        },
+        ExprKind::Cond {
+            cond,
+            then_expr,
+            else_expr,
+        } => {
+            let (t, f) = (
+                give_back(then_expr, unreturned),
+                give_back(else_expr, unreturned),
+            );
+            if t.is_none() && f.is_none() {
+                return None;
+            }
+            let nothing = || Expr {
+                kind: ExprKind::BoolLit(true),
+                span: e.span,
+            };
+            ExprKind::Cond {
+                cond: cond.clone(),
+                then_expr: boxed(t.unwrap_or_else(nothing)),
+                else_expr: boxed(f.unwrap_or_else(nothing)),
+            }
+        }
+        ExprKind::Let {
+            ty,
+            name,
+            value,
+            body,
+        } => ExprKind::Let {
+            ty: ty.clone(),
+            name: name.clone(),
+            value: value.clone(),
+            body: boxed(give_back(body, unreturned)?),
+        },
+        ExprKind::Trigger(inner, _) => return give_back(inner, unreturned),
+        _ => return None,
+    };
+    Some(Expr { kind, span: e.span })
+}
+
 /// `ensures` and `context` clauses, in order: what it gives back.
 pub fn post_clauses(contract: &Contract) -> Vec<&Expr> {
     clauses(contract, |k| match k {
@@ -128,12 +221,16 @@ pub struct ProgramInfo<'p> {
     /// of these is refused ([`ProgramInfo::ambiguous_use`]), never verified against another
     /// class's contract.
     ambiguous: BTreeMap<String, String>,
-    /// `idle(this)`, at the constructor's name, for each constructor (by its span) of a class
-    /// with a `run` method whose contract names no thread token: VerCors 1.x gives a new
-    /// thread object its `idle` token whatever the constructor says, so such a constructor
-    /// ensures it implicitly (and its body must keep it); one that names a token (2.x
-    /// writes `ensures idle(this);`) gives what it says.
-    implicit_idle: Vec<(Span, Expr)>,
+    /// What a routine (by its span) ensures without saying so:
+    /// - `idle(this)`, at the constructor's name, for each constructor of a class with a `run`
+    ///   method whose contract names no thread token: VerCors 1.x gives a new thread object
+    ///   its `idle` token whatever the constructor says, so such a constructor ensures it
+    ///   implicitly (and its body must keep it); one that names a token (2.x writes `ensures
+    ///   idle(this);`) gives what it says;
+    /// - for a method whose precondition borrows a location with `AutoValue` that its
+    ///   postcondition does not name, VerCors' leak check: the borrowed amount given back,
+    ///   under the precondition's conditions ([`give_back`]).
+    implicit_posts: Vec<(Span, Expr)>,
     /// Each class's lock invariant: `lock_invariant R;` before the class (2.x) or the body of
     /// its predicate `resource lock_invariant() = R;` (1.x).
     lock_invariants: BTreeMap<String, Vec<&'p Expr>>,
@@ -156,7 +253,7 @@ impl<'p> ProgramInfo<'p> {
             may_not_terminate: BTreeMap::new(),
             ghost_reached: BTreeSet::new(),
             ambiguous: BTreeMap::new(),
-            implicit_idle: Vec::new(),
+            implicit_posts: Vec::new(),
             lock_invariants: BTreeMap::new(),
             explicit_commit: false,
             classes: Vec::new(),
@@ -225,7 +322,7 @@ impl<'p> ProgramInfo<'p> {
             }
         }
         info.explicit_commit = mentions_commit(program, &info.order);
-        info.implicit_idle = info
+        info.implicit_posts = info
             .order
             .iter()
             .filter(|r| r.is_constructor() && !names_thread_token(r.contract))
@@ -245,6 +342,24 @@ impl<'p> ProgramInfo<'p> {
                 (r.span, idle)
             })
             .collect();
+        let leak_checks: Vec<(Span, Expr)> = info
+            .order
+            .iter()
+            .filter(|r| !r.is_pure())
+            .flat_map(|r| {
+                let returned = auto_value_locations(&r.post());
+                let unreturned: BTreeSet<String> = auto_value_locations(&r.pre())
+                    .difference(&returned)
+                    .cloned()
+                    .collect();
+                r.pre()
+                    .into_iter()
+                    .filter_map(|e| give_back(e, &unreturned))
+                    .map(|e| (r.span, e))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        info.implicit_posts.extend(leak_checks);
         info.cyclic = super::recursion::mutually_recursive(&info);
         info.may_not_terminate = super::termination::summaries(&info);
         info.ghost_reached = super::termination::reached_from_ghost(&info);
@@ -356,12 +471,12 @@ impl<'p> ProgramInfo<'p> {
         })
     }
 
-    /// What constructor `r` ensures without saying so: `idle(this)` where its class has a
-    /// `run` method and its contract names no thread token.
-    pub fn implicit_post(&self, r: &Routine<'_>) -> Option<&Expr> {
-        self.implicit_idle
+    /// What routine `r` ensures without saying so ([`ProgramInfo::implicit_posts`]).
+    pub fn implicit_post<'s>(&'s self, r: &Routine<'_>) -> impl Iterator<Item = &'s Expr> + 's {
+        let span = r.span;
+        self.implicit_posts
             .iter()
-            .find(|(span, _)| *span == r.span)
+            .filter(move |(at, _)| *at == span)
             .map(|(_, e)| e)
     }
 

@@ -257,6 +257,8 @@ pub(super) fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
         | StmtKind::Expr(e)
         | StmtKind::Assert(e)
         | StmtKind::Assume(e)
+        | StmtKind::Inhale(e)
+        | StmtKind::Exhale(e)
         | StmtKind::Refute(e)
         | StmtKind::Lock(e)
         | StmtKind::Unlock(e)

@@ -582,6 +582,8 @@ impl<'a> Analysis<'a> {
             }
             StmtKind::Assert(_)
             | StmtKind::Assume(_)
+            | StmtKind::Inhale(_)
+            | StmtKind::Exhale(_)
             | StmtKind::Refute(_)
             | StmtKind::Lock(_)
             | StmtKind::Unlock(_)

@@ -792,8 +792,8 @@ impl<'s> Fast<'s> {
                 self.expect(b";")?;
                 StmtKind::Return(e)
             }
-            "assert" | "assume" | "refute" | "lock" | "unlock" | "fold" | "unfold" | "fork"
-            | "join" | "commit" | "wait" | "notify" => {
+            "assert" | "assume" | "refute" | "inhale" | "exhale" | "lock" | "unlock" | "fold"
+            | "unfold" | "fork" | "join" | "commit" | "wait" | "notify" => {
                 self.keyword(w);
                 self.skip();
                 let e = self.expr()?.expr;
@@ -803,6 +803,8 @@ impl<'s> Fast<'s> {
                     "assert" => StmtKind::Assert(e),
                     "assume" => StmtKind::Assume(e),
                     "refute" => StmtKind::Refute(e),
+                    "inhale" => StmtKind::Inhale(e),
+                    "exhale" => StmtKind::Exhale(e),
                     "lock" => StmtKind::Lock(e),
                     "unlock" => StmtKind::Unlock(e),
                     "fold" => StmtKind::Fold(e),
@@ -1662,7 +1664,8 @@ impl<'s> Fast<'s> {
             // Tuples are pest's (`tuple<A, B>{a, b}` would read as comparisons here).
             "tuple" if next == b'<' => return bail(),
             "HPerm" | "APerm" if next == b'(' => return bail(),
-            "Perm" | "PointsTo" | "Value" | "idle" | "running" | "held" | "committed"
+            "Perm" | "PointsTo" | "Value" | "AutoValue" | "idle" | "running" | "held"
+            | "committed"
                 if next == b'(' =>
             {
                 let op = match w {
@@ -1672,6 +1675,7 @@ impl<'s> Fast<'s> {
                     "running" => Builtin::Running,
                     "held" => Builtin::Held,
                     "committed" => Builtin::Committed,
+                    "AutoValue" => Builtin::AutoValue,
                     _ => Builtin::Value,
                 };
                 self.pos += w.len();

@@ -119,7 +119,9 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let (st, object, run) = self.take_thread(st, thread, Builtin::Idle, span)?;
         let mut pre = run.everywhere();
         pre.extend(run.pre());
-        let st = self.exhale_at(st, &pre, this_store(&object), span)?;
+        // What `run`'s `AutoValue`s lend is not given back at `join`, which reads them as
+        // `Value` (a wildcard), like every contract but a method's own at a call.
+        let (st, _lent) = self.exhale_at(st, &pre, this_store(&object), span)?;
         let running = token(Builtin::Running, span);
         self.inhale_as_this(st, &object, &[&running])
     }
