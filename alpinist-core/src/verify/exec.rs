@@ -793,7 +793,9 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 });
             }
             MethodBody::Expr(body) => {
-                let mut ev = eval(self.ctx, &st, true);
+                // An inline function's body is checked where it is called (`Eval::inline_body`).
+                let inline_function = routine.is_inline() && routine.is_pure();
+                let mut ev = eval(self.ctx, &st, !inline_function);
                 ev.defining = Some(routine.method.name.name.clone());
                 ev.one_heap = true;
                 let v = ev.value(body)?;
@@ -801,11 +803,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 let calls = std::mem::take(&mut ev.recursive_calls);
                 self.flush(&mut ev);
                 self.check_function_measure(routine, &st, &calls)?;
-                if routine
-                    .method
-                    .modifiers
-                    .contains(&crate::syntax::Modifier::Inline)
-                {
+                if routine.is_inline() {
                     // As VerCors: an inline function is its body; its contract is neither
                     // checked nor used anywhere (calls unfold the body).
                     if !self.post.is_empty() {

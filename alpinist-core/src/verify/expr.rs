@@ -2590,6 +2590,9 @@ impl<'a> Eval<'a> {
             });
         }
         self.function_precondition(name, &vals, span)?;
+        if self.definedness {
+            self.inline_body(name, &vals, span)?;
+        }
         if self.int32.is_some() {
             self.int32_body(name, &vals, span)?;
         }
@@ -3095,12 +3098,7 @@ pub fn function_fact(
 ) -> Result<Option<Bool>, EncodeError> {
     let mut post = routine.everywhere();
     post.extend(routine.post());
-    if post.is_empty()
-        || routine
-            .method
-            .modifiers
-            .contains(&crate::syntax::Modifier::Inline)
-    {
+    if post.is_empty() || routine.is_inline() {
         return Ok(None);
     }
     let mut ev = Eval::new(decls, bind_params(params, args));
@@ -3177,25 +3175,75 @@ impl Eval<'_> {
                 span,
             ));
         }
-        let params = &self.decls.functions.expect("checked by the caller")[name].params;
-        let mut inner = Eval::new(self.decls, bind_params(params, args));
-        inner.heap = self.heap.clone();
-        inner.mask = self.mask.clone();
-        inner.definedness = true;
-        inner.int32 = self.int32;
-        inner.inlining = self.inlining.clone();
-        inner.inlining.push(name.to_string());
-        inner.bound = self.bound.clone();
-        inner.guards = self.guards.clone();
-        inner.value(body)?;
+        let checks = self.body_at_call(name, body, args, true)?;
         // Only the 32-bit obligations: the body's own definedness is the function's proof.
-        self.checks.extend(inner.checks.into_iter().filter(|c| {
+        self.checks.extend(checks.into_iter().filter(|c| {
             matches!(
                 c.kind,
                 ObligationKind::Int32Overflow | ObligationKind::NegativeDivOperand
             )
         }));
         Ok(())
+    }
+
+    /// An inline function is its body (as in VerCors, which substitutes it): the body's
+    /// definedness — bounds, null, division, permissions for its reads, the preconditions of
+    /// what it applies — is checked at each call, with the call's arguments, path and
+    /// permissions, and reported at the call. (Its own check does not ask for it:
+    /// `inline pure int peek(seq<int> xs) = xs[|xs| - 1];` is defined where `xs` is not empty.)
+    fn inline_body(&mut self, name: &str, args: &[Value], span: Span) -> Result<(), EncodeError> {
+        let Some(routine) = self.decls.program.and_then(|p| p.routine(name)).copied() else {
+            return Ok(());
+        };
+        let MethodBody::Expr(body) = routine.body() else {
+            return Ok(());
+        };
+        if !routine.is_inline()
+            || self.inlining.iter().any(|f| f == name)
+            || self.defining.as_deref() == Some(name)
+        {
+            return Ok(());
+        }
+        for c in self.body_at_call(name, body, args, false)? {
+            if self.deferred(c.kind) {
+                continue;
+            }
+            let note = format!("in the body of the inline function `{name}`");
+            self.checks.push(Check {
+                span,
+                note: Some(match c.note {
+                    Some(more) => format!("{note} ({more})"),
+                    None => note,
+                }),
+                ..c
+            });
+        }
+        Ok(())
+    }
+
+    /// The checks of `body`, the body of the pure function `name`, evaluated on `args` in this
+    /// evaluation's heap, mask, path and binders (with `int32`, its 32-bit obligations too).
+    fn body_at_call(
+        &mut self,
+        name: &str,
+        body: &Expr,
+        args: &[Value],
+        int32: bool,
+    ) -> Result<Vec<Check>, EncodeError> {
+        let params = &self.decls.functions.expect("checked by the caller")[name].params;
+        let mut inner = Eval::new(self.decls, bind_params(params, args));
+        inner.heap = self.heap.clone();
+        inner.mask = self.mask.clone();
+        inner.definedness = true;
+        if int32 {
+            inner.int32 = self.int32;
+        }
+        inner.inlining = self.inlining.clone();
+        inner.inlining.push(name.to_string());
+        inner.bound = self.bound.clone();
+        inner.guards = self.guards.clone();
+        inner.value(body)?;
+        Ok(inner.checks)
     }
 }
 

@@ -45,6 +45,11 @@ impl<'p> Routine<'p> {
                 .is_some_and(|t| t.kind == TypeKind::Resource)
     }
 
+    /// Declared `inline`: as in VerCors, the routine is its body, substituted where it is used.
+    pub fn is_inline(&self) -> bool {
+        self.method.modifiers.contains(&Modifier::Inline)
+    }
+
     /// A method proper — neither a pure function nor a predicate (abstract or not): calling
     /// it is a statement's work, with an effect on the state.
     pub fn is_method(&self) -> bool {
