@@ -351,6 +351,49 @@ fn ghost_arg(name: Ident, value: Expr) -> GhostArg {
     }
 }
 
+/// The `with { x = e; }` of a call or a `new`: usually none.
+fn given_args(inner: BoxedStrategy<Expr>) -> BoxedStrategy<Vec<GhostArg>> {
+    prop_oneof![
+        3 => Just(vec![]),
+        1 => proptest::collection::vec(
+            (var(), inner).prop_map(|(n, v)| ghost_arg(n, v)),
+            1..=2
+        ),
+    ]
+    .boxed()
+}
+
+/// The `then { y = z; }` of a call or a `new`: its target is a ghost result name.
+fn yields_args() -> BoxedStrategy<Vec<GhostArg>> {
+    prop_oneof![
+        3 => Just(vec![]),
+        1 => proptest::collection::vec(
+            (var(), var()).prop_map(|(n, v)| ghost_arg(n, ex(ExprKind::Name(v)))),
+            1..=2
+        ),
+    ]
+    .boxed()
+}
+
+/// A `new C(args)`, optionally with ghost arguments.
+fn new_object(inner: BoxedStrategy<Expr>) -> BoxedStrategy<Expr> {
+    (
+        pick(CLASSES),
+        proptest::collection::vec(inner.clone(), 0..=2),
+        given_args(inner),
+        yields_args(),
+    )
+        .prop_map(|(class, args, given, yields)| {
+            ex(ExprKind::New {
+                class,
+                args,
+                given,
+                yields,
+            })
+        })
+        .boxed()
+}
+
 /// A call `f(args)`, `r.f(args)`, optionally with type arguments `f<T>(args)`, `with { x = e; }`
 /// and `then { y = z; }`.
 fn call(inner: BoxedStrategy<Expr>) -> BoxedStrategy<Expr> {
@@ -360,21 +403,8 @@ fn call(inner: BoxedStrategy<Expr>) -> BoxedStrategy<Expr> {
         1 => pick(CLASSES).prop_map(|c| Some(ex(ExprKind::Name(c)))),
         1 => inner.clone().prop_map(Some),
     ];
-    let given = prop_oneof![
-        3 => Just(vec![]),
-        1 => proptest::collection::vec(
-            (var(), inner.clone()).prop_map(|(n, v)| ghost_arg(n, v)),
-            1..=2
-        ),
-    ];
-    // The target of a `then { y = z; }` is a ghost result name.
-    let yields = prop_oneof![
-        3 => Just(vec![]),
-        1 => proptest::collection::vec(
-            (var(), var()).prop_map(|(n, v)| ghost_arg(n, ex(ExprKind::Name(v)))),
-            1..=2
-        ),
-    ];
+    let given = given_args(inner.clone());
+    let yields = yields_args();
     let type_args = prop_oneof![
         4 => Just(vec![]),
         1 => proptest::collection::vec(value_type(), 1..=2),
@@ -571,11 +601,7 @@ fn expr_depth(depth: u32) -> BoxedStrategy<Expr> {
                     name: n,
                 })
             });
-            let new = (
-                pick(CLASSES),
-                proptest::collection::vec(inner.clone(), 0..=2),
-            )
-                .prop_map(|(class, args)| ex(ExprKind::New { class, args }));
+            let new = new_object(inner.clone());
             // RESTRICTION: the element type of `new T[..]` is not itself an array type
             // (`new int[][n]` is not PVL).
             let new_array = (leaf_type(), proptest::collection::vec(inner.clone(), 1..=2))
@@ -845,8 +871,7 @@ fn step() -> BoxedStrategy<Stmt> {
 fn expr_stmt() -> BoxedStrategy<Stmt> {
     prop_oneof![
         4 => call(expr_depth(1)),
-        1 => (pick(CLASSES), proptest::collection::vec(expr_depth(1), 0..=2))
-            .prop_map(|(class, args)| ex(ExprKind::New { class, args })),
+        1 => new_object(expr_depth(1)),
     ]
     .prop_map(|e| st(StmtKind::Expr(e)))
     .boxed()

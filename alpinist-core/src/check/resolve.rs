@@ -1247,7 +1247,12 @@ impl<'a> Checker<'a> {
                 given,
                 yields,
             } => self.call(receiver.as_deref(), name, type_args, args, given, yields),
-            ExprKind::New { class, args } => self.new_object(class, args),
+            ExprKind::New {
+                class,
+                args,
+                given,
+                yields,
+            } => self.new_object(class, args, given, yields),
             ExprKind::NewArray { elem, dims } => {
                 let mut ty = self.resolve_type(elem);
                 for d in dims {
@@ -1738,7 +1743,13 @@ impl<'a> Checker<'a> {
         result
     }
 
-    fn new_object(&mut self, class: &'a Ident, args: &'a [Expr]) -> Ty {
+    fn new_object(
+        &mut self,
+        class: &'a Ident,
+        args: &'a [Expr],
+        given: &'a [GhostArg],
+        yields: &'a [GhostArg],
+    ) -> Ty {
         let Some(id) = self.tables.class_by_name(&class.name) else {
             self.err(CheckError::UnknownClass {
                 name: class.name.clone(),
@@ -1777,7 +1788,22 @@ impl<'a> Checker<'a> {
                 self.ghost,
             );
             self.check_args(ctor, class.span, args);
+            self.ghost_args(ctor, given, yields);
+            return Ty::Class(id);
         }
+        // The default constructor has no ghost parameters.
+        let default = MethodSig {
+            name: class.name.clone(),
+            kind: MethodKind::Constructor,
+            is_static: false,
+            params: Vec::new(),
+            given: Vec::new(),
+            yields: Vec::new(),
+            return_type: Ty::Void,
+            span: info.span,
+            type_params: Vec::new(),
+        };
+        self.ghost_args(&default, given, yields);
         Ty::Class(id)
     }
 
@@ -1978,6 +2004,13 @@ impl<'a> Checker<'a> {
         if !args_checked {
             self.check_args(sig, name.span, args);
         }
+        self.ghost_args(sig, given, yields);
+        sig.return_type.clone()
+    }
+
+    /// The `with` values and `then` assignments of a call or a `new` against the callee's
+    /// `given` and `yields` parameters.
+    fn ghost_args(&mut self, sig: &MethodSig, given: &'a [GhostArg], yields: &'a [GhostArg]) {
         // `with` values and `then` assignments are ghost code, whatever the call is.
         let outer_ghost = std::mem::replace(&mut self.ghost, true);
         for g in given {
@@ -2032,7 +2065,6 @@ impl<'a> Checker<'a> {
             }
         }
         self.ghost = outer_ghost;
-        sig.return_type.clone()
     }
 
     /// A call whose type arguments do not match its callee's type parameters (`sig`; `None`

@@ -578,10 +578,12 @@ pub enum ExprKind {
         given: Vec<GhostArg>,
         yields: Vec<GhostArg>,
     },
-    /// `new C(args)`
+    /// `new C(args)`, `new C(args) with { .. } then { .. }`
     New {
         class: Ident,
         args: Vec<Expr>,
+        given: Vec<GhostArg>,
+        yields: Vec<GhostArg>,
     },
     /// `new int[N]`, `new int[M][N]` — one size per dimension, outermost first.
     NewArray {
@@ -760,7 +762,16 @@ macro_rules! for_each_child {
                 args.$iter().for_each(&mut *$f);
                 given.$iter().chain(yields).for_each(|g| $f(& $($m)* g.value));
             }
-            ExprKind::New { args, .. } | ExprKind::Builtin { args, .. } => args.$iter().for_each($f),
+            ExprKind::New {
+                args,
+                given,
+                yields,
+                ..
+            } => {
+                args.$iter().for_each(&mut *$f);
+                given.$iter().chain(yields).for_each(|g| $f(& $($m)* g.value));
+            }
+            ExprKind::Builtin { args, .. } => args.$iter().for_each($f),
             ExprKind::NewArray { dims, .. } => dims.$iter().for_each($f),
             ExprKind::Collection { elems, .. } => elems.$iter().for_each($f),
             ExprKind::MapLit { entries, .. } => {

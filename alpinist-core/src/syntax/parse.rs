@@ -569,7 +569,8 @@ fn rule_in_words(rule: Rule) -> Option<String> {
         Rule::gpuopt => word("gpuopt"),
         Rule::bracket_suffix => word("["),
         Rule::member_suffix => word("."),
-        Rule::call_tail | Rule::call_args | Rule::par_iters => word("("),
+        Rule::nullable_suffix => word("?."),
+        Rule::call_tail | Rule::new_tail | Rule::call_args | Rule::par_iters => word("("),
         Rule::incr => word("++"),
         Rule::decr => word("--"),
         Rule::dotdot => word(".."),
@@ -1756,9 +1757,12 @@ impl Builder {
         } else {
             self.primary(operand)?
         };
-        while let Some(suffix) =
-            items.next_if(|p| matches!(p.as_rule(), Rule::bracket_suffix | Rule::member_suffix))
-        {
+        while let Some(suffix) = items.next_if(|p| {
+            matches!(
+                p.as_rule(),
+                Rule::bracket_suffix | Rule::member_suffix | Rule::nullable_suffix
+            )
+        }) {
             acc = self.postfix(acc, suffix)?;
         }
         apply_prefixes(acc, prefixes)
@@ -1826,6 +1830,35 @@ impl Builder {
                         depth = depth.max(tail.depth + 1);
                         tail.into_call(Some(base_box), name)
                     }
+                }
+            }
+            // Read as what VerCors makes of it, `x != null ==> x.p(args)`: the receiver is
+            // pure, so reading it twice changes nothing.
+            Rule::nullable_suffix => {
+                let mut kids = Kids::of(&suffix);
+                let name = ident_of(&kids.next("a predicate name")?);
+                let tail = self.call_tail(kids.next("an argument list")?)?;
+                depth = depth.max(tail.depth + 1) + 1;
+                let receiver = base_box.clone();
+                let guard = Expr {
+                    kind: ExprKind::Binary {
+                        op: BinaryOp::Neq,
+                        lhs: base_box,
+                        rhs: Box::new(Expr {
+                            kind: ExprKind::Null,
+                            span: name.span,
+                        }),
+                    },
+                    span,
+                };
+                let call = Expr {
+                    kind: tail.into_call(Some(receiver), name),
+                    span,
+                };
+                ExprKind::Binary {
+                    op: BinaryOp::Implies,
+                    lhs: Box::new(guard),
+                    rhs: Box::new(call),
                 }
             }
             _ => return Err(internal(span, "a postfix operator")),
@@ -2033,11 +2066,13 @@ impl Builder {
             Rule::new_expr => {
                 let first = kids.next("a type or class")?;
                 if first.as_rule() == Rule::ident {
-                    let (args, d) = self.args(kids.next("arguments")?)?;
-                    sub = sub.max(d);
+                    let tail = self.call_tail(kids.next("arguments")?)?;
+                    sub = sub.max(tail.depth);
                     ExprKind::New {
                         class: ident_of(&first),
-                        args,
+                        args: tail.args,
+                        given: tail.given,
+                        yields: tail.yields,
                     }
                 } else {
                     let elem = self.base_type(first)?;

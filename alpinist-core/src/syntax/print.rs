@@ -369,12 +369,19 @@ fn write_expr_bare(out: &mut String, expr: &Expr) {
             write_ghost_args(out, "with", given);
             write_ghost_args(out, "then", yields);
         }
-        ExprKind::New { class, args } => {
+        ExprKind::New {
+            class,
+            args,
+            given,
+            yields,
+        } => {
             out.push_str("new ");
             out.push_str(&class.name);
             out.push('(');
             write_list(out, args);
             out.push(')');
+            write_ghost_args(out, "with", given);
+            write_ghost_args(out, "then", yields);
         }
         ExprKind::NewArray { elem, dims } => {
             out.push_str("new ");
@@ -2012,6 +2019,8 @@ mod tests {
         let new_c = ex(ExprKind::New {
             class: ident("C"),
             args: vec![var("x")],
+            given: Vec::new(),
+            yields: Vec::new(),
         });
         assert_eq!(print_expr(&new_c), "new C(x)");
         assert_eq!(print_expr(&field(new_c, "f")), "(new C(x)).f");

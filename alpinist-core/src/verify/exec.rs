@@ -22,6 +22,7 @@
 //! - Every check is recorded with its verdict; nothing is skipped silently: what is not
 //!   encoded is an [`EncodeError`] for the whole method.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use z3::ast::{Ast, Bool, Dynamic, Int};
@@ -34,7 +35,7 @@ use crate::syntax::{
 
 use super::assertion::{self, Borrowed, Lent, Prover, RegionIter};
 use super::expr::{
-    self, unsupported, Decls, EncodeError, Eval, FunctionDecl, Functions, RecursiveCall,
+    self, coerce, unsupported, Decls, EncodeError, Eval, FunctionDecl, Functions, RecursiveCall,
 };
 use super::fraction;
 use super::int32::{self, Plan};
@@ -945,27 +946,37 @@ impl<'c, 'p> Verifier<'c, 'p> {
         routine: &Routine<'p>,
         st: &State,
         calls: &[RecursiveCall],
-        instance: &Expr,
+        guarded: &Expr,
     ) -> Result<(), EncodeError> {
+        let (condition, instance) = recursion::guarded_instance(guarded);
         let Some((receiver, pred, args)) = super::inline::predicate_call(instance) else {
             return Ok(());
         };
         let world = &self.ctx.world;
-        let height = |ev: &mut Eval<'_>| -> Result<Int, EncodeError> {
-            let (r, i, _) = ev.predicate_location(receiver, pred, args, instance.span)?;
-            Ok(world.depth(&r, &i))
-        };
-        let old = height(&mut eval(self.ctx, st, false))?;
         // A height is never negative (an instance that is not held has none to speak of:
-        // 0, say); what must be proved is only that it falls.
-        self.prover.assume(old.ge(Int::from_i64(0)));
+        // 0, say); what must be proved is only that it falls. Under a condition `c`, the
+        // measure is `c ? height + 1 : 0`: a call whose instance is not held (`next` is null)
+        // is lower than any held one.
+        let height = |ev: &mut Eval<'_>| -> Result<(Int, Int), EncodeError> {
+            let (r, i, _) = ev.predicate_location(receiver, pred, args, instance.span)?;
+            let depth = world.depth(&r, &i);
+            let measure = match condition {
+                Some(c) => ev
+                    .bool(c)?
+                    .ite(&Int::add(&[&depth, &Int::from_i64(1)]), &Int::from_i64(0)),
+                None => depth.clone(),
+            };
+            Ok((depth, measure))
+        };
+        let (depth, old) = height(&mut eval(self.ctx, st, false))?;
+        self.prover.assume(depth.ge(Int::from_i64(0)));
         let what = format!(
             "at this recursive application (the measure: the height of the instance \
              `{}` of the precondition, which only an `\\unfolding` of it lowers)",
-            crate::syntax::print_expr(instance)
+            crate::syntax::print_expr(guarded)
         );
         for call in calls {
-            let new = height(&mut self.eval_at_call(routine, st, call))?;
+            let (_, new) = height(&mut self.eval_at_call(routine, st, call))?;
             self.decrease_at_call(call, &[new], std::slice::from_ref(&old), &what);
         }
         Ok(())
@@ -1305,7 +1316,11 @@ impl<'c, 'p> Verifier<'c, 'p> {
                     Some(e) => {
                         let (next, v) = self.rhs(st, e)?;
                         st = next;
-                        Some(v)
+                        // At the declared type: `return null;` returns a `List`.
+                        match &self.result_ty {
+                            Some(ty) => Some(coerce(&self.ctx.world, v, ty, e.span)?),
+                            None => Some(v),
+                        }
                     }
                     None => None,
                 };
@@ -2656,39 +2671,6 @@ fn join(c: &Bool, a: State, b: State) -> State {
     }
 }
 
-/// Converts an int to a fraction where a fraction is expected, and a `None` of unknown
-/// element type to the option type expected; otherwise the value as is.
-fn coerce(world: &World, v: Value, ty: &Ty, span: Span) -> Result<Value, EncodeError> {
-    if let (Ty::Option(none), Ty::Option(elem)) = (&v.ty, ty) {
-        if **none == Ty::Null {
-            return Ok(world.typed_none(elem));
-        }
-    }
-    match (&v.term, ty) {
-        (Term::Int(i), Ty::Perm) => Ok(Value {
-            term: Term::Real(z3::ast::Real::from_int(i)),
-            ty: Ty::Perm,
-        }),
-        (Term::Int(_), Ty::Int)
-        | (Term::Bool(_), Ty::Bool)
-        | (Term::Real(_), Ty::Perm)
-        | (Term::Seq(_), Ty::Seq(_) | Ty::Option(_))
-        | (Term::Set(_), Ty::Set(_))
-        | (Term::Map(_), Ty::Map(..))
-        | (Term::Bag(_), Ty::Bag(_))
-        | (Term::Tuple(_), Ty::Tuple(..))
-        | (Term::Ref(_), Ty::Array(_) | Ty::Object(_) | Ty::Null) => Ok(Value {
-            term: v.term,
-            ty: if v.ty == Ty::Null { ty.clone() } else { v.ty },
-        }),
-        _ => Err(EncodeError::IllSorted {
-            expected: format!("{ty:?}"),
-            found: format!("{:?}", v.ty),
-            span,
-        }),
-    }
-}
-
 /// Declares every pure function and assumes its definition where that is sound (the body has
 /// an encoding and every recursive call decreases a non-negative integer parameter), and its
 /// postcondition unless it is the routine being `checking` (where that would be circular) or
@@ -2775,6 +2757,10 @@ fn declare_functions(
             },
         );
     }
+    // The definitions used so far (of the functions that read no heap: the others are
+    // instantiated at their applications), which the termination check of a later function
+    // that applies them may use: `!is_empty(s)` guarding `f(s.tail)` says that `s` is not empty.
+    let mut defined: BTreeMap<String, Bool> = BTreeMap::new();
     for f in program.functions() {
         let name = &f.method.name.name;
         let MethodBody::Expr(body) = &f.method.body else {
@@ -2793,7 +2779,7 @@ fn declare_functions(
         let Some(decl) = functions.get(name) else {
             continue;
         };
-        match definition(world, program, &functions, decl, f, body) {
+        match definition(world, program, &functions, decl, f, body, &defined) {
             Ok((axioms, termination)) => {
                 let at_applications = decl.reads_heap;
                 let terminates = termination != Termination::Unproved;
@@ -2808,6 +2794,7 @@ fn declare_functions(
                 }
                 if terminates {
                     if !at_applications {
+                        defined.insert(name.clone(), axioms.1.clone());
                         prover.assume(axioms.1);
                     }
                 } else {
@@ -2898,6 +2885,7 @@ fn definition(
     decl: &FunctionDecl,
     f: &Routine<'_>,
     body: &Expr,
+    defined: &BTreeMap<String, Bool>,
 ) -> Result<(Axioms, Termination), EncodeError> {
     let name = &f.method.name.name;
     let (heap, store, xs) = bound_arguments(world, decl);
@@ -2933,6 +2921,25 @@ fn definition(
         &[&pattern],
         &pre.implies(full.eq(value.term.as_dynamic())),
     );
+    // What the termination checks may assume: the precondition and the definitions of the
+    // functions before this one that its body applies (only those: the definitions of a whole
+    // lemma library, quantifiers over sequences among them, crashed libz3 4.8.12 here).
+    let mut applied = BTreeSet::new();
+    body.visit(&mut |x| {
+        if let ExprKind::Call { name, .. } = &x.kind {
+            applied.insert(name.name.clone());
+        }
+    });
+    let hypothesis = Bool::and(
+        &std::iter::once(pre.clone())
+            .chain(
+                defined
+                    .iter()
+                    .filter(|(n, _)| applied.contains(*n))
+                    .map(|(_, d)| d.clone()),
+            )
+            .collect::<Vec<_>>(),
+    );
     let terminates = calls.is_empty()
         || match termination::explicit(f.contract) {
             Some((Decreases::Assume, _)) => true,
@@ -2951,14 +2958,14 @@ fn definition(
                     }
                     at_calls.push((call.guard.clone(), measure_at(at)?));
                 }
-                recursion::measure_decreases(&pre, &old, &at_calls)
+                recursion::measure_decreases(&hypothesis, &old, &at_calls)
             }
             None => {
                 let by_params: Vec<(Bool, Vec<Value>)> = calls
                     .iter()
                     .map(|c| (c.guard.clone(), c.args.clone()))
                     .collect();
-                recursion::terminates(&decl.params, &store, &pre, &by_params, &world.len)
+                recursion::terminates(&decl.params, &store, &hypothesis, &by_params, &world.len)
             }
         };
     if terminates {
@@ -2970,12 +2977,13 @@ fn definition(
         .then(|| {
             expr::function_pre(f).into_iter().find_map(|e| {
                 let expanded = super::inline::expand(e, program);
-                recursion::unconditional_instance(expanded.as_ref().unwrap_or(e), program)
+                recursion::held_instance(expanded.as_ref().unwrap_or(e), program)
             })
         })
         .flatten();
     let by_depth = instance.filter(|i| {
-        let pred = super::inline::predicate_call(i).map(|(_, n, _)| n);
+        let (_, instance) = recursion::guarded_instance(i);
+        let pred = super::inline::predicate_call(instance).map(|(_, n, _)| n);
         calls
             .iter()
             .all(|c| c.unfolded.iter().any(|u| Some(u.as_str()) == pred))

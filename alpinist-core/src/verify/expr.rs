@@ -560,18 +560,10 @@ impl<'a> Eval<'a> {
         value: &Expr,
     ) -> Result<Value, EncodeError> {
         if !matches!(ty.kind, TypeKind::Int | TypeKind::Bool) && !fraction::is_fraction(&ty.kind) {
-            // A reference (an object or an array): the value's term, at the declared type.
+            // Every other type as a local declared with it: the value at the declared type.
             let declared = ty_of(ty)?;
-            if matches!(declared, Ty::Object(_) | Ty::Array(_)) {
-                let v = self.value(value)?;
-                if let Term::Ref(_) = v.term {
-                    return Ok(Value {
-                        term: v.term,
-                        ty: declared,
-                    });
-                }
-            }
-            return Err(unsupported("a `\\let` of this type", ty.span));
+            let v = self.value(value)?;
+            return coerce(self.decls.world, v, &declared, value.span);
         }
         let v = self.value(value)?;
         let v = fraction::convert(&ty.kind, v);
@@ -2823,8 +2815,11 @@ impl Eval<'_> {
         let value_checks = self.value_checks;
         let defining = self.defining.clone();
         let one_heap = self.one_heap;
+        let (result, old_is_now) = (self.result.clone(), self.old_is_now);
         let fresh = || {
             let mut inner = Eval::new(decls, store.clone());
+            inner.result = result.clone();
+            inner.old_is_now = old_is_now;
             inner.heap = heap.clone();
             inner.mask = Some(mask.clone());
             inner.old = old.clone();
@@ -3404,4 +3399,37 @@ fn pointwise(a: &Array, b: &Array, f: impl Fn(Int, Int) -> Int) -> Array {
     let count = |c: &Array| c.select(&x).as_int().expect("a multiplicity");
     let r = f(count(a), count(b));
     ast::lambda_const(&[&x as &dyn Ast], &Dynamic::from_ast(&r))
+}
+
+/// Converts an int to a fraction where a fraction is expected, and a `None` of unknown
+/// element type to the option type expected; otherwise the value as is.
+pub fn coerce(world: &World, v: Value, ty: &Ty, span: Span) -> Result<Value, EncodeError> {
+    if let (Ty::Option(none), Ty::Option(elem)) = (&v.ty, ty) {
+        if **none == Ty::Null {
+            return Ok(world.typed_none(elem));
+        }
+    }
+    match (&v.term, ty) {
+        (Term::Int(i), Ty::Perm) => Ok(Value {
+            term: Term::Real(z3::ast::Real::from_int(i)),
+            ty: Ty::Perm,
+        }),
+        (Term::Int(_), Ty::Int)
+        | (Term::Bool(_), Ty::Bool)
+        | (Term::Real(_), Ty::Perm)
+        | (Term::Seq(_), Ty::Seq(_) | Ty::Option(_))
+        | (Term::Set(_), Ty::Set(_))
+        | (Term::Map(_), Ty::Map(..))
+        | (Term::Bag(_), Ty::Bag(_))
+        | (Term::Tuple(_), Ty::Tuple(..))
+        | (Term::Ref(_), Ty::Array(_) | Ty::Object(_) | Ty::Null) => Ok(Value {
+            term: v.term,
+            ty: if v.ty == Ty::Null { ty.clone() } else { v.ty },
+        }),
+        _ => Err(EncodeError::IllSorted {
+            expected: format!("{ty:?}"),
+            found: format!("{:?}", v.ty),
+            span,
+        }),
+    }
 }

@@ -29,10 +29,11 @@ use crate::syntax::{
 /// `f<T>` calling `f<seq<T>>`), calls are left as written and fail to encode (unsupported).
 const MAX_INSTANCES: usize = 256;
 
-/// Whether `name` is the name of an instance made by [`instantiate`] (no user-written name
-/// holds a `<`).
+/// Whether `name` is the name of an instance made by [`instantiate`]: it ends in its type
+/// arguments. No user-written name does, nor does an overload's (`f(seq<int>)`, named by
+/// `check::resolve_overloads`), which ends in its parameter types and must be verified.
 pub fn is_instance(name: &str) -> bool {
-    name.contains('<')
+    name.ends_with('>')
 }
 
 /// `program` with an instance of each generic routine for every concrete type-argument list

@@ -111,22 +111,43 @@ pub fn lex_decrease(new: &[Int], old: &[Int]) -> Bool {
 }
 
 /// The first predicate instance that `pre` (a conjunct of a function's precondition, inline
-/// predicates expanded) holds unconditionally: a conjunct of `**` and `&&`, not under an
-/// implication, a condition or a quantifier. Its height ([`super::state::World::depth`]) is
-/// the measure of recursion through `\unfolding` of it (a list's `contents()` recursing on
-/// `next.contents()` inside `\unfolding state()`).
-pub fn unconditional_instance(pre: &Expr, program: &ProgramInfo<'_>) -> Option<Expr> {
+/// predicates expanded) holds, unconditionally or under one condition: a conjunct of `**` and
+/// `&&`, `P(args)` or `c ==> P(args)` (VerCors' `x?.P()`), not under a quantifier or a
+/// conditional expression. Its height ([`super::state::World::depth`]) is the measure of
+/// recursion through `\unfolding` of it (a list's `contents()` recursing on
+/// `next.contents()` inside `\unfolding state()`); where a condition guards it, the measure
+/// is `c ? height + 1 : 0` ([`guarded_instance`]).
+pub fn held_instance(pre: &Expr, program: &ProgramInfo<'_>) -> Option<Expr> {
     match &pre.kind {
         ExprKind::Binary {
             op: BinaryOp::Star | BinaryOp::And,
             lhs,
             rhs,
-        } => unconditional_instance(lhs, program).or_else(|| unconditional_instance(rhs, program)),
+        } => held_instance(lhs, program).or_else(|| held_instance(rhs, program)),
+        ExprKind::Binary {
+            op: BinaryOp::Implies,
+            rhs,
+            ..
+        } if matches!(rhs.kind, ExprKind::Call { .. }) => {
+            held_instance(rhs, program).map(|_| pre.clone())
+        }
         ExprKind::Call { .. } => {
             let (_, name, _) = inline::predicate_call(pre)?;
             inline::abstract_predicate(program, name).map(|_| pre.clone())
         }
         _ => None,
+    }
+}
+
+/// A [`held_instance`] split into its condition (if any) and the instance.
+pub fn guarded_instance(instance: &Expr) -> (Option<&Expr>, &Expr) {
+    match &instance.kind {
+        ExprKind::Binary {
+            op: BinaryOp::Implies,
+            lhs,
+            rhs,
+        } => (Some(lhs), rhs),
+        _ => (None, instance),
     }
 }
 

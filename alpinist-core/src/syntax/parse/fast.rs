@@ -1937,8 +1937,17 @@ impl<'s> Fast<'s> {
         self.pos = type_start;
         let class = self.ident()?;
         self.skip();
-        let (args, d) = self.call_args()?;
-        self.wrap(ExprKind::New { class, args }, start, d)
+        let tail = self.call_tail()?;
+        self.wrap(
+            ExprKind::New {
+                class,
+                args: tail.args,
+                given: tail.given,
+                yields: tail.yields,
+            },
+            start,
+            tail.depth,
+        )
     }
 
     /// unfolding_expr = k_unfolding ~ unary ~ k_in ~ expr (each keyword with or without `\\`)

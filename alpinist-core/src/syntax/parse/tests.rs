@@ -39,6 +39,18 @@ fn expr_of(src: &str) -> Expr {
     }
 }
 
+/// The `with` and `then` arguments of a call or a `new`.
+fn sexp_ghosts(given: &[GhostArg], yields: &[GhostArg]) -> String {
+    let mut s = String::new();
+    for g in given {
+        s += &format!(" with:{}={}", g.name.name, sexp(&g.value));
+    }
+    for y in yields {
+        s += &format!(" then:{}={}", y.name.name, sexp(&y.value));
+    }
+    s
+}
+
 /// A compact prefix form of an expression, to state tree shapes in tests.
 fn sexp(e: &Expr) -> String {
     match &e.kind {
@@ -93,21 +105,20 @@ fn sexp(e: &Expr) -> String {
             for a in args {
                 s += &format!(" {}", sexp(a));
             }
-            for g in given {
-                s += &format!(" with:{}={}", g.name.name, sexp(&g.value));
-            }
-            for y in yields {
-                s += &format!(" then:{}={}", y.name.name, sexp(&y.value));
-            }
-            s + ")"
+            s + &sexp_ghosts(given, yields) + ")"
         }
-        ExprKind::New { class, args } => format!(
-            "(new {}{})",
-            class.name,
-            args.iter()
-                .map(|a| format!(" {}", sexp(a)))
-                .collect::<String>()
-        ),
+        ExprKind::New {
+            class,
+            args,
+            given,
+            yields,
+        } => {
+            let mut s = format!("(new {}", class.name);
+            for a in args {
+                s += &format!(" {}", sexp(a));
+            }
+            s + &sexp_ghosts(given, yields) + ")"
+        }
         ExprKind::NewArray { elem, dims } => format!(
             "(newarray {:?}{})",
             elem.kind,
@@ -766,7 +777,10 @@ fn local_declarations_and_assignments() {
 
 #[test]
 fn call_statements() {
-    let s = stmts("this.swap(a, i, j); C.lemma(x); new C(); f(x) with { a = e; } then { b = c; };");
+    let s = stmts(
+        "this.swap(a, i, j); C.lemma(x); new C(); f(x) with { a = e; } then { b = c; };
+         new C(x) given { a = e } yields { b = c };",
+    );
     let shapes: Vec<String> = s
         .iter()
         .map(|st| match &st.kind {
@@ -780,9 +794,20 @@ fn call_statements() {
             "(call this.swap a i j)",
             "(call C.lemma x)",
             "(new C)",
-            "(call f x with:a=e then:b=c)"
+            "(call f x with:a=e then:b=c)",
+            "(new C x with:a=e then:b=c)"
         ]
     );
+}
+
+#[test]
+fn null_guarded_application_is_an_implication() {
+    assert_eq!(
+        shape("a ** l?.state(p) ** b"),
+        "(** (** a (==> (!= l null) (call l.state p))) b)"
+    );
+    // Only a predicate application is null-guarded: `l?.next` is not PVL.
+    err("pure int f() = l?.next;");
 }
 
 #[test]

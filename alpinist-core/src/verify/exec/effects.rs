@@ -212,7 +212,12 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 let ghosts = Ghosts { given, yields };
                 self.call(st, receiver.as_deref(), &name.name, args, ghosts, e.span)
             }
-            ExprKind::New { class, args } => self.new_object(st, &class.name, args, e.span),
+            ExprKind::New {
+                class,
+                args,
+                given,
+                yields,
+            } => self.new_object(st, &class.name, args, Ghosts { given, yields }, e.span),
             ExprKind::NewArray { elem, dims } => {
                 let elem = ty_of(elem)?;
                 self.new_array(st, elem, dims, e.span)

@@ -33,6 +33,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         st: State,
         class: &'p str,
         args: &'p [Expr],
+        ghosts: Ghosts<'p>,
         span: Span,
     ) -> Result<(State, Value), EncodeError> {
         let program = self.ctx.program;
@@ -41,11 +42,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 if let Some(e) = program.ambiguous_in_contract(&ctor) {
                     return Err(e);
                 }
-                let none = Ghosts {
-                    given: &[],
-                    yields: &[],
-                };
-                self.invoke(st, ctor, Callee::Constructor(class), args, none, span)
+                self.invoke(st, ctor, Callee::Constructor(class), args, ghosts, span)
             }
             None => {
                 let object = self.allocate_object(&st.mask, &[&st.store], class);
