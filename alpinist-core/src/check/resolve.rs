@@ -1788,7 +1788,12 @@ impl<'a> Checker<'a> {
                 self.ghost,
             );
             self.check_args(ctor, class.span, args);
-            self.ghost_args(ctor, given, yields);
+            // Named by its class in messages (a 2.x constructor is called `constructor`).
+            let named = MethodSig {
+                name: class.name.clone(),
+                ..ctor.clone()
+            };
+            self.ghost_args(&named, given, yields);
             return Ty::Class(id);
         }
         // The default constructor has no ghost parameters.
