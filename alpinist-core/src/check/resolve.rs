@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crate::syntax::*;
 
 use super::effects::{allocated_levels, EffectLog, Root};
-use super::env::{ClassId, MethodKind, MethodSig, Tables, Ty};
+use super::env::{ClassId, MethodKind, MethodSig, ParamInfo, Tables, Ty};
 use super::error::{CheckError, CheckWarning};
 use super::gpuopt;
 use super::types::{arith, assignable, comparable, is_assertion, join};
@@ -1789,26 +1789,11 @@ impl<'a> Checker<'a> {
             );
             self.check_args(ctor, class.span, args);
             // Named by its class in messages (a 2.x constructor is called `constructor`).
-            let named = MethodSig {
-                name: class.name.clone(),
-                ..ctor.clone()
-            };
-            self.ghost_args(&named, given, yields);
+            self.ghost_args(&class.name, (&ctor.given, &ctor.yields), given, yields);
             return Ty::Class(id);
         }
         // The default constructor has no ghost parameters.
-        let default = MethodSig {
-            name: class.name.clone(),
-            kind: MethodKind::Constructor,
-            is_static: false,
-            params: Vec::new(),
-            given: Vec::new(),
-            yields: Vec::new(),
-            return_type: Ty::Void,
-            span: info.span,
-            type_params: Vec::new(),
-        };
-        self.ghost_args(&default, given, yields);
+        self.ghost_args(&class.name, (&[], &[]), given, yields);
         Ty::Class(id)
     }
 
@@ -2009,24 +1994,30 @@ impl<'a> Checker<'a> {
         if !args_checked {
             self.check_args(sig, name.span, args);
         }
-        self.ghost_args(sig, given, yields);
+        self.ghost_args(&sig.name, (&sig.given, &sig.yields), given, yields);
         sig.return_type.clone()
     }
 
-    /// The `with` values and `then` assignments of a call or a `new` against the callee's
-    /// `given` and `yields` parameters.
-    fn ghost_args(&mut self, sig: &MethodSig, given: &'a [GhostArg], yields: &'a [GhostArg]) {
+    /// The `with` values and `then` assignments of a call or a `new` against the `given` and
+    /// `yields` parameters of `callee` (its name in messages).
+    fn ghost_args(
+        &mut self,
+        callee: &str,
+        (params_given, params_yields): (&[ParamInfo], &[ParamInfo]),
+        given: &'a [GhostArg],
+        yields: &'a [GhostArg],
+    ) {
         // `with` values and `then` assignments are ghost code, whatever the call is.
         let outer_ghost = std::mem::replace(&mut self.ghost, true);
         for g in given {
-            match sig.given.iter().find(|p| p.name == g.name.name) {
+            match params_given.iter().find(|p| p.name == g.name.name) {
                 Some(p) => self.expect(&g.value, &p.ty, "`with` argument"),
                 None => {
                     self.expr(&g.value);
                     self.err(CheckError::UnknownGhostParam {
                         name: g.name.name.clone(),
                         which: "given",
-                        method: sig.name.clone(),
+                        method: callee.to_string(),
                         span: g.name.span,
                     });
                 }
@@ -2037,13 +2028,13 @@ impl<'a> Checker<'a> {
             let target = self.assign_var(&y.name, y.name.span);
             self.note_name_write(&y.name, &target, 0);
             let source = match &y.value.kind {
-                ExprKind::Name(id) => sig.yields.iter().find(|p| p.name == id.name).ok_or(id),
+                ExprKind::Name(id) => params_yields.iter().find(|p| p.name == id.name).ok_or(id),
                 _ => {
                     self.expr(&y.value);
                     self.err(CheckError::UnknownGhostParam {
                         name: "(an expression)".into(),
                         which: "yields",
-                        method: sig.name.clone(),
+                        method: callee.to_string(),
                         span: y.value.span,
                     });
                     continue;
@@ -2064,7 +2055,7 @@ impl<'a> Checker<'a> {
                 Err(id) => self.err(CheckError::UnknownGhostParam {
                     name: id.name.clone(),
                     which: "yields",
-                    method: sig.name.clone(),
+                    method: callee.to_string(),
                     span: id.span,
                 }),
             }
