@@ -61,6 +61,29 @@ enum Amount {
     Wildcard,
 }
 
+/// What a permission location holds.
+enum Held {
+    /// A field or array cell of this type: at most one full permission, and a positive one
+    /// makes its reference non-null.
+    Value(Ty),
+    /// A predicate instance: no bound on how many are held (as in Viper).
+    Instance,
+    /// A thread or lock token `idle(t)`, `running(t)`, `held(t)` (`World::token_location`):
+    /// held like a predicate instance, and like a field it is never held at null (the
+    /// inhale assumes `t != null`, so an exhale at null fails for want of the token) —
+    /// VerCors does not ask `t` to be non-null where the token is written.
+    Token,
+}
+
+impl Held {
+    fn heap_kind(&self) -> Option<HeapKind> {
+        match self {
+            Held::Value(ty) => Some(ty.heap_kind()),
+            _ => None,
+        }
+    }
+}
+
 /// The amounts a method's precondition borrowed with `AutoValue`, by the location's text.
 pub type Lent = BTreeMap<String, Real>;
 
@@ -470,16 +493,11 @@ impl<'w, 'a> Walker<'w, 'a> {
                 op: op @ (Builtin::Idle | Builtin::Running | Builtin::Held),
                 args,
             } if args.len() == 1 => {
-                if !self.binder_names.is_empty() {
-                    // Z3 (4.8.12) was seen to run past every limit on tokens of a sequence
-                    // of threads under `\forall*`: refused rather than left running.
-                    return Err(unsupported(
-                        format!("`{}(..)` under `\\forall*`", op.spelling()),
-                        e.span,
-                    ));
-                }
-                let at = self.token_location(*op, &args[0])?;
-                self.acc(e, e, None, Some(at))
+                let (t, _) = self.eval.reference(&args[0])?;
+                self.flush();
+                let (r, i) = self.eval.decls.world.token_location(&t, *op);
+                self.acc_at(e, e, (r, i, Held::Token), Amount::Exact(real(1)))
+                    .map(drop)
             }
             ExprKind::Scaled { .. } => Err(unsupported(
                 "a scaled predicate `[p]P(..)` of a predicate that is not inline (or of a thread \
@@ -665,19 +683,6 @@ impl<'w, 'a> Walker<'w, 'a> {
                 Ok(())
             }
         }
-    }
-
-    /// The location of the token `idle(t)`, `running(t)` or `held(t)` (`World::token_location`),
-    /// held like a predicate instance: whole, taken and given by `fork`/`join` and
-    /// `lock`/`unlock`.
-    fn token_location(
-        &mut self,
-        op: Builtin,
-        object: &Expr,
-    ) -> Result<(Dynamic, Int), EncodeError> {
-        let (t, _) = self.eval.non_null(object)?;
-        self.flush();
-        Ok(self.eval.decls.world.token_location(&t, op))
     }
 
     /// The location of the predicate instance `receiver.name(args)` (an abstract predicate:
@@ -913,12 +918,12 @@ impl<'w, 'a> Walker<'w, 'a> {
         &mut self,
         loc: &Expr,
         at: Option<(Dynamic, Int)>,
-    ) -> Result<(Dynamic, Int, Option<Ty>), EncodeError> {
+    ) -> Result<(Dynamic, Int, Held), EncodeError> {
         Ok(match at {
-            Some((r, i)) => (r, i, None),
+            Some((r, i)) => (r, i, Held::Instance),
             None => {
                 let (r, i, ty) = self.eval.permission_location(loc)?;
-                (r, i, Some(ty))
+                (r, i, Held::Value(ty))
             }
         })
     }
@@ -930,7 +935,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         &mut self,
         atom: &Expr,
         loc: &Expr,
-        (r, i, ty): (Dynamic, Int, Option<Ty>),
+        (r, i, holds): (Dynamic, Int, Held),
         mut amount: Amount,
     ) -> Result<Real, EncodeError> {
         let is_cell = matches!(loc.kind, ExprKind::Index { .. });
@@ -1168,7 +1173,7 @@ impl<'w, 'a> Walker<'w, 'a> {
             // receiver was not checked: a positive permission makes it non-null (Viper's
             // reading of `acc(x.f, p)`); no permission is held at null, so an exhale of one
             // fails for want of permission.
-            Mode::Inhale if ty.is_some() && is_cell => {
+            Mode::Inhale if matches!(holds, Held::Value(_)) && is_cell => {
                 let exists = [
                     r.eq(&w.null).not(),
                     i.ge(Int::from_i64(0)),
@@ -1177,7 +1182,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                 self.prover
                     .assume(close(&binders, &guard.implies(Bool::and(&exists))));
             }
-            Mode::Inhale if ty.is_some() => {
+            Mode::Inhale if matches!(holds, Held::Value(_) | Held::Token) => {
                 self.prover
                     .assume(close(&binders, &positive.implies(r.eq(&w.null).not())));
             }
@@ -1189,7 +1194,7 @@ impl<'w, 'a> Walker<'w, 'a> {
         );
         match self.mode {
             Mode::Exhale(_) => {
-                if let Some(kind) = ty.as_ref().map(Ty::heap_kind).filter(|_| !wildcard) {
+                if let Some(kind) = holds.heap_kind().filter(|_| !wildcard) {
                     self.forget(kind);
                 }
             }
@@ -1197,7 +1202,7 @@ impl<'w, 'a> Walker<'w, 'a> {
                 // Heap locations hold at most one full permission; predicate instances have
                 // no such bound (as in Viper: `fold` of a predicate with a pure body may be
                 // repeated).
-                if ty.is_some() && self.bounded {
+                if matches!(holds, Held::Value(_)) && self.bounded {
                     let now = self.mask.amount(&r, &i);
                     self.prover
                         .assume(close(&binders, &positive.implies(now.le(real(1)))));

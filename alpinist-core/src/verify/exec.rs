@@ -68,6 +68,9 @@ pub struct SolverProver {
     /// solver (see [`SolverProver::prove`]); off after the first retry that does not decide
     /// either, so a method Z3 cannot do costs at most one retry more.
     retry: std::cell::Cell<bool>,
+    /// Inside a trial inhale ([`Verifier::framed_by`]): checks are assumed, not proved or
+    /// recorded (the inhale that counts makes them again).
+    trial: bool,
 }
 
 impl SolverProver {
@@ -81,6 +84,7 @@ impl SolverProver {
             obligations: Vec::new(),
             vars: Vec::new(),
             retry: std::cell::Cell::new(true),
+            trial: false,
         }
     }
 
@@ -272,6 +276,10 @@ impl SolverProver {
 
 impl Prover for SolverProver {
     fn check(&mut self, check: Check) {
+        if self.trial {
+            self.assume(check.goal);
+            return;
+        }
         let start = Instant::now();
         let mut status = match check.span.start >= super::REACHABILITY_PROBES {
             true => self.with_rlimit(REACHABILITY_RLIMIT, || self.prove(&check.goal, false)),
@@ -421,6 +429,7 @@ pub fn check_routine<'p>(
         self_calls: Vec::new(),
         in_precondition: false,
         invariants: Vec::new(),
+        context: Vec::new(),
         code: false,
         fraction_locals: std::collections::BTreeMap::new(),
         ghost: false,
@@ -466,6 +475,9 @@ struct Verifier<'c, 'p> {
     in_precondition: bool,
     /// The invariant blocks around the statement: name, resource, locals at its start.
     invariants: Vec<(String, &'p Expr, Store)>,
+    /// The routine's precondition and the invariants of the loops around the statement: where
+    /// a par block's threads find their heap context (`Verifier::context_true_at`).
+    context: Vec<&'p Expr>,
     /// `--int32` applies here: an executable routine, outside ghost code (`int32.rs`).
     code: bool,
     /// The locals and parameters declared `frac` or `zfrac` (by name, the latest
@@ -721,6 +733,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
             .filter_map(|name| store.get(name).map(|v| (name.clone(), v.clone())))
             .collect();
         let pre = self.with_everywhere(routine.pre());
+        self.context = routine.pre();
         self.post = self.with_everywhere(routine.post());
         self.post.extend(self.ctx.program.implicit_post(routine));
         let mut st = self.fresh_state(store);
@@ -1059,7 +1072,19 @@ impl<'c, 'p> Verifier<'c, 'p> {
     /// `assertions` are self-framing: inhaled into an empty mask and a heap about which nothing
     /// is known (with `\old` meaning `st`'s old state), every read is covered.
     fn check_framing(&mut self, st: &State, assertions: &[&'p Expr]) -> Result<(), EncodeError> {
-        self.check_framing_with(st, assertions, true)
+        self.check_framing_with(st, assertions, true, &[])
+    }
+
+    /// [`Verifier::check_framing`] where `facts` hold wherever `assertions` are inhaled (a
+    /// par block's postcondition, with the heap context its thread keeps: the caller assumes
+    /// it first, [`Verifier::framed_by`]).
+    fn check_framing_given(
+        &mut self,
+        st: &State,
+        assertions: &[&'p Expr],
+        facts: &[(&'p Expr, Store)],
+    ) -> Result<(), EncodeError> {
+        self.check_framing_with(st, assertions, true, facts)
     }
 
     /// The framing check of a resource invariant (`invariant name(R)`): every read of R is
@@ -1070,7 +1095,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
     /// what it reads cannot change in between — R holds a positive share of each location, so
     /// no one can write it — and its locals are read as at the block's start.
     fn check_invariant_framing(&mut self, st: &State, inv: &'p Expr) -> Result<(), EncodeError> {
-        self.check_framing_with(st, &[inv], false)
+        self.check_framing_with(st, &[inv], false, &[])
     }
 
     fn check_framing_with(
@@ -1078,10 +1103,12 @@ impl<'c, 'p> Verifier<'c, 'p> {
         st: &State,
         assertions: &[&'p Expr],
         value_checks: bool,
+        facts: &[(&'p Expr, Store)],
     ) -> Result<(), EncodeError> {
         self.prover.push_scope();
         let mut fresh = self.fresh_state(st.store.clone());
         fresh.old = st.old.clone();
+        self.assume_of(&fresh, facts);
         let mut ev = eval(self.ctx, &fresh, true);
         ev.value_checks = value_checks;
         ev.result = self
@@ -2316,10 +2343,11 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 return Err(unsupported(what, c.span));
             }
         }
-        let invs = self.with_everywhere(clauses(contract, |k| match k {
+        let own_invs = clauses(contract, |k| match k {
             ClauseKind::LoopInvariant(e) | ClauseKind::Context(e) => Some(e),
             _ => None,
-        }));
+        });
+        let invs = self.with_everywhere(own_invs.clone());
         // Every local the body (or update) may assign, however nested: in ghost code,
         // `invariant`/`atomic` blocks, `then { r = y; }` on calls (`Stmt::assigned_locals`).
         // The condition's calls are part of every iteration too.
@@ -2384,7 +2412,11 @@ impl<'c, 'p> Verifier<'c, 'p> {
             }
             None => None,
         };
-        let mut flow = self.stmt(inner, body)?;
+        let outer_context = self.context.len();
+        self.context.extend(own_invs);
+        let flow = self.stmt(inner, body);
+        self.context.truncate(outer_context);
+        let mut flow = flow?;
         if let (Flow::Normal(s), Some(u)) = (&flow, update) {
             flow = self.stmt(s.clone(), u)?;
         }
@@ -2470,8 +2502,16 @@ impl<'c, 'p> Verifier<'c, 'p> {
                     return Err(unsupported("this clause on a par block", c.span));
                 }
             }
-            blocks.push((block, iters, pre, post, everywhere));
+            blocks.push(Launch {
+                block,
+                iters,
+                pre,
+                post,
+                everywhere,
+            });
         }
+
+        let context = self.context_true_at(&st);
 
         // One arbitrary thread of each block, from an empty heap, checked *before* the caller
         // assumes anything about the block's end: each thread's obligations hold under the
@@ -2481,11 +2521,12 @@ impl<'c, 'p> Verifier<'c, 'p> {
         // the thread assumes is popped with its scope. (A fork of the solver for the thread
         // was tried: with `Solver::clone` libz3 4.8.12 crashed building models on
         // Kogge-Stone-16; with the assertions copied one by one, blelloch_2d ran for minutes.)
-        for (block, iters, pre, post, everywhere) in &blocks {
+        let mut kept = Vec::new();
+        for launch in &blocks {
             self.prover.push_scope();
-            let checked = self.thread(&st, block, iters, pre, post, everywhere);
+            let checked = self.thread(&st, launch, &context);
             self.prover.pop_scope();
-            checked?;
+            kept.extend(checked?);
         }
 
         // The caller: all threads' preconditions out, all postconditions in (their truth is
@@ -2493,7 +2534,7 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let before = st.snapshot();
         let parts: Vec<_> = blocks
             .iter()
-            .map(|(_, iters, pre, _, _)| (pre.clone(), iters.clone()))
+            .map(|b| (b.pre.clone(), b.iters.clone()))
             .collect();
         let mut after = self.as_precondition(|v| {
             v.exhale_state(
@@ -2503,7 +2544,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 None,
             )
         })?;
-        for (_, iters, _, post, _) in &blocks {
+        self.assume_of(&after, &kept);
+        for Launch { iters, post, .. } in &blocks {
             let mut ev = eval(self.ctx, &after, false);
             ev.old = Some(before.clone());
             after.mask = assertion::inhale(&mut self.prover, &mut ev, after.mask, post, iters)?;
@@ -2512,16 +2554,23 @@ impl<'c, 'p> Verifier<'c, 'p> {
     }
 
     /// One arbitrary thread of `block`, in a scope of the routine's solver that
-    /// [`Verifier::par`] pops before the caller assumes anything about the block's end.
+    /// [`Verifier::par`] pops before the caller assumes anything about the block's end. Its
+    /// heap context: the facts of `context` its precondition frames are assumed where it
+    /// starts; returned are those it proves at its end that its postcondition frames
+    /// ([`Verifier::framed_by`]).
     fn thread(
         &mut self,
         st: &State,
-        block: &'p ParBlock,
-        iters: &[RegionIter],
-        pre: &[&'p Expr],
-        post: &[&'p Expr],
-        everywhere: &[&'p Expr],
-    ) -> Result<(), EncodeError> {
+        launch: &Launch<'p>,
+        context: &[(&'p Expr, Store)],
+    ) -> Result<Vec<(&'p Expr, Store)>, EncodeError> {
+        let Launch {
+            block,
+            iters,
+            pre,
+            post,
+            everywhere,
+        } = launch;
         let mut store = st.store.clone();
         for it in iters {
             let t = Int::fresh_const(&it.name);
@@ -2530,9 +2579,23 @@ impl<'c, 'p> Verifier<'c, 'p> {
         }
         let thread = self.fresh_state(store);
         self.set_vars(&thread.store);
+        let framed = self.framed_by(&thread, pre, context);
+        self.assume_of(&thread, &framed);
         let mut thread = self.as_precondition(|v| v.inhale_state(thread, pre, &[], true))?;
         thread.old = thread.snapshot();
-        self.check_framing(&thread, post)?;
+        let start = thread.clone();
+        // The facts of the context the postcondition frames: what the thread may keep. Where
+        // there are none the postcondition's framing is checked here, before the body (in a
+        // solver holding few facts yet); else at the end, with the facts the thread keeps.
+        let keepable = if context.is_empty() {
+            Vec::new()
+        } else {
+            let given_back = self.fresh_state(start.store.clone());
+            self.framed_by(&given_back, post, context)
+        };
+        if keepable.is_empty() {
+            self.check_framing(&start, post)?;
+        }
         self.pars.push(ParFrame {
             label: block.label.as_ref().map(|l| l.name.clone()),
             iters: iters.to_vec(),
@@ -2542,7 +2605,17 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let flow = self.block(thread, &block.body);
         self.everywhere.truncate(outer);
         self.pars.pop();
-        if let Flow::Normal(end) = flow? {
+        let flow = flow?;
+        // What the thread keeps of its heap context, checked before its postcondition's
+        // framing: the caller assumes those facts before it inhales the postcondition.
+        let kept = match &flow {
+            Flow::Normal(end) => self.true_in(end, &keepable),
+            Flow::Returned => Vec::new(),
+        };
+        if !keepable.is_empty() {
+            self.check_framing_given(&start, post, &kept)?;
+        }
+        if let Flow::Normal(end) = flow {
             self.exhale_state(
                 end,
                 &[(post.to_vec(), Vec::new())],
@@ -2550,7 +2623,112 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 None,
             )?;
         }
-        Ok(())
+        Ok(kept)
+    }
+
+    /// The pure facts of the context around a par block that read the heap and are provably
+    /// true where the block starts (`st`): the conjuncts of the routine's precondition, of the
+    /// enclosing loops' invariants and of the enclosing invariant blocks' resources (with
+    /// their locals), each with the store it is read in. Candidates for
+    /// [`Verifier::framed_by`]; a probe that does not decide drops the fact, never more.
+    fn context_true_at(&mut self, st: &State) -> Vec<(&'p Expr, Store)> {
+        let mut candidates: Vec<(&'p Expr, Store)> = Vec::new();
+        for e in self.context.clone() {
+            for c in context_facts(e) {
+                candidates.push((c, st.store.clone()));
+            }
+        }
+        for (_, inv, store) in self.invariants.clone() {
+            for c in context_facts(inv) {
+                candidates.push((c, store.clone()));
+            }
+        }
+        self.true_in(st, &candidates)
+    }
+
+    /// The facts of `candidates` that `assertions` frame: every read of the fact is defined,
+    /// with a positive permission to each location it reads, in the state `assertions` give
+    /// when inhaled into `st` (a trial inhale, in a scope of its own, probed; undecided drops
+    /// the fact). A par block's heap context (VerCors' `--infer-heap-context-into-frame`, on by
+    /// default): a fact of the context true where the block starts
+    /// ([`Verifier::context_true_at`]) that a thread's precondition frames holds in the
+    /// thread's initial heap, which agrees with the caller's on every location the
+    /// precondition gives it (the thread starts where the block starts); one the thread proves
+    /// at its end that its postcondition frames holds in the caller's heap after the block,
+    /// which agrees with the thread's final heap on every location the postcondition gives
+    /// back. A fact that the precondition does not frame for every thread (the caller's
+    /// `y[i] == 0` for all `i`, where a thread holds `y[tid]`; `c.v == 0` where only thread 0
+    /// holds `c.v`) stays the caller's.
+    fn framed_by(
+        &mut self,
+        st: &State,
+        assertions: &[&'p Expr],
+        candidates: &[(&'p Expr, Store)],
+    ) -> Vec<(&'p Expr, Store)> {
+        if candidates.is_empty() {
+            return Vec::new();
+        }
+        self.prover.push_scope();
+        self.prover.trial = true;
+        let trial = self.as_precondition(|v| v.inhale_state(st.clone(), assertions, &[], false));
+        self.prover.trial = false;
+        let framed = match trial {
+            Ok(trial) => candidates
+                .iter()
+                .filter(|(c, store)| {
+                    let mut ev = eval(self.ctx, &trial, true);
+                    ev.store = store.clone();
+                    if ev.bool(c).is_err() {
+                        return false;
+                    }
+                    for a in ev.take_axioms() {
+                        self.prover.assume(a);
+                    }
+                    let defined: Vec<Bool> = std::mem::take(&mut ev.checks)
+                        .into_iter()
+                        .map(|check| check.goal)
+                        .collect();
+                    self.prover.probe(&Bool::and(&defined))
+                })
+                .cloned()
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        self.prover.pop_scope();
+        framed
+    }
+
+    /// The facts of `candidates` provably true in `st` (each read with its store).
+    fn true_in(&mut self, st: &State, candidates: &[(&'p Expr, Store)]) -> Vec<(&'p Expr, Store)> {
+        candidates
+            .iter()
+            .filter(|(c, store)| {
+                let mut ev = eval(self.ctx, st, false);
+                ev.store = store.clone();
+                let Ok(value) = ev.bool(c) else {
+                    return false;
+                };
+                for a in ev.take_axioms() {
+                    self.prover.assume(a);
+                }
+                self.prover.probe(&value)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Assumes `facts` of the heap of `st` (see [`Verifier::framed_by`] for why they hold).
+    fn assume_of(&mut self, st: &State, facts: &[(&'p Expr, Store)]) {
+        for (c, store) in facts {
+            let mut ev = eval(self.ctx, st, false);
+            ev.store = store.clone();
+            if let Ok(value) = ev.bool(c) {
+                for a in ev.take_axioms() {
+                    self.prover.assume(a);
+                }
+                self.prover.assume(value);
+            }
+        }
     }
 
     fn barrier(&mut self, st: State, b: &'p Barrier, span: Span) -> Result<Flow, EncodeError> {
@@ -2646,6 +2824,59 @@ fn fraction_argument(ev: &mut Eval<'_>, p: &crate::syntax::Param, v: &Value, spa
             note: fraction::note(&p.ty.kind, &p.name.name),
         });
     }
+}
+
+/// The conjuncts of `e` (through `**` and `&&`) that may serve as a par block's heap context
+/// ([`Verifier::context_true_at`]): pure, read some location (a field, a cell, a length or an
+/// application), and mean the same in every state that agrees on what they read — no
+/// `\old`, no `perm(..)`, no `\result`.
+fn context_facts(e: &Expr) -> Vec<&Expr> {
+    let mut out = Vec::new();
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match &e.kind {
+            ExprKind::Binary {
+                op: crate::syntax::BinaryOp::Star | crate::syntax::BinaryOp::And,
+                lhs,
+                rhs,
+            } => {
+                stack.push(rhs);
+                stack.push(lhs);
+            }
+            _ if assertion::is_pure(e) => {
+                let mut reads = false;
+                let mut stateful = false;
+                e.visit(&mut |x| match &x.kind {
+                    ExprKind::Field { .. }
+                    | ExprKind::Index { .. }
+                    | ExprKind::Length(_)
+                    | ExprKind::Call { .. } => {
+                        reads = true;
+                        if let ExprKind::Call { name, .. } = &x.kind {
+                            stateful |= name.name == "perm";
+                        }
+                    }
+                    ExprKind::Old(_) | ExprKind::Result => stateful = true,
+                    _ => {}
+                });
+                if reads && !stateful {
+                    out.push(e);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A par block about to be launched: its iterators' ranges and its threads' contract (with
+/// the `context_everywhere` clauses around and its own).
+struct Launch<'p> {
+    block: &'p ParBlock,
+    iters: Vec<RegionIter>,
+    pre: Vec<&'p Expr>,
+    post: Vec<&'p Expr>,
+    everywhere: Vec<&'p Expr>,
 }
 
 /// The join of two states after an `if`: `c ? a : b` everywhere (a heap that neither path

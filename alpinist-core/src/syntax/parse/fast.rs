@@ -1318,6 +1318,7 @@ impl<'s> Fast<'s> {
                         || is_ident_start(c)
                         || matches!(c, b'(' | b'\\' | b'|')
                         || (c == b'{' && self.at(i + 1) == b':')
+                        || (c == b'[' && self.at(i + 1) != b'/')
                 }
             }
         }
@@ -1601,6 +1602,7 @@ impl<'s> Fast<'s> {
         }
         match c {
             b'(' => return self.paren_like(),
+            b'[' if self.at(start + 1) != b'/' => return self.seq_list(),
             b'\\' => return self.backslash(),
             b'|' => {
                 self.pos += 1;
@@ -2008,6 +2010,37 @@ impl<'s> Fast<'s> {
                 key: *key,
                 value: *value,
                 entries,
+            },
+            start,
+            sub,
+        )
+    }
+
+    /// seq_list = "[" ~ !"/" ~ expr ~ ("," ~ expr)* ~ "]", where neither a name nor a `[`
+    /// follows the `]`: there pest decides between a literal and a scaled predicate
+    /// `[p]P(..)` (`[a] in s`, `[x][0]` are left to it too).
+    fn seq_list(&mut self) -> R<Built> {
+        let start = self.pos;
+        self.pos += 1;
+        self.skip();
+        if self.peek() == b']' {
+            return bail();
+        }
+        let mut sub = 0;
+        let elems = self.list(b']', |p| {
+            let b = p.expr()?;
+            sub = sub.max(b.depth);
+            Ok(b.expr)
+        })?;
+        let next = self.at(self.skip_from(self.pos));
+        if is_ident_start(next) || next == b'[' {
+            return bail();
+        }
+        self.wrap(
+            ExprKind::Collection {
+                kind: CollectionKind::Seq,
+                elem: None,
+                elems,
             },
             start,
             sub,
