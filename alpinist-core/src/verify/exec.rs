@@ -2643,7 +2643,11 @@ impl<'c, 'p> Verifier<'c, 'p> {
                 candidates.push((c, store.clone()));
             }
         }
-        self.true_in(st, &candidates)
+        // In a scope of its own, as the other probes: the routine's solver is left as it was.
+        self.prover.push_scope();
+        let candidates = self.true_in(st, &candidates);
+        self.prover.pop_scope();
+        candidates
     }
 
     /// The facts of `candidates` that `assertions` frame: every read of the fact is defined,
