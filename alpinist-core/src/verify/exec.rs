@@ -1075,18 +1075,6 @@ impl<'c, 'p> Verifier<'c, 'p> {
         self.check_framing_with(st, assertions, true, &[])
     }
 
-    /// [`Verifier::check_framing`] where `facts` hold wherever `assertions` are inhaled (a
-    /// par block's postcondition, with the heap context its thread keeps: the caller assumes
-    /// it first, [`Verifier::framed_by`]).
-    fn check_framing_given(
-        &mut self,
-        st: &State,
-        assertions: &[&'p Expr],
-        facts: &[(&'p Expr, Store)],
-    ) -> Result<(), EncodeError> {
-        self.check_framing_with(st, assertions, true, facts)
-    }
-
     /// The framing check of a resource invariant (`invariant name(R)`): every read of R is
     /// covered by R's own permissions, checked as [`Verifier::check_framing`] does; the
     /// definedness of R's values (`a.length` needs `a != null`) is checked where R is handed
@@ -1098,6 +1086,9 @@ impl<'c, 'p> Verifier<'c, 'p> {
         self.check_framing_with(st, &[inv], false, &[])
     }
 
+    /// The framing check, with `facts` (read with their stores) assumed of the unknown heap
+    /// first: they hold wherever `assertions` are inhaled (a par block's postcondition and the
+    /// heap context its thread keeps, [`Verifier::framed_by`]).
     fn check_framing_with(
         &mut self,
         st: &State,
@@ -2613,7 +2604,8 @@ impl<'c, 'p> Verifier<'c, 'p> {
             Flow::Returned => Vec::new(),
         };
         if !keepable.is_empty() {
-            self.check_framing_given(&start, post, &kept)?;
+            // The caller assumes the kept facts before it inhales the postcondition.
+            self.check_framing_with(&start, post, true, &kept)?;
         }
         if let Flow::Normal(end) = flow {
             self.exhale_state(
@@ -2679,20 +2671,9 @@ impl<'c, 'p> Verifier<'c, 'p> {
         let framed = match trial {
             Ok(trial) => candidates
                 .iter()
-                .filter(|(c, store)| {
-                    let mut ev = eval(self.ctx, &trial, true);
-                    ev.store = store.clone();
-                    if ev.bool(c).is_err() {
-                        return false;
-                    }
-                    for a in ev.take_axioms() {
-                        self.prover.assume(a);
-                    }
-                    let defined: Vec<Bool> = std::mem::take(&mut ev.checks)
-                        .into_iter()
-                        .map(|check| check.goal)
-                        .collect();
-                    self.prover.probe(&Bool::and(&defined))
+                .filter(|(c, store)| match self.fact_in(&trial, c, store, true) {
+                    Some((_, defined)) => self.prover.probe(&Bool::and(&defined)),
+                    None => false,
                 })
                 .cloned()
                 .collect(),
@@ -2706,16 +2687,9 @@ impl<'c, 'p> Verifier<'c, 'p> {
     fn true_in(&mut self, st: &State, candidates: &[(&'p Expr, Store)]) -> Vec<(&'p Expr, Store)> {
         candidates
             .iter()
-            .filter(|(c, store)| {
-                let mut ev = eval(self.ctx, st, false);
-                ev.store = store.clone();
-                let Ok(value) = ev.bool(c) else {
-                    return false;
-                };
-                for a in ev.take_axioms() {
-                    self.prover.assume(a);
-                }
-                self.prover.probe(&value)
+            .filter(|(c, store)| match self.fact_in(st, c, store, false) {
+                Some((value, _)) => self.prover.probe(&value),
+                None => false,
             })
             .cloned()
             .collect()
@@ -2724,15 +2698,30 @@ impl<'c, 'p> Verifier<'c, 'p> {
     /// Assumes `facts` of the heap of `st` (see [`Verifier::framed_by`] for why they hold).
     fn assume_of(&mut self, st: &State, facts: &[(&'p Expr, Store)]) {
         for (c, store) in facts {
-            let mut ev = eval(self.ctx, st, false);
-            ev.store = store.clone();
-            if let Ok(value) = ev.bool(c) {
-                for a in ev.take_axioms() {
-                    self.prover.assume(a);
-                }
+            if let Some((value, _)) = self.fact_in(st, c, store, false) {
                 self.prover.assume(value);
             }
         }
+    }
+
+    /// The value of the fact `c` in `st`, read with the locals of `store` (the definitions its
+    /// evaluation needs assumed), and with `definedness` the goals of its definedness checks;
+    /// `None` where it has no encoding (the fact is then not used).
+    fn fact_in(
+        &mut self,
+        st: &State,
+        c: &Expr,
+        store: &Store,
+        definedness: bool,
+    ) -> Option<(Bool, Vec<Bool>)> {
+        let mut ev = eval(self.ctx, st, definedness);
+        ev.store = store.clone();
+        let value = ev.bool(c).ok()?;
+        for a in ev.take_axioms() {
+            self.prover.assume(a);
+        }
+        let checks = std::mem::take(&mut ev.checks);
+        Some((value, checks.into_iter().map(|check| check.goal).collect()))
     }
 
     fn barrier(&mut self, st: State, b: &'p Barrier, span: Span) -> Result<Flow, EncodeError> {

@@ -1571,13 +1571,19 @@ impl<'s> Fast<'s> {
     fn call_args(&mut self) -> R<(Vec<Expr>, u32)> {
         self.expect(b"(")?;
         self.skip();
+        self.exprs_until(b')')
+    }
+
+    /// `(expr ~ ("," ~ expr)*)? ~ close`, after the opening bracket: the expressions and the
+    /// deepest of them.
+    fn exprs_until(&mut self, close: u8) -> R<(Vec<Expr>, u32)> {
         let mut depth = 0;
-        let args = self.list(b')', |p| {
+        let exprs = self.list(close, |p| {
             let b = p.expr()?;
             depth = depth.max(b.depth);
             Ok(b.expr)
         })?;
-        Ok((args, depth))
+        Ok((exprs, depth))
     }
 
     fn primary(&mut self) -> R<Built> {
@@ -2026,12 +2032,7 @@ impl<'s> Fast<'s> {
         if self.peek() == b']' {
             return bail();
         }
-        let mut sub = 0;
-        let elems = self.list(b']', |p| {
-            let b = p.expr()?;
-            sub = sub.max(b.depth);
-            Ok(b.expr)
-        })?;
+        let (elems, sub) = self.exprs_until(b']')?;
         let next = self.at(self.skip_from(self.pos));
         if is_ident_start(next) || next == b'[' {
             return bail();
@@ -2056,12 +2057,7 @@ impl<'s> Fast<'s> {
             TypeKind::Bag(elem) => (CollectionKind::Bag, *elem),
             _ => return bail(),
         };
-        let mut sub = 0;
-        let elems = self.list(b'}', |p| {
-            let b = p.expr()?;
-            sub = sub.max(b.depth);
-            Ok(b.expr)
-        })?;
+        let (elems, sub) = self.exprs_until(b'}')?;
         self.wrap(
             ExprKind::Collection {
                 kind,
