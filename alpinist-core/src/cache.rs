@@ -342,8 +342,9 @@ pub fn config(limits: &verify::Limits, budget: &crate::witness::Budget) -> Strin
 /// The key of every routine of a checked program (in declaration order), for verification
 /// under `config` (the limits and budgets, in words).
 pub fn keys(program: &Program, config: &str) -> Vec<Key> {
-    // Named as `verify` names them: an overload by its parameters' types.
-    let resolved = crate::check::resolve_overloads(program);
+    // Named as `verify` names them: an overload by its parameters' types, a routine whose name
+    // another scope declares too by its class.
+    let resolved = crate::check::name_routines_apart(program);
     let program = resolved.as_ref().unwrap_or(program);
     let header = format!(
         "alpinist verified-method cache {FORMAT}\nchecker {}\nz3 {}\nconfig {config}\n== facts\n{}== context\n{}",

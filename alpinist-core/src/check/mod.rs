@@ -55,7 +55,7 @@ mod types;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 pub use env::{ClassId, ClassInfo, FieldInfo, MethodKind, MethodSig, ParamInfo, Tables, Ty};
 pub use error::{CheckError, CheckWarning};
@@ -84,16 +84,24 @@ pub struct Checked {
 }
 
 /// Overloading resolved: where one scope (a class, or the top level) declares a name more than
-/// once with different parameters, which declaration each call reaches. Later stages key
+/// once with different parameters, which declaration each call reaches; and where several
+/// scopes declare one name (`List.is_empty`, `Seq.is_empty`), which class's. Later stages key
 /// routines by name; [`Overloads::apply`] gives them a program in which every overload has a
-/// name of its own.
+/// name of its own, [`Overloads::apply_qualified`] one in which every routine does.
 #[derive(Clone, Debug, Default)]
 pub struct Overloads {
     /// The span of an overloaded declaration's name → its [`Tables::overload_name`].
     pub declarations: HashMap<Span, String>,
-    /// The span of the name at a call of an overloaded name → the chosen declaration's
-    /// [`Tables::overload_name`].
-    pub calls: HashMap<Span, String>,
+    /// The span of the name of a class's routine whose name another scope declares too → the
+    /// name the checker knows it by (see [`qualified_declarations`]).
+    pub qualified: HashMap<Span, String>,
+    /// The span of the name at a call of a declaration in either map → the span of the
+    /// declaration's name.
+    pub calls: HashMap<Span, Span>,
+    /// Calls of a static routine through its class's name (`Seq.empty()`), by the span of the
+    /// routine's name: [`Overloads::apply_qualified`] leaves the class out, as the routine has
+    /// no `this` and its name is its own there.
+    pub class_receivers: HashSet<Span>,
 }
 
 impl Overloads {
@@ -101,36 +109,84 @@ impl Overloads {
     /// renamed to the overload's own name, `sumArray(int[], int)`; `None` where nothing is
     /// overloaded. Spans stay, so every diagnostic still points at the source.
     pub fn apply(&self, program: &Program) -> Option<Program> {
-        if self.declarations.is_empty() {
+        self.rename(program, &self.declarations, false)
+    }
+
+    /// [`Overloads::apply`], and every routine of a class whose name another scope declares
+    /// too renamed with its class, `List.is_empty`: what the checker, which looks routines up
+    /// by name, needs (the interpreter and the code generator look them up by class).
+    pub fn apply_qualified(&self, program: &Program) -> Option<Program> {
+        let mut names = self.declarations.clone();
+        names.extend(self.qualified.iter().map(|(k, v)| (*k, v.clone())));
+        self.rename(program, &names, true)
+    }
+
+    /// `program` with the declarations in `names` and their calls renamed, and with
+    /// `qualified` ([`Overloads::apply_qualified`]), the class names before static calls left
+    /// out.
+    fn rename(
+        &self,
+        program: &Program,
+        names: &HashMap<Span, String>,
+        qualified: bool,
+    ) -> Option<Program> {
+        let drops_classes = qualified && !self.class_receivers.is_empty();
+        if names.is_empty() && !drops_classes {
             return None;
         }
+        let shared: HashSet<&str> = match qualified {
+            true => self.qualified.values().map(|q| unqualified(q)).collect(),
+            false => HashSet::new(),
+        };
+        let rename_calls = |e: &mut Expr| self.rename_calls(e, names, &shared, qualified);
         let mut renamed = program.clone();
         for item in &mut renamed.items {
             if let Item::Class(class) = item {
-                class
-                    .contract
-                    .for_each_expr_mut(&mut |e| self.rename_calls(e));
+                class.contract.for_each_expr_mut(&mut |e| rename_calls(e));
             }
         }
         for member in renamed.members_mut() {
             if let MemberKind::Method(method) = &mut member.kind {
-                if let Some(name) = self.declarations.get(&method.name.span) {
+                if let Some(name) = names.get(&method.name.span) {
                     method.name.name = name.clone();
                 }
             }
-            member.for_each_expr_deep_mut(&mut |e| self.rename_calls(e));
+            member.for_each_expr_deep_mut(&mut |e| rename_calls(e));
         }
         Some(renamed)
     }
 
-    fn rename_calls(&self, e: &mut Expr) {
-        if let ExprKind::Call { name, .. } = &mut e.kind {
-            if let Some(chosen) = self.calls.get(&name.span) {
+    /// [`Overloads::rename`] in `e`; `shared`: the names some class's routine was renamed
+    /// away from.
+    fn rename_calls(
+        &self,
+        e: &mut Expr,
+        names: &HashMap<Span, String>,
+        shared: &HashSet<&str>,
+        qualified: bool,
+    ) {
+        if let ExprKind::Call { name, receiver, .. } = &mut e.kind {
+            if let Some(chosen) = self.calls.get(&name.span).and_then(|d| names.get(d)) {
                 name.name = chosen.clone();
+            } else if shared.contains(name.name.as_str()) {
+                // A call of a shared name the type checker did not resolve (none is known):
+                // a name no routine has, so that the checker refuses it rather than take the
+                // declaration that kept the name.
+                name.name = format!("{}(unresolved)", name.name);
+            }
+            if qualified && self.class_receivers.contains(&name.span) {
+                *receiver = None;
             }
         }
-        e.for_each_child_mut(&mut |c| self.rename_calls(c));
+        e.for_each_child_mut(&mut |c| self.rename_calls(c, names, shared, qualified));
     }
+}
+
+/// The name a routine is declared with, from its [`Overloads::qualified`] name
+/// (`B.f(boolean)` → `f`).
+fn unqualified(qualified: &str) -> &str {
+    let name = qualified.split_once('.').map_or(qualified, |(_, n)| n);
+    name.split_once('(').map_or(name, |(n, _)| n)
 }
 
 /// `program` with its overloads renamed apart ([`Overloads::apply`]) for the stages that key
@@ -138,27 +194,108 @@ impl Overloads {
 /// (checked without running the checker) or where the program does not check — its
 /// overloaded names then stay ambiguous, and those stages refuse their uses.
 pub fn resolve_overloads(program: &Program) -> Option<Program> {
-    fn declares_twice<'m>(members: impl Iterator<Item = &'m Member>) -> bool {
-        let mut seen = std::collections::HashSet::new();
-        members
-            .filter_map(|m| match &m.kind {
-                MemberKind::Method(method) => Some(method.name.name.as_str()),
-                MemberKind::Field(_) => None,
-            })
-            .any(|name| !seen.insert(name))
-    }
-    let top_level = declares_twice(program.items.iter().filter_map(|i| match i {
-        Item::Member(m) => Some(m),
-        Item::Class(_) => None,
-    }));
-    let in_a_class = program.items.iter().any(|i| match i {
-        Item::Class(c) => declares_twice(c.members.iter()),
-        Item::Member(_) => false,
-    });
-    if !top_level && !in_a_class {
+    let scopes = routine_names_by_scope(program);
+    if !scopes.iter().any(|names| declares_twice(names)) {
         return None;
     }
     check(program).ok()?.overloads.apply(program)
+}
+
+/// [`resolve_overloads`], and the routines of a class whose name another scope declares too
+/// renamed with their class ([`Overloads::apply_qualified`]), for the checker, which looks
+/// routines up by name: `None` where neither is needed or the program does not check (its
+/// names then stay ambiguous, and the checker refuses their uses).
+pub fn name_routines_apart(program: &Program) -> Option<Program> {
+    let scopes = routine_names_by_scope(program);
+    let mut scopes_declaring: HashMap<&str, usize> = HashMap::new();
+    for names in &scopes {
+        let mut once: Vec<&str> = names.clone();
+        once.sort_unstable();
+        once.dedup();
+        for name in once.into_iter().filter(|n| !is_looked_up_by_class(n)) {
+            *scopes_declaring.entry(name).or_default() += 1;
+        }
+    }
+    let shared = scopes_declaring.values().any(|&n| n > 1);
+    if !shared
+        && !scopes.iter().any(|names| declares_twice(names))
+        && !calls_through_a_class(program)
+    {
+        return None;
+    }
+    check(program).ok()?.overloads.apply_qualified(program)
+}
+
+/// The names of the methods, functions and predicates (constructors aside) of each scope:
+/// every class, then the top level.
+fn routine_names_by_scope(program: &Program) -> Vec<Vec<&str>> {
+    fn names<'m>(members: impl Iterator<Item = &'m Member>) -> Vec<&'m str> {
+        members
+            .filter_map(|m| match &m.kind {
+                MemberKind::Method(method) if method_kind(method) != MethodKind::Constructor => {
+                    Some(method.name.name.as_str())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+    let mut scopes: Vec<Vec<&str>> = program
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Class(c) => Some(names(c.members.iter())),
+            Item::Member(_) => None,
+        })
+        .collect();
+    scopes.push(names(program.items.iter().filter_map(|i| match i {
+        Item::Member(m) => Some(m),
+        Item::Class(_) => None,
+    })));
+    scopes
+}
+
+/// Whether some call's receiver is a bare name that names a class (`Seq.empty()`, unless a
+/// variable of that name hides the class: the checker decides).
+fn calls_through_a_class(program: &Program) -> bool {
+    let classes: std::collections::HashSet<&str> = program
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Class(c) => Some(c.name.name.as_str()),
+            Item::Member(_) => None,
+        })
+        .collect();
+    let mut found = false;
+    let mut look = |e: &Expr| {
+        e.visit(&mut |x| {
+            if let ExprKind::Call {
+                receiver: Some(r), ..
+            } = &x.kind
+            {
+                found |= matches!(&r.kind, ExprKind::Name(n) if classes.contains(n.name.as_str()));
+            }
+        })
+    };
+    for item in &program.items {
+        if let Item::Class(c) = item {
+            c.contract.for_each_expr(&mut look);
+        }
+    }
+    for (_, member) in program.members() {
+        member.for_each_expr_deep(&mut look);
+    }
+    found
+}
+
+fn declares_twice(names: &[&str]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    names.iter().any(|name| !seen.insert(*name))
+}
+
+/// Names the checker finds by class, not by name, whatever other classes declare: `run` (what
+/// `fork` starts) and `lock_invariant` (what `lock` takes).
+fn is_looked_up_by_class(name: &str) -> bool {
+    matches!(name, "run" | "lock_invariant")
 }
 
 /// Every method, function or predicate whose scope declares its name more than once, by the
@@ -180,6 +317,47 @@ fn overloaded_declarations(tables: &Tables) -> HashMap<Span, String> {
     out
 }
 
+/// Every routine of a class (constructors, `run` and `lock_invariant` aside) whose name
+/// another class or the top level declares too, by the span of its name, with `Class.name`
+/// (`Class.name(int)` where its class overloads the name), and every top-level routine of
+/// such a name with its own name. A `.` is in no identifier, so the name is no other
+/// routine's.
+fn qualified_declarations(
+    tables: &Tables,
+    overloads: &HashMap<Span, String>,
+) -> HashMap<Span, String> {
+    let declares = |scope: &[MethodSig], name: &str| scope.iter().any(|m| m.name == name);
+    let mut out = HashMap::new();
+    for (i, class) in tables.classes.iter().enumerate() {
+        for sig in &class.methods {
+            if sig.kind == MethodKind::Constructor || is_looked_up_by_class(&sig.name) {
+                continue;
+            }
+            let elsewhere = declares(&tables.globals, &sig.name)
+                || (tables.classes.iter().enumerate())
+                    .any(|(j, other)| j != i && declares(&other.methods, &sig.name));
+            if elsewhere {
+                let own = overloads.get(&sig.span).unwrap_or(&sig.name);
+                out.insert(sig.span, format!("{}.{own}", class.name));
+            }
+        }
+    }
+    // The top level's keep their names, but their calls are recorded too: an unrecorded call
+    // of a shared name is refused (see `Overloads::rename_calls`).
+    for sig in &tables.globals {
+        if tables
+            .classes
+            .iter()
+            .any(|c| declares(&c.methods, &sig.name))
+            && !is_looked_up_by_class(&sig.name)
+        {
+            let own = overloads.get(&sig.span).unwrap_or(&sig.name);
+            out.insert(sig.span, own.clone());
+        }
+    }
+    out
+}
+
 impl Checked {
     pub fn classes(&self) -> &[ClassInfo] {
         &self.tables.classes
@@ -196,7 +374,14 @@ pub fn check(program: &Program) -> Result<Checked, Vec<CheckError>> {
     let mut errors = Vec::new();
     let tables = build_tables(program, &mut errors);
 
+    let declarations = overloaded_declarations(&tables);
+    let qualified = qualified_declarations(&tables, &declarations);
     let mut checker = Checker::new(&tables);
+    checker.renamed = declarations
+        .keys()
+        .chain(qualified.keys())
+        .copied()
+        .collect();
     let mut class_no = 0u32;
     for item in &program.items {
         match item {
@@ -215,8 +400,10 @@ pub fn check(program: &Program) -> Result<Checked, Vec<CheckError>> {
     errors.append(&mut std::mem::take(&mut checker.effects).finish());
     let warnings = std::mem::take(&mut checker.warnings);
     let overloads = Overloads {
-        declarations: overloaded_declarations(&tables),
-        calls: std::mem::take(&mut checker.overload_calls),
+        declarations,
+        qualified,
+        calls: std::mem::take(&mut checker.renamed_calls),
+        class_receivers: std::mem::take(&mut checker.class_receivers),
     };
     drop(checker);
 

@@ -3,7 +3,7 @@
 //! One pass, one scope stack. Errors are collected, never thrown: an expression that failed
 //! gets [`Ty::Unknown`], which is compatible with everything, so one mistake is one error.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::syntax::*;
 
@@ -60,9 +60,15 @@ pub(crate) struct Checker<'a> {
     ghost: bool,
     /// Facts for the checks of ghost code that need the whole program (`effects.rs`).
     pub effects: EffectLog,
-    /// Calls of overloaded names: the span of the name at the call → the chosen declaration's
-    /// [`Tables::overload_name`] (see [`crate::check::Overloads`]).
-    pub overload_calls: HashMap<Span, String>,
+    /// The declarations later stages rename (overloads, and names other scopes declare too),
+    /// by the span of their name: a call that reaches one is recorded in `renamed_calls`.
+    pub renamed: HashSet<Span>,
+    /// Calls of a declaration in `renamed`: the span of the name at the call → the span of
+    /// the chosen declaration's name (see [`crate::check::Overloads`]).
+    pub renamed_calls: HashMap<Span, Span>,
+    /// Calls of a static routine through its class's name (`Seq.empty()`), by the span of
+    /// the routine's name at the call.
+    pub class_receivers: HashSet<Span>,
 }
 
 /// The value of a positive integer literal (saturated to `u64::MAX`), or `None` for anything
@@ -93,7 +99,9 @@ impl<'a> Checker<'a> {
             result_ty: None,
             ghost: false,
             effects: EffectLog::default(),
-            overload_calls: HashMap::new(),
+            renamed: HashSet::new(),
+            renamed_calls: HashMap::new(),
+            class_receivers: HashSet::new(),
         }
     }
 
@@ -1832,8 +1840,7 @@ impl<'a> Checker<'a> {
     }
 
     /// The one overload of `name` among `candidates` (two or more) whose parameters take the
-    /// arguments' types, recorded for [`crate::check::Overloads`]; the arguments are checked
-    /// here (each once). `None` after an error: no overload fits, or several do.
+    /// arguments' types; the arguments are checked here (each once). `None` after an error: no overload fits, or several do.
     fn select_overload(
         &mut self,
         name: &'a Ident,
@@ -1866,11 +1873,7 @@ impl<'a> Checker<'a> {
         // An argument that already failed fits anything: one mistake, one error.
         let failed_before = found.contains(&Ty::Unknown);
         match fitting[..] {
-            [one] => {
-                let unique = self.tables.overload_name(one);
-                self.overload_calls.insert(name.span, unique);
-                Some(one)
-            }
+            [one] => Some(one),
             [] if !failed_before => {
                 let found: Vec<String> = found.iter().map(|t| self.show(t)).collect();
                 let declared: Vec<String> = candidates
@@ -1913,6 +1916,7 @@ impl<'a> Checker<'a> {
         let tables = self.tables;
         // Find the callee: a user method (one of several where the name is overloaded), or a
         // built-in function on a value.
+        let mut static_receiver = false;
         let candidates: Vec<&'a MethodSig> = match receiver {
             None => match self.find_methods(n) {
                 found if !found.is_empty() => found,
@@ -1930,6 +1934,7 @@ impl<'a> Checker<'a> {
             }
             Some(r) => {
                 if let Some(c) = self.static_class(r) {
+                    static_receiver = true;
                     tables.class(c).methods_named(n).collect()
                 } else {
                     let rt = self.expr(r);
@@ -1968,6 +1973,12 @@ impl<'a> Checker<'a> {
             return self.unknown_call(name, args, given, yields, &in_what);
         };
 
+        if self.renamed.contains(&sig.span) {
+            self.renamed_calls.insert(name.span, sig.span);
+        }
+        if static_receiver && sig.is_static {
+            self.class_receivers.insert(name.span);
+        }
         if let Some(context) = self.pure_context {
             if !sig.kind.is_pure() {
                 self.err(CheckError::ImpureCall {

@@ -859,10 +859,10 @@ fn overloads_are_told_apart_by_their_parameters() {
     // Each call reaches its own overload, found by where its name stands.
     let chosen = |call: &str| {
         let at = src.find(call).unwrap() as u32 + call.find("pick").unwrap() as u32;
-        let (_, name) = (checked.overloads.calls.iter())
+        let (_, declaration) = (checked.overloads.calls.iter())
             .find(|(span, _)| span.start == at)
             .unwrap_or_else(|| panic!("no resolution for {call}"));
-        name.clone()
+        checked.overloads.declarations[declaration].clone()
     };
     assert_eq!(chosen("pick(1);"), "pick(int)");
     assert_eq!(chosen("pick(true)"), "pick(boolean)");
@@ -874,6 +874,59 @@ fn overloads_are_told_apart_by_their_parameters() {
     let plain =
         check_src("class C { pure int f(int x) = 1; void m() { assert f(1) == 1; } }").unwrap();
     assert!(plain.overloads.declarations.is_empty() && plain.overloads.calls.is_empty());
+}
+
+#[test]
+fn routines_of_two_classes_are_named_apart_for_the_checker() {
+    let src = "pure int size() = 0;
+        class A { static pure int f() = 1; pure int size() = 1; void run() { } void m() { assert A.f() == B.f() - 1; } }
+        class B { static pure int f() = 2; static pure int f(boolean b) = 3; void run() { } int g() { return f(); } }";
+    let parsed = parse(src).unwrap();
+    let apart = crate::check::name_routines_apart(&parsed.program).expect("shared names");
+    let text = crate::syntax::print(&apart, &Default::default());
+    // A class's routine is named with its class (and its parameters where its class
+    // overloads the name); the top level's keeps its name; a static call through a class name
+    // loses the class, which the name now carries.
+    assert!(text.contains("static pure int A.f()"), "{text}");
+    assert!(text.contains("static pure int B.f()()"), "{text}");
+    assert!(
+        text.contains("static pure int B.f(boolean)(boolean b)"),
+        "{text}"
+    );
+    assert!(text.contains("pure int A.size()"), "{text}");
+    assert!(text.contains("pure int size() = 0"), "{text}");
+    assert!(text.contains("assert A.f() == B.f()() - 1"), "{text}");
+    assert!(text.contains("return B.f()();"), "{text}");
+    // `run` is found by class (what `fork` starts), whatever other classes declare.
+    assert_eq!(text.matches("void run()").count(), 2, "{text}");
+    // The other stages keep class-scoped names: only the overloads are renamed for them.
+    let overloads = crate::check::resolve_overloads(&parsed.program).expect("overloaded");
+    let text = crate::syntax::print(&overloads, &Default::default());
+    assert!(text.contains("static pure int f() = 1"), "{text}");
+    assert!(text.contains("assert A.f() == B.f()() - 1"), "{text}");
+    // A call of a shared name whose resolution went unrecorded takes no declaration's name
+    // (the checker then refuses it), never the one that kept the bare name.
+    let mut checked = check_src(src).unwrap();
+    let first_f_call = checked
+        .overloads
+        .calls
+        .keys()
+        .copied()
+        .filter(|k| &src[k.start as usize..k.end as usize] == "f")
+        .min_by_key(|k| k.start)
+        .unwrap();
+    checked.overloads.calls.remove(&first_f_call);
+    let text = crate::syntax::print(
+        &checked.overloads.apply_qualified(&parsed.program).unwrap(),
+        &Default::default(),
+    );
+    assert!(
+        text.contains("assert f(unresolved)() == B.f()() - 1"),
+        "{text}"
+    );
+    // Nothing shared, nothing renamed (and the checker is not run).
+    let plain = parse("class A { pure int f() = 1; } class B { pure int g() = 2; }").unwrap();
+    assert!(crate::check::name_routines_apart(&plain.program).is_none());
 }
 
 #[test]

@@ -253,7 +253,7 @@ pub fn verify_routines(
 /// What verifying one routine of `program` reads from the statements of the others (see
 /// `ProgramInfo::cross_routine_facts`), in words.
 pub fn cross_routine_facts(program: &Program) -> String {
-    let resolved = crate::check::resolve_overloads(program);
+    let resolved = crate::check::name_routines_apart(program);
     ProgramInfo::new(resolved.as_ref().unwrap_or(program)).cross_routine_facts()
 }
 
@@ -280,8 +280,9 @@ fn verify_selected(
     jobs: usize,
     selected: &(dyn Fn(Span) -> bool + Sync),
 ) -> Vec<MethodReport> {
-    // Routines are keyed by name: overloads get names of their own first.
-    let resolved = crate::check::resolve_overloads(program);
+    // Routines are keyed by name: overloads, and routines of a class whose name another scope
+    // declares too, get names of their own first.
+    let resolved = crate::check::name_routines_apart(program);
     let program = resolved.as_ref().unwrap_or(program);
     // Vector blocks written without a contract are checked with the one their body implies.
     let completed = vector::with_contracts(program);
