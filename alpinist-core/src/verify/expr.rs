@@ -17,7 +17,7 @@
 //! Elsewhere the result is an unspecified function of `a` and `b`, so whatever the checker
 //! proves holds under every one of the three. Every division checks `b ≠ 0`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::str::FromStr;
 
@@ -927,36 +927,23 @@ impl<'a> Eval<'a> {
                     index.span,
                 );
                 self.require(i.lt(&len), ObligationKind::IndexTooLarge, index.span);
+                let v = v.term.as_dynamic();
+                let term = self.seq_update(&s, &i, &v);
+                // Its tail is the tail's update one cell to the left (an axiom of Viper's and
+                // Dafny's sequences): what relates a recursive function's unfolding at
+                // `xs[i -> e]`, whose rest is `.tail` of it, to a lemma about `xs.tail[i-1 -> e]`.
                 let one = Int::from_i64(1);
-                let after = Int::add(&[i.clone(), one.clone()]);
-                let rest = Int::sub(&[len.clone(), after.clone()]);
-                let term = Seq::concat(&[
-                    seq_extract(&s, &Int::from_i64(0), &i),
-                    Seq::unit(&v.term.as_dynamic()),
-                    seq_extract(&s, &after, &rest),
-                ]);
-                // The update's cells, `v` at `i` and `s[j]` elsewhere, as one fact about this
-                // term (the three-part concatenation matches none of the binary indexing
-                // axioms); valid whatever `i` is, as it is guarded by `i`'s range.
-                // A term Z3 cannot take in a pattern (a value read after a conditional write
-                // holds an `ite`) is named, and the fact given about the name.
+                let tail = |q: &Seq| seq_extract(q, &one, &Int::sub(&[q.length(), one.clone()]));
+                let left = Int::sub(&[i.clone(), one.clone()]);
+                let tail_update = self.seq_update(&tail(&s), &left, &v);
+                self.definitions.push(
+                    Bool::and(&[i.ge(&one), i.lt(&len)]).implies(tail(&term).eq(&tail_update)),
+                );
+                // At 0, the tail is the tail's own.
                 let zero = Int::from_i64(0);
-                let j = Int::fresh_const("j");
-                let named = if super::state::pattern_safe(&Dynamic::from_ast(&term)) {
-                    term.clone()
-                } else {
-                    let name = Dynamic::fresh_const("update", &term.get_sort())
-                        .as_seq()
-                        .expect("a constant of a sequence sort is a sequence");
-                    self.definitions.push(name.eq(&term));
-                    name
-                };
-                let cell = self.seq_at(&named, &j);
-                let old = self.seq_at(&s, &j);
-                let in_range = Bool::and(&[i.ge(&zero), i.lt(&len), j.ge(&zero), j.lt(&len)]);
-                let body = in_range.implies(cell.eq(j.eq(&i).ite(&v.term.as_dynamic(), &old)));
-                self.definitions
-                    .push(super::state::forall_on(&[&j as &dyn Ast], &cell, &body));
+                self.definitions.push(
+                    Bool::and(&[i.eq(&zero), zero.lt(&len)]).implies(tail(&term).eq(tail(&s))),
+                );
                 Value {
                     term: Term::Seq(term),
                     ty,
@@ -1428,8 +1415,14 @@ impl<'a> Eval<'a> {
             Cons => {
                 let x = self.value(lhs)?;
                 let (s, ty) = self.seq(rhs)?;
+                let cons = Seq::concat(&[Seq::unit(&x.term.as_dynamic()), s.clone()]);
+                // Its tail, as `.tail` builds it, is `s`: an equation in the E-graph, where
+                // the sequence solver would have to derive it from the extract's axioms.
+                let rest = Int::sub(&[cons.length(), Int::from_i64(1)]);
+                self.facts
+                    .push(seq_extract(&cons, &Int::from_i64(1), &rest).eq(&s));
                 Value {
-                    term: Term::Seq(Seq::concat(&[Seq::unit(&x.term.as_dynamic()), s])),
+                    term: Term::Seq(cons),
                     ty,
                 }
             }
@@ -1542,7 +1535,7 @@ impl<'a> Eval<'a> {
         // terms) changed Z3's search, and two optimised examples (`allocate_and_fill`
         // linearised, `pairs_in_groups` fused) came back unknown.
         let bounds: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
-        let patterns = user_patterns(&bounds, self.triggers.split_off(triggers));
+        let patterns = user_patterns(&bounds, self.limited_triggers(triggers));
         let patterns: Vec<&z3::Pattern> = patterns.iter().collect();
         Ok(if is_forall {
             ast::forall_const(&bounds, &patterns, &guard.implies(&body))
@@ -1605,8 +1598,67 @@ impl<'a> Eval<'a> {
         let body = self.bool(&q.body)?;
         let body = self.with_size_facts(facts, body, is_forall);
         let bounds: Vec<&dyn Ast> = xs.iter().map(|x| x as &dyn Ast).collect();
-        let patterns = user_patterns(&bounds, self.triggers.split_off(triggers));
+        let patterns = user_patterns(&bounds, self.limited_triggers(triggers));
         Ok(quantified(is_forall, &xs, &patterns, cond, body))
+    }
+
+    /// `s[i -> v]` as a concatenation of `s`'s parts around `v`, with the fact giving its
+    /// cells (`v` at `i`, `s[j]` elsewhere) among the definitions.
+    fn seq_update(&mut self, s: &Seq, i: &Int, v: &Dynamic) -> Seq {
+        let len = s.length();
+        let one = Int::from_i64(1);
+        let after = Int::add(&[i.clone(), one.clone()]);
+        let rest = Int::sub(&[len.clone(), after.clone()]);
+        let term = Seq::concat(&[
+            seq_extract(s, &Int::from_i64(0), i),
+            Seq::unit(v),
+            seq_extract(s, &after, &rest),
+        ]);
+        // The update's cells, `v` at `i` and `s[j]` elsewhere, as one fact about this
+        // term (the three-part concatenation matches none of the binary indexing
+        // axioms); valid whatever `i` is, as it is guarded by `i`'s range.
+        // A term Z3 cannot take in a pattern (a value read after a conditional write
+        // holds an `ite`) is named, and the fact given about the name.
+        let zero = Int::from_i64(0);
+        let j = Int::fresh_const("j");
+        let named = if super::state::pattern_safe(&Dynamic::from_ast(&term)) {
+            term.clone()
+        } else {
+            let name = Dynamic::fresh_const("update", &term.get_sort())
+                .as_seq()
+                .expect("a constant of a sequence sort is a sequence");
+            self.definitions.push(name.eq(&term));
+            name
+        };
+        let cell = self.seq_at(&named, &j);
+        let old = self.seq_at(s, &j);
+        let in_range = Bool::and(&[i.ge(&zero), i.lt(&len), j.ge(&zero), j.lt(&len)]);
+        let body = in_range.implies(cell.eq(j.eq(i).ite(v, &old)));
+        self.definitions
+            .push(super::state::forall_on(&[&j as &dyn Ast], &cell, &body));
+        term
+    }
+
+    /// The triggers met since the first `from` (taken out of the list), each with every
+    /// application of a pure function replaced by its limited twin, as Viper's back ends do:
+    /// every application the encoding builds comes with its twin (`full = limited`), and the
+    /// unfolding of a recursive definition builds only the twin (`count(xs.tail, e)` inside
+    /// `count(xs, e)`), so a fact about `count(ys, q)` is instantiated where an unfolding
+    /// reached `ys` too — a lemma's postcondition at the terms of the definition it is
+    /// about. (A pattern says only when to instantiate: never a different meaning.)
+    fn limited_triggers(&mut self, from: usize) -> Vec<(Option<u32>, Dynamic)> {
+        let triggers = self.triggers.split_off(from);
+        let Some(functions) = self.decls.functions else {
+            return triggers;
+        };
+        let twins: HashMap<String, &FuncDecl> = functions
+            .values()
+            .map(|f| (f.full.name(), &f.limited))
+            .collect();
+        triggers
+            .into_iter()
+            .map(|(group, t)| (group, with_limited_twins(&t, &twins)))
+            .collect()
     }
 
     /// A quantifier's `body` with the size facts gathered while it was encoded (from
@@ -3297,6 +3349,25 @@ fn user_patterns(binders: &[&dyn Ast], triggers: Vec<(Option<u32>, Dynamic)>) ->
             z3::Pattern::new(&refs)
         })
         .collect()
+}
+
+/// `t` with every application of a function in `twins` (by name) applied to the twin instead.
+fn with_limited_twins(t: &Dynamic, twins: &HashMap<String, &FuncDecl>) -> Dynamic {
+    if !t.is_app() || t.num_children() == 0 {
+        return t.clone();
+    }
+    let children: Vec<Dynamic> = t
+        .children()
+        .iter()
+        .map(|c| with_limited_twins(c, twins))
+        .collect();
+    let args: Vec<&dyn Ast> = children.iter().map(|c| c as &dyn Ast).collect();
+    let decl = t.decl();
+    match twins.get(&decl.name()) {
+        Some(twin) => twin.apply(&args),
+        None if children.iter().zip(t.children()).all(|(a, b)| *a == b) => t.clone(),
+        None => decl.apply(&args),
+    }
 }
 
 /// `∀ xs. body` (just `body` without binders).
