@@ -929,8 +929,14 @@ impl<'a> Eval<'a> {
                 self.require(i.lt(&len), ObligationKind::IndexTooLarge, index.span);
                 let v = v.term.as_dynamic();
                 let term = self.seq_update(&s, &i, &v);
+                if !self.decls.program.is_none_or(|p| p.takes_tails) {
+                    return Ok(Value {
+                        term: Term::Seq(term),
+                        ty,
+                    });
+                }
                 // Its tail is the tail's update one cell to the left (an axiom of Viper's and
-                // Dafny's sequences): what relates a recursive function's unfolding at
+                // Dafny's sequences), where the program takes tails: what relates a recursive function's unfolding at
                 // `xs[i -> e]`, whose rest is `.tail` of it, to a lemma about `xs.tail[i-1 -> e]`.
                 let one = Int::from_i64(1);
                 let tail = |q: &Seq| seq_extract(q, &one, &Int::sub(&[q.length(), one.clone()]));

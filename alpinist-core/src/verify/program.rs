@@ -243,6 +243,10 @@ pub struct ProgramInfo<'p> {
     /// `commit` or `committed` somewhere. Otherwise (1.x) a constructor hands the invariant to
     /// the lock where it ends, and every object outside its constructor is committed.
     pub explicit_commit: bool,
+    /// Whether the program takes a sequence's `.tail` anywhere: only then does an update state
+    /// its tail (`Eval::seq_update`'s fact costs a quantifier per update, and nothing else
+    /// reads it).
+    pub takes_tails: bool,
     /// The program's classes in the order declared: a class as a value (`\type(C)`) is its
     /// position here, from 1.
     classes: Vec<String>,
@@ -261,6 +265,7 @@ impl<'p> ProgramInfo<'p> {
             implicit_posts: Vec::new(),
             lock_invariants: BTreeMap::new(),
             explicit_commit: false,
+            takes_tails: false,
             classes: Vec::new(),
         };
         let mut next_field = 0i64;
@@ -327,6 +332,7 @@ impl<'p> ProgramInfo<'p> {
             }
         }
         info.explicit_commit = mentions_commit(program, &info.order);
+        info.takes_tails = takes_tails(&info.order);
         info.implicit_posts = info
             .order
             .iter()
@@ -546,6 +552,20 @@ fn mentions_commit(program: &Program, order: &[Routine<'_>]) -> bool {
     program.visit_stmts(&mut |s| found |= matches!(s.kind, crate::syntax::StmtKind::Commit(_)));
     for r in order {
         super::recursion::routine_exprs(r, &mut |e| found |= applies(e, &[Builtin::Committed]));
+    }
+    found
+}
+
+/// Whether some routine's text takes `.tail` (or the 1.x `tail(s)`).
+fn takes_tails(order: &[Routine<'_>]) -> bool {
+    let mut found = false;
+    for r in order {
+        super::recursion::routine_exprs(r, &mut |e| {
+            e.visit(&mut |x| {
+                found |= matches!(&x.kind,
+                    ExprKind::Field { name, .. } | ExprKind::Call { name, .. } if name.name == "tail")
+            })
+        });
     }
     found
 }
