@@ -247,6 +247,9 @@ pub struct ProgramInfo<'p> {
     /// its tail (`Eval::seq_update`'s fact costs a quantifier per update, and nothing else
     /// reads it).
     pub takes_tails: bool,
+    /// Pure functions whose body applies themselves: the only ones whose unfoldings build
+    /// applications of their limited twin (see `Eval::limited_triggers`).
+    pub self_recursive: BTreeSet<String>,
     /// The program's classes in the order declared: a class as a value (`\type(C)`) is its
     /// position here, from 1.
     classes: Vec<String>,
@@ -266,6 +269,7 @@ impl<'p> ProgramInfo<'p> {
             lock_invariants: BTreeMap::new(),
             explicit_commit: false,
             takes_tails: false,
+            self_recursive: BTreeSet::new(),
             classes: Vec::new(),
         };
         let mut next_field = 0i64;
@@ -333,6 +337,7 @@ impl<'p> ProgramInfo<'p> {
         }
         info.explicit_commit = mentions_commit(program, &info.order);
         info.takes_tails = takes_tails(&info.order);
+        info.self_recursive = self_recursive(&info.order);
         info.implicit_posts = info
             .order
             .iter()
@@ -554,6 +559,25 @@ fn mentions_commit(program: &Program, order: &[Routine<'_>]) -> bool {
         super::recursion::routine_exprs(r, &mut |e| found |= applies(e, &[Builtin::Committed]));
     }
     found
+}
+
+/// The pure functions whose body applies themselves.
+fn self_recursive(order: &[Routine<'_>]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for r in order.iter().filter(|r| r.method.is_function()) {
+        let MethodBody::Expr(body) = &r.method.body else {
+            continue;
+        };
+        let name = &r.method.name.name;
+        let mut applies_itself = false;
+        body.visit(&mut |x| {
+            applies_itself |= matches!(&x.kind, ExprKind::Call { name: n, .. } if n.name == *name)
+        });
+        if applies_itself {
+            out.insert(name.clone());
+        }
+    }
+    out
 }
 
 /// Whether some routine's text takes `.tail` (or the 1.x `tail(s)`).
