@@ -134,8 +134,18 @@ impl Overloads {
         if names.is_empty() && !drops_classes {
             return None;
         }
-        let shared: HashSet<&str> = match qualified {
-            true => self.qualified.values().map(|q| unqualified(q)).collect(),
+        // The names some class's routine is renamed away from, as declared.
+        let shared: HashSet<String> = match qualified {
+            true => (program.members().into_iter())
+                .filter_map(|(_, m)| match &m.kind {
+                    MemberKind::Method(method)
+                        if self.qualified.contains_key(&method.name.span) =>
+                    {
+                        Some(method.name.name.clone())
+                    }
+                    _ => None,
+                })
+                .collect(),
             false => HashSet::new(),
         };
         let rename_calls = |e: &mut Expr| self.rename_calls(e, names, &shared, qualified);
@@ -162,7 +172,7 @@ impl Overloads {
         &self,
         e: &mut Expr,
         names: &HashMap<Span, String>,
-        shared: &HashSet<&str>,
+        shared: &HashSet<String>,
         qualified: bool,
     ) {
         if let ExprKind::Call { name, receiver, .. } = &mut e.kind {
@@ -180,13 +190,6 @@ impl Overloads {
         }
         e.for_each_child_mut(&mut |c| self.rename_calls(c, names, shared, qualified));
     }
-}
-
-/// The name a routine is declared with, from its [`Overloads::qualified`] name
-/// (`B.f(boolean)` → `f`).
-fn unqualified(qualified: &str) -> &str {
-    let name = qualified.split_once('.').map_or(qualified, |(_, n)| n);
-    name.split_once('(').map_or(name, |(n, _)| n)
 }
 
 /// `program` with its overloads renamed apart ([`Overloads::apply`]) for the stages that key

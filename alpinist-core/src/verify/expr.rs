@@ -929,28 +929,9 @@ impl<'a> Eval<'a> {
                 self.require(i.lt(&len), ObligationKind::IndexTooLarge, index.span);
                 let v = v.term.as_dynamic();
                 let term = self.seq_update(&s, &i, &v);
-                if !self.decls.program.is_none_or(|p| p.takes_tails) {
-                    return Ok(Value {
-                        term: Term::Seq(term),
-                        ty,
-                    });
+                if self.decls.program.is_none_or(|p| p.takes_tails) {
+                    self.update_tail_facts(&s, &i, &v, &term);
                 }
-                // Its tail is the tail's update one cell to the left (an axiom of Viper's and
-                // Dafny's sequences), where the program takes tails: what relates a recursive
-                // function's unfolding at `xs[i -> e]`, whose rest is `.tail` of it, to a
-                // lemma about `xs.tail[i-1 -> e]`.
-                let one = Int::from_i64(1);
-                let tail = |q: &Seq| seq_extract(q, &one, &Int::sub(&[q.length(), one.clone()]));
-                let left = Int::sub(&[i.clone(), one.clone()]);
-                let tail_update = self.seq_update(&tail(&s), &left, &v);
-                self.definitions.push(
-                    Bool::and(&[i.ge(&one), i.lt(&len)]).implies(tail(&term).eq(&tail_update)),
-                );
-                // At 0, the tail is the tail's own.
-                let zero = Int::from_i64(0);
-                self.definitions.push(
-                    Bool::and(&[i.eq(&zero), zero.lt(&len)]).implies(tail(&term).eq(tail(&s))),
-                );
                 Value {
                     term: Term::Seq(term),
                     ty,
@@ -1646,6 +1627,22 @@ impl<'a> Eval<'a> {
         term
     }
 
+    /// The tail of `term`, the update `s[i -> v]`: the tail's update one cell to the left, at
+    /// 0 the tail itself (an axiom of Viper's and Dafny's sequences). What relates a recursive
+    /// function's unfolding at `xs[i -> e]`, whose rest is `.tail` of it, to a lemma about
+    /// `xs.tail[i-1 -> e]`.
+    fn update_tail_facts(&mut self, s: &Seq, i: &Int, v: &Dynamic, term: &Seq) {
+        let (zero, one) = (Int::from_i64(0), Int::from_i64(1));
+        let len = s.length();
+        let tail = |q: &Seq| seq_extract(q, &one, &Int::sub(&[q.length(), one.clone()]));
+        let left = Int::sub(&[i.clone(), one.clone()]);
+        let tail_update = self.seq_update(&tail(s), &left, v);
+        self.definitions
+            .push(Bool::and(&[i.ge(&one), i.lt(&len)]).implies(tail(term).eq(&tail_update)));
+        self.definitions
+            .push(Bool::and(&[i.eq(&zero), zero.lt(&len)]).implies(tail(term).eq(tail(s))));
+    }
+
     /// The triggers met since the first `from` (taken out of the list), each with every
     /// application of a pure function replaced by its limited twin, as Viper's back ends do:
     /// every application the encoding builds comes with its twin (`full = limited`), and the
@@ -1661,10 +1658,9 @@ impl<'a> Eval<'a> {
         // Only the recursive ones: another function's twin is built from its applications
         // alone, one step later, and Z3 then instantiated less eagerly (the index lemmas of
         // `verifythis/2024/challenge1` went from 9 s to past 100 s).
-        let twins: HashMap<String, &FuncDecl> = functions
-            .iter()
-            .filter(|(name, _)| program.self_recursive.contains(*name))
-            .map(|(_, f)| (f.full.name(), &f.limited))
+        let twins: HashMap<String, &FuncDecl> = (program.self_recursive.iter())
+            .filter_map(|name| functions.get(name))
+            .map(|f| (f.full.name(), &f.limited))
             .collect();
         if twins.is_empty() {
             return triggers;
